@@ -1,0 +1,64 @@
+"""The backend seam: stream text for a `ModelRequest`, and close.
+
+A backend owns no connection pool of its own: it is handed the server's one shared
+`httpx.AsyncClient` (keep-alive, pre-warmed) and only builds requests and parses responses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """What to ask a model for: the code around the cursor and the limits of the answer."""
+
+    prefix: str
+    suffix: str
+    language: str = ""
+    path: str = ""
+    max_tokens: int = 256
+    temperature: float = 0.0
+    stop: tuple[str, ...] = ()
+    # Free-form instruction for edits; empty for completions.
+    instruction: str = ""
+
+
+@dataclass(kw_only=True)
+class Usage:
+    """Token accounting as the provider reported it (zero where it reported nothing)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(kw_only=True)
+class StreamStats:
+    """Filled in by a backend while it streams, so callers can trace phases without a second channel."""
+
+    usage: Usage = field(default_factory=Usage)
+    request_sent_ns: int = 0
+    first_byte_ns: int = 0
+    first_token_ns: int = 0
+    finish_reason: str = ""
+
+
+class Backend(Protocol):
+    """Streams completion text. Raises only `completion.errors.CompletionError` subclasses."""
+
+    name: str
+
+    def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text chunks as they arrive. Updates `stats` (usage, timestamps) as it goes."""
+        ...
+
+    async def warm(self) -> None:
+        """Open a connection to the provider ahead of the first request (best effort, never raises)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the backend holds (not the shared client, which its owner closes)."""
+        ...

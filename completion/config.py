@@ -1,0 +1,271 @@
+"""tandem's configuration: one typed tree, merged from layers, with problems reported in words.
+
+Layers, lowest first: defaults, the user's config.toml, the workspace's tandem.toml, the editor's
+initializationOptions, workspace/didChangeConfiguration. Every layer is a plain mapping (TOML table or
+JSON object) with the same shape:
+
+    [models.fast]                       [completion]              [trace]
+    provider = "openai-chat"            debounce_ms = 0           path = "..."
+    base_url = "https://..."            multiline = "auto"
+    model = "..."                       deadline_s = 10.0        trusted_workspaces = ["/path"]
+    api_key_env = "CEREBRAS_API_KEY"    context_chars = 6000     trust_workspace = false
+    max_tokens = 256
+    timeout_s = 10.0
+
+A workspace's tandem.toml comes from whoever wrote the repository: unless the user trusts it, it may not
+set the keys that decide where code and keys go (`WORKSPACE_GUARDED`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args, get_origin
+
+Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
+PROVIDERS: tuple[str, ...] = get_args(Provider)
+# Providers whose backend exists today; the others are accepted by the schema but reported unusable.
+IMPLEMENTED_PROVIDERS: frozenset[str] = frozenset({"openai-chat", "fim"})
+
+WORKSPACE_GUARDED: frozenset[str] = frozenset({"provider", "base_url", "api_key_env"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    provider: Provider = "openai-chat"
+    base_url: str = ""
+    model: str = ""
+    api_key_env: str = ""
+    max_tokens: int = 256
+    timeout_s: float = 10.0
+    connect_timeout_s: float = 3.0
+    # For provider "fim": a template name from completion.backends.fim_templates sends a raw FIM prompt;
+    # empty sends `prompt` + `suffix` fields (vLLM, llama.cpp server, DeepSeek beta).
+    fim_template: str = ""
+    temperature: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelsConfig:
+    fast: ModelConfig | None = None
+    accurate: ModelConfig | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionConfig:
+    # Wait this long before asking a model (cache hits never wait). 0 = ask at once.
+    debounce_ms: int = 0
+    multiline: Literal["auto", "always", "never"] = "auto"
+    # The whole completion, first byte to answer, may take no longer than this.
+    deadline_s: float = 10.0
+    # Characters of prefix and suffix sent around the cursor (the token-budgeted window is cache/'s job).
+    prefix_chars: int = 6000
+    suffix_chars: int = 2000
+    max_lines: int = 12
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceConfig:
+    # Empty: the user state dir ($XDG_STATE_HOME/tandem/trace.jsonl).
+    path: str = ""
+    enabled: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    completion: CompletionConfig = field(default_factory=CompletionConfig)
+    trace: TraceConfig = field(default_factory=TraceConfig)
+    trusted_workspaces: tuple[str, ...] = ()
+    # Sent by an editor that has its own notion of trust (VS Code's workspace trust).
+    trust_workspace: bool = False
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one key, in words a user can act on."""
+
+    source: str
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.source}: {self.key}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Layer:
+    source: str  # "~/.config/tandem/config.toml", "initializationOptions", ...
+    values: Mapping[str, Any]
+    from_workspace: bool = False
+
+
+def merge_layers(layers: list[Layer]) -> tuple[Config, list[Problem]]:
+    """Merge `layers` over the defaults. Bad keys are dropped (the default stays) and reported.
+
+    Workspace layers lose their guarded keys unless a non-workspace layer (the user's config, or the
+    editor) trusts the workspace; that is reported once per layer.
+    """
+    problems: list[Problem] = []
+    merged: dict[str, Any] = {}
+    trusted = any(_trusts(layer.values) for layer in layers if not layer.from_workspace)
+    for layer in layers:
+        values = dict(layer.values)
+        if layer.from_workspace and not trusted:
+            values, dropped = _strip_guarded(values)
+            if dropped:
+                problems.append(
+                    Problem(
+                        layer.source,
+                        ", ".join(sorted(dropped)),
+                        "ignored: this workspace is not trusted, so it may not choose where code and API "
+                        "keys are sent (add it to trusted_workspaces in your user config to allow it)",
+                    )
+                )
+        clean = _validate(Config, values, prefix="", source=layer.source, problems=problems)
+        _deep_merge(merged, clean)
+    return _build(Config, merged), problems
+
+
+def _trusts(merged: Mapping[str, Any]) -> bool:
+    return bool(merged.get("trust_workspace")) or bool(merged.get("_trusted_root"))
+
+
+def mark_trusted_root(layer_values: dict[str, Any], workspace_root: str) -> None:
+    """Record on a user layer that it trusts `workspace_root` (set by the loader, which knows the root)."""
+    trusted = layer_values.get("trusted_workspaces", [])
+    if isinstance(trusted, list) and workspace_root.rstrip("/") in {str(p).rstrip("/") for p in trusted}:
+        layer_values["_trusted_root"] = True
+
+
+def _strip_guarded(values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    dropped: set[str] = set()
+    out = dict(values)
+    # A workspace can never grant itself trust.
+    for key in ("trust_workspace", "trusted_workspaces"):
+        if key in out:
+            out.pop(key)
+            dropped.add(key)
+    models = out.get("models")
+    if isinstance(models, Mapping):
+        new_models: dict[str, Any] = {}
+        for tier, table in models.items():
+            if isinstance(table, Mapping):
+                kept = {k: v for k, v in table.items() if k not in WORKSPACE_GUARDED}
+                dropped.update(f"models.{tier}.{k}" for k in table if k in WORKSPACE_GUARDED)
+                new_models[tier] = kept
+            else:
+                new_models[tier] = table
+        out["models"] = new_models
+    return out, dropped
+
+
+def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:
+    for key, value in new.items():
+        if isinstance(value, Mapping) and isinstance(into.get(key), dict):
+            _deep_merge(into[key], value)
+        elif isinstance(value, Mapping):
+            into[key] = {}
+            _deep_merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _dataclass_of(annotation: Any) -> type | None:
+    """The dataclass in `X` or `X | None`, else None."""
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        return annotation
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in get_args(annotation):
+            if dataclasses.is_dataclass(arg) and isinstance(arg, type):
+                return arg
+    return None
+
+
+def _validate(
+    cls: type, values: Mapping[str, Any], *, prefix: str, source: str, problems: list[Problem]
+) -> dict[str, Any]:
+    """The subset of `values` that fits `cls`; every misfit becomes a Problem."""
+    hints = typing.get_type_hints(cls)
+    clean: dict[str, Any] = {}
+    for key, value in values.items():
+        if key == "_trusted_root":
+            clean[key] = value
+            continue
+        name = f"{prefix}{key}"
+        if key not in hints:
+            known = ", ".join(sorted(hints))
+            problems.append(Problem(source, name, f"unknown key (known here: {known})"))
+            continue
+        annotation = hints[key]
+        sub = _dataclass_of(annotation)
+        if sub is not None:
+            if not isinstance(value, Mapping):
+                problems.append(Problem(source, name, f"expected a table, got {_show(value)}"))
+                continue
+            clean[key] = _validate(sub, value, prefix=f"{name}.", source=source, problems=problems)
+            if sub is ModelConfig:
+                _check_model(clean[key], name, source, problems)
+            continue
+        ok, converted, expected = _coerce(annotation, value)
+        if ok:
+            clean[key] = converted
+        else:
+            problems.append(Problem(source, name, f"expected {expected}, got {_show(value)}; using the default"))
+    return clean
+
+
+def _check_model(table: dict[str, Any], name: str, source: str, problems: list[Problem]) -> None:
+    provider = table.get("provider")
+    if provider is not None and provider not in IMPLEMENTED_PROVIDERS:
+        problems.append(
+            Problem(source, f"{name}.provider", f"{provider!r} is not available yet; use 'openai-chat' or 'fim'")
+        )
+        table.pop("provider")
+    key_env = table.get("api_key_env")
+    if isinstance(key_env, str) and key_env.startswith(("sk-", "csk-", "gsk_")):
+        # Someone pasted the key itself: never keep it, never echo it.
+        problems.append(
+            Problem(source, f"{name}.api_key_env", "looks like an API key; name the environment variable instead")
+        )
+        table.pop("api_key_env")
+
+
+def _coerce(annotation: Any, value: Any) -> tuple[bool, Any, str]:
+    origin = get_origin(annotation)
+    if origin is Literal:
+        choices = get_args(annotation)
+        return value in choices, value, "one of " + ", ".join(repr(c) for c in choices)
+    if annotation is bool:
+        return isinstance(value, bool), value, "true or false"
+    if annotation is int:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        return ok, value, "a whole number >= 0"
+    if annotation is float:
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        return ok, float(value) if ok else value, "a number > 0"
+    if annotation is str:
+        return isinstance(value, str), value, "a string"
+    if origin is tuple:
+        ok = isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+        return ok, tuple(value) if ok else value, "a list of strings"
+    return False, value, str(annotation)
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _build(cls: type, values: Mapping[str, Any]) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in hints:
+            continue
+        sub = _dataclass_of(hints[key])
+        kwargs[key] = _build(sub, value) if sub is not None and isinstance(value, Mapping) else value
+    return cls(**kwargs)
