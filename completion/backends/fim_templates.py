@@ -35,8 +35,13 @@ TEMPLATES: dict[str, FimTemplate] = {
             "starcoder2", "<fim_prefix>", "<fim_suffix>", "<fim_middle>", stop=("<|endoftext|>", "<file_sep>")
         ),
         FimTemplate("codellama", "<PRE> ", " <SUF>", " <MID>", stop=("<EOT>",)),
+        # DeepSeek's tokens really use FULLWIDTH VERTICAL LINE and LOWER ONE EIGHTH BLOCK characters.
         FimTemplate(
-            "deepseek-coder", "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>", stop=("<｜end▁of▁sentence｜>",)
+            "deepseek-coder",
+            "<｜fim▁begin｜>",  # noqa: RUF001
+            "<｜fim▁hole｜>",  # noqa: RUF001
+            "<｜fim▁end｜>",  # noqa: RUF001
+            stop=("<｜end▁of▁sentence｜>",),  # noqa: RUF001
         ),
         FimTemplate("codestral", "[SUFFIX]", "[PREFIX]", "", stop=("</s>",)),
     )

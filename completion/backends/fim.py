@@ -1,0 +1,92 @@
+"""The `fim` backend: fill-in-the-middle over `POST {base_url}/completions`, streamed.
+
+Two ways to ask, chosen by `ModelConfig.fim_template`:
+
+- empty: `prompt` = prefix and `suffix` = suffix as separate fields (vLLM, llama.cpp server, DeepSeek
+  beta, `tandem sim`); the server applies the model's own FIM tokens.
+- a template name (`fim_templates.TEMPLATES`): one raw prompt with that family's special tokens, and
+  the family's end-of-middle tokens added to `stop`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
+from completion.backends import fim_templates
+from completion.backends.streaming import StreamCall, api_key, now_ns, stream_chunks, warm_connection
+from completion.errors import BackendUnavailable, NotConfigured
+from completion.http import request_timeout
+
+if TYPE_CHECKING:
+    import httpx
+
+    from completion.backends.base import ModelRequest, StreamStats
+    from completion.config import ModelConfig
+
+
+class FimBackend:
+    """Streams `choices[0].text` from a completions API. Implements `base.Backend`."""
+
+    name = "fim"
+
+    def __init__(
+        self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ
+    ) -> None:
+        if config.fim_template and config.fim_template not in fim_templates.TEMPLATES:
+            known = ", ".join(sorted(fim_templates.TEMPLATES))
+            raise NotConfigured(f"unknown fim_template {config.fim_template!r} (known: {known})")
+        self._config = config
+        self._client = client
+        self._env = env
+        self._url = config.base_url.rstrip("/") + "/completions"
+        self._closed = False
+
+    def body(self, request: ModelRequest) -> dict[str, object]:
+        """The JSON body for `request` (public so tests and traces can see what is sent)."""
+        stop = list(request.stop)
+        template = self._config.fim_template
+        body: dict[str, object] = {}
+        if self._config.model:
+            body["model"] = self._config.model
+        if template:
+            body["prompt"] = fim_templates.render(template, request.prefix, request.suffix)
+            stop += [s for s in fim_templates.TEMPLATES[template].stop if s not in stop]
+        else:
+            body["prompt"] = request.prefix
+            body["suffix"] = request.suffix
+        body.update(
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        if stop:
+            body["stop"] = stop
+        return body
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text as it arrives; see `base.Backend.stream`."""
+        if self._closed:
+            raise BackendUnavailable(f"{self.name} backend was closed")
+        call = StreamCall(
+            url=self._url,
+            body=self.body(request),
+            timeout=request_timeout(self._config),
+            api_key=api_key(self._config, self._env),
+        )
+        async with aclosing(stream_chunks(self._client, call, stats)) as chunks:
+            async for chunk in chunks:
+                if chunk.text:
+                    if not stats.first_token_ns:
+                        stats.first_token_ns = now_ns()
+                    yield chunk.text
+
+    async def warm(self) -> None:
+        await warm_connection(self._client, self._config, self._env)
+
+    async def aclose(self) -> None:
+        # The shared client belongs to the server; a backend holds nothing else.
+        self._closed = True
