@@ -1,0 +1,69 @@
+"""The plain values that cross from the LSP edge into the model side: one request, one result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+
+class TextSource(Protocol):
+    """Read access to a document's text in code-point columns (`cache.lines.LineBuffer` is one)."""
+
+    def text_before(self, line: int, char: int, max_chars: int) -> str: ...
+    def text_after(self, line: int, char: int, max_chars: int) -> str: ...
+    def line_content(self, index: int) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionRequest:
+    """A request for a completion at one position of one document version.
+
+    `line`/`character` are server positions (code points); the LSP edge converted them from the
+    client's encoding. The text is read through `document` on demand, so a cache hit never copies the
+    prompt window.
+    """
+
+    uri: str
+    version: int
+    line: int
+    character: int
+    document: TextSource
+    language: str = ""
+    path: str = ""
+    kind: Literal["inline", "completion"] = "inline"
+    client: str = ""
+    invoked: bool = False
+    received_ns: int = 0
+
+    def prefix(self, max_chars: int) -> str:
+        return self.document.text_before(self.line, self.character, max_chars)
+
+    def suffix(self, max_chars: int) -> str:
+        return self.document.text_after(self.line, self.character, max_chars)
+
+    def line_before(self) -> str:
+        return self.document.line_content(self.line)[: self.character]
+
+    def line_after(self) -> str:
+        return self.document.line_content(self.line)[self.character :]
+
+
+Source = Literal["model", "stream", "none"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionResult:
+    """What to show: `text` is inserted at the cursor ('' = nothing to show)."""
+
+    text: str = ""
+    # The model is still streaming into this suggestion (completion menus set isIncomplete).
+    streaming: bool = False
+    # "model": a new model call; "stream": served from a stream already running or finished.
+    source: Source = "none"
+    # A message for the user (shown once by the edge), e.g. how to configure a model.
+    notice: str = ""
+    trace_id: str = ""
+
+    @staticmethod
+    def empty(*, notice: str = "", trace_id: str = "") -> CompletionResult:
+        return CompletionResult(notice=notice, trace_id=trace_id)

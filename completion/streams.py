@@ -1,0 +1,163 @@
+"""Model streams, running or finished, and reusing them as the user types through a suggestion.
+
+A `Stream` is anchored where it was requested: the document position plus the text just before and
+after it. A later request at (line, char) can use the stream if the text between the anchor and the
+cursor is exactly the start of what the stream produced, and the text around it is unchanged: then the
+rest of the stream is the suggestion, with no new model call. This is the simple store the spine needs;
+the full completion cache (bounded LRU, prefetch) lives in `cache/`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from completion.backends.base import StreamStats
+from completion.errors import CompletionError, describe
+from completion.request import CompletionRequest
+
+log = logging.getLogger(__name__)
+
+# Characters of context remembered on each side of the anchor; a change inside them voids the stream.
+ANCHOR_CHARS = 256
+STREAMS_PER_DOCUMENT = 8
+_ids = itertools.count(1)
+
+
+@dataclass(kw_only=True)
+class Stream:
+    uri: str
+    line: int
+    character: int
+    before: str
+    after: str
+    model: str
+    id: str = field(default_factory=lambda: f"s{next(_ids)}")
+    text: str = ""
+    done: bool = False
+    error: CompletionError | None = None
+    stats: StreamStats = field(default_factory=StreamStats)
+    first_line_ns: int = 0
+    done_ns: int = 0
+    task: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _on_done: list[Callable[[Stream], None]] = field(default_factory=list)
+
+    def append(self, chunk: str) -> None:
+        if not chunk:
+            return
+        self.text += chunk
+        if not self.first_line_ns and "\n" in self.text:
+            self.first_line_ns = time.perf_counter_ns()
+        self._wake()
+
+    def finish(self, error: CompletionError | None = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.error = error
+        self.done_ns = time.perf_counter_ns()
+        self._wake()
+        for callback in self._on_done:
+            callback(self)
+        self._on_done.clear()
+
+    def on_done(self, callback: Callable[[Stream], None]) -> None:
+        if self.done:
+            callback(self)
+        else:
+            self._on_done.append(callback)
+
+    def cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    async def changed(self) -> None:
+        """Return once the text grows or the stream ends."""
+        await self._changed.wait()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def typed_through(self, request: CompletionRequest) -> int | None:
+        """How many characters of this stream's text the user has typed since the anchor, if the
+        document at `request` is exactly anchor + that text (and unchanged around it); else None."""
+        if request.uri != self.uri or request.line < self.line:
+            return None
+        lines_down = request.line - self.line
+        if lines_down == 0:
+            typed = request.character - self.character
+            if typed < 0 or "\n" in self.text[:typed]:
+                return None
+        else:
+            newline = -1
+            for _ in range(lines_down):
+                newline = self.text.find("\n", newline + 1)
+                if newline < 0:
+                    return None
+            typed = newline + 1 + request.character
+        if typed > len(self.text):
+            return None
+        expected = self.before + self.text[:typed]
+        if request.prefix(len(expected)) != expected:
+            return None
+        if request.suffix(len(self.after)) != self.after:
+            return None
+        return typed
+
+
+class StreamStore:
+    """The streams of each document, newest last, a few per document."""
+
+    def __init__(self) -> None:
+        self._by_uri: dict[str, deque[Stream]] = {}
+
+    def find(self, request: CompletionRequest) -> tuple[Stream, int] | None:
+        """The newest stream the user is typing through at `request`, with the characters typed."""
+        for stream in reversed(self._by_uri.get(request.uri, ())):
+            if stream.error is not None and not stream.text:
+                continue
+            typed = stream.typed_through(request)
+            if typed is not None:
+                return stream, typed
+        return None
+
+    def add(self, request: CompletionRequest, model: str) -> Stream:
+        stream = Stream(
+            uri=request.uri,
+            line=request.line,
+            character=request.character,
+            before=request.prefix(ANCHOR_CHARS),
+            after=request.suffix(ANCHOR_CHARS),
+            model=model,
+        )
+        streams = self._by_uri.setdefault(request.uri, deque())
+        streams.append(stream)
+        while len(streams) > STREAMS_PER_DOCUMENT:
+            streams.popleft().cancel()
+        return stream
+
+    def cancel_others(self, uri: str, keep: Stream | None) -> None:
+        """Stop the model streams of `uri` that the user has moved away from."""
+        for stream in self._by_uri.get(uri, ()):
+            if stream is not keep and not stream.done:
+                stream.cancel()
+
+    def forget(self, uri: str) -> None:
+        for stream in self._by_uri.pop(uri, ()):
+            stream.cancel()
+
+    def close(self) -> None:
+        for uri in list(self._by_uri):
+            self.forget(uri)
+
+
+def log_failure(stream: Stream) -> None:
+    if stream.error is not None:
+        log.warning("stream %s (%s) ended: %s", stream.id, stream.model, describe(stream.error))

@@ -1,0 +1,91 @@
+"""Answer early: the smallest useful part of a growing model stream.
+
+Single-line mode answers at the first complete line; multi-line mode at a block boundary (a dedent below
+the block's indentation, a blank line after content, or `max_lines`). `useful_unit` returns None while the
+stream has not yet decided the unit, so the caller waits for more text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_OPENERS = (":", "{", "(", "[", "=>", "->")
+_CLOSERS = (")", "]", "}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnitContext:
+    """What the unit rules need to know about the cursor's line."""
+
+    line_before: str
+    line_after: str
+    multiline: bool
+    max_lines: int = 12
+
+
+def wants_multiline(line_before: str, line_after: str, setting: str) -> bool:
+    """Multi-line when nothing follows on the line and the cursor starts a line or opens a block."""
+    if setting == "never" or line_after.strip():
+        return False
+    if setting == "always":
+        return True
+    stripped = line_before.rstrip()
+    return not stripped or stripped.endswith(_OPENERS)
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip(" \t"))
+
+
+def useful_unit(text: str, done: bool, ctx: UnitContext) -> str | None:
+    """The prefix of `text` to show now, or None if more of the stream is needed to decide."""
+    if not ctx.multiline:
+        end = text.find("\n")
+        if end >= 0:
+            return text[:end]
+        return text if done else None
+    return _block(text, done, ctx)
+
+
+def _block(text: str, done: bool, ctx: UnitContext) -> str | None:
+    lines = text.split("\n")
+    complete = len(lines) if done else len(lines) - 1
+    first = ctx.line_before + lines[0]
+    cursor_indent = _indent(ctx.line_before) if ctx.line_before.strip() else len(ctx.line_before)
+    base: int | None = None
+    if first.strip() and not first.rstrip().endswith(_OPENERS):
+        base = _indent(first)
+    kept = 1
+    seen_content = bool(lines[0].strip())
+    for j in range(1, len(lines)):
+        line = lines[j]
+        known = j < complete or bool(line.strip())
+        if not known:
+            return None
+        if kept >= ctx.max_lines:
+            break
+        if not line.strip():
+            if j >= complete:
+                return None
+            if seen_content:
+                break
+            kept += 1
+            continue
+        indent = _indent(line)
+        if base is None:
+            if j >= complete:
+                # The line's indentation may still grow; wait for it to finish.
+                return None
+            base = indent
+        if indent < base:
+            if line.strip().startswith(_CLOSERS) and indent >= cursor_indent and j < complete:
+                kept = j + 1  # the closing bracket of the block we opened
+            break
+        if j >= complete:
+            return None
+        seen_content = True
+        kept = j + 1
+    else:
+        if not done:
+            return None
+    return "\n".join(lines[:kept]).rstrip()

@@ -1,0 +1,96 @@
+"""The open documents: textDocument/didOpen, didChange (incremental), didClose.
+
+Each document is a `cache.lines.LineBuffer`, so a keystroke costs the size of the edit, not of the
+file. pygls' own workspace copy is bypassed entirely (see `lsp.server.TandemProtocol`).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from cache.lines import LineBuffer
+from lsp.positions import PositionCodec
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+log = logging.getLogger(__name__)
+
+# Larger documents are tracked (so edits stay in sync) but never completed or sent to a model.
+MAX_DOCUMENT_CHARS = 8_000_000
+
+
+@dataclass
+class Document:
+    uri: str
+    language_id: str
+    version: int
+    buffer: LineBuffer
+    # Why this document is never completed ("" = it may be): binary content, or too large.
+    skip_reason: str = ""
+
+    @property
+    def path(self) -> str:
+        return self.uri.removeprefix("file://")
+
+
+def skip_reason(text: str) -> str:
+    if "\x00" in text[:8192]:
+        return "binary content"
+    if len(text) > MAX_DOCUMENT_CHARS:
+        return f"too large ({len(text) / 1e6:.1f} M characters; the limit is {MAX_DOCUMENT_CHARS / 1e6:g} M)"
+    return ""
+
+
+class DocumentStore:
+    def __init__(self) -> None:
+        self._docs: dict[str, Document] = {}
+        self.codec = PositionCodec("utf-16")
+
+    def get(self, uri: str) -> Document | None:
+        return self._docs.get(uri)
+
+    def open(self, item: types.TextDocumentItem) -> Document:
+        reason = skip_reason(item.text)
+        if reason:
+            log.info("document %s: %s; tracked, never completed", item.uri, reason)
+        document = Document(item.uri, item.language_id, item.version, LineBuffer(item.text), reason)
+        self._docs[item.uri] = document
+        return document
+
+    def change(
+        self, uri: str, version: int, changes: Sequence[types.TextDocumentContentChangeEvent]
+    ) -> Document | None:
+        document = self._docs.get(uri)
+        if document is None:
+            log.warning("didChange for a document that is not open: %s", uri)
+            return None
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                start = self.to_server(document, change.range.start)
+                end = self.to_server(document, change.range.end)
+                document.buffer.replace(start, end, change.text)
+            else:
+                document.buffer = LineBuffer(change.text)
+                document.skip_reason = skip_reason(change.text)
+        document.version = version
+        return document
+
+    def close(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+
+    def to_server(self, document: Document, position: types.Position) -> tuple[int, int]:
+        """A client position as (line, code-point column), clamped into the document."""
+        if position.line >= document.buffer.line_count:
+            return document.buffer.clamp(position.line, position.character)
+        content = document.buffer.line_content(position.line)
+        return position.line, self.codec.to_server(content, position.character)
+
+    def to_client(self, document: Document, line: int, column: int) -> types.Position:
+        return types.Position(
+            line=line, character=self.codec.to_client(document.buffer.line_content(line), column)
+        )

@@ -1,0 +1,1 @@
+"""LSP handlers by feature: lifecycle and configuration, documents, completion."""

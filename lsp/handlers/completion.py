@@ -1,0 +1,126 @@
+"""textDocument/inlineCompletion (ghost text) and textDocument/completion (menu items).
+
+Both become one `CompletionRequest` for `Engine.complete`; this module only converts positions (through
+the negotiated codec) and shapes the answer for each method.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from completion.request import CompletionRequest, CompletionResult
+
+if TYPE_CHECKING:
+    from lsp.documents import Document
+    from lsp.server import TandemServer
+
+log = logging.getLogger(__name__)
+
+
+def _request(
+    ls: TandemServer,
+    document: Document,
+    position: types.Position,
+    *,
+    kind: str,
+    invoked: bool,
+    received_ns: int,
+) -> CompletionRequest:
+    line, column = ls.documents.to_server(document, position)
+    return CompletionRequest(
+        uri=document.uri,
+        version=document.version,
+        line=line,
+        character=column,
+        document=document.buffer,
+        language=document.language_id,
+        path=document.path,
+        kind="inline" if kind == "inline" else "completion",
+        client=ls.client_name,
+        invoked=invoked,
+        received_ns=received_ns,
+    )
+
+
+async def _complete(
+    ls: TandemServer, uri: str, position: types.Position, *, kind: str, invoked: bool
+) -> tuple[CompletionRequest | None, CompletionResult]:
+    received_ns = time.perf_counter_ns()
+    document = ls.documents.get(uri)
+    if document is None:
+        log.warning("completion requested for a document that is not open: %s", uri)
+        return None, CompletionResult.empty()
+    if document.skip_reason:
+        return None, CompletionResult.empty()
+    if ls.engine is None:
+        return None, CompletionResult.empty()
+    request = _request(ls, document, position, kind=kind, invoked=invoked, received_ns=received_ns)
+    result = await ls.engine.complete(request)
+    if result.notice:
+        ls.notify_user(result.notice)
+    return request, result
+
+
+def _word_start(line: str, column: int) -> int:
+    start = column
+    while start > 0 and (line[start - 1].isalnum() or line[start - 1] == "_"):
+        start -= 1
+    return start
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def inline_completion(
+        ls: TandemServer, params: types.InlineCompletionParams
+    ) -> types.InlineCompletionList:
+        invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        _, result = await _complete(
+            ls, params.text_document.uri, params.position, kind="inline", invoked=invoked
+        )
+        if not result.text:
+            return types.InlineCompletionList(items=[])
+        here = types.Range(start=params.position, end=params.position)
+        return types.InlineCompletionList(
+            items=[types.InlineCompletionItem(insert_text=result.text, range=here)]
+        )
+
+    @server.feature(
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.CompletionOptions(trigger_characters=[".", "(", " ", "\n"], resolve_provider=False),
+    )
+    async def completion(ls: TandemServer, params: types.CompletionParams) -> types.CompletionList:
+        invoked = params.context is None or params.context.trigger_kind == types.CompletionTriggerKind.Invoked
+        request, result = await _complete(
+            ls, params.text_document.uri, params.position, kind="menu", invoked=invoked
+        )
+        if request is None or not result.text:
+            return types.CompletionList(is_incomplete=result.streaming, items=[])
+        document = ls.documents.get(request.uri)
+        assert document is not None
+        # Menus filter by the word before the cursor, so the edit replaces that word with word + completion.
+        line = request.document.line_content(request.line)
+        start_column = _word_start(line, request.character)
+        word = line[start_column : request.character]
+        start = ls.documents.to_client(document, request.line, start_column)
+        first_line = result.text.split("\n", 1)[0]
+        label = (word + first_line).strip() or result.text.strip().split("\n", 1)[0]
+        item = types.CompletionItem(
+            label=label[:80],
+            kind=types.CompletionItemKind.Text,
+            detail="tandem",
+            documentation=types.MarkupContent(
+                kind=types.MarkupKind.Markdown, value=f"```{request.language}\n{word + result.text}\n```"
+            ),
+            filter_text=word + result.text,
+            sort_text="0000",
+            preselect=True,
+            insert_text_format=types.InsertTextFormat.PlainText,
+            text_edit=types.TextEdit(
+                range=types.Range(start=start, end=params.position), new_text=word + result.text
+            ),
+        )
+        return types.CompletionList(is_incomplete=result.streaming, items=[item])

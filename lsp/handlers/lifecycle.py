@@ -1,0 +1,76 @@
+"""initialize, initialized, shutdown, and workspace/didChangeConfiguration.
+
+At initialize tandem negotiates the position encoding, reads its configuration layers, creates the one
+shared HTTP client and the engine, and starts opening connections to the configured providers so the
+first keystroke does not pay for TCP and TLS set-up.
+"""
+
+from __future__ import annotations
+
+import logging
+import pathlib
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from completion.engine import Engine
+from completion.http import make_client
+from lsp.positions import PositionCodec
+
+if TYPE_CHECKING:
+    from lsp.server import TandemServer
+
+log = logging.getLogger(__name__)
+
+
+def _root(params: types.InitializeParams) -> pathlib.Path | None:
+    uri = None
+    if params.workspace_folders:
+        uri = params.workspace_folders[0].uri
+    elif params.root_uri:
+        uri = params.root_uri
+    if uri:
+        parsed = urlparse(uri)
+        return pathlib.Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+    return pathlib.Path(params.root_path) if params.root_path else None
+
+
+def _report(ls: TandemServer, messages: list[str]) -> None:
+    for message in messages:
+        ls.notify_user(f"tandem configuration: {message}", types.MessageType.Warning)
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: TandemServer, params: types.InitializeParams) -> None:
+        ls.client_name = params.client_info.name if params.client_info else ""
+        ls.sources.workspace_root = _root(params)
+        ls.sources.set_initialization_options(params.initialization_options)
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: TandemServer, params: types.InitializedParams) -> None:
+        # pygls negotiated the encoding (the client's first choice it supports) while answering initialize.
+        encoding = ls.server_capabilities.position_encoding or types.PositionEncodingKind.Utf16
+        ls.documents.codec = PositionCodec(str(encoding))
+        config, problems = ls.sources.resolve()
+        ls.config = config
+        ls.http_client = make_client()
+        ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer())
+        _report(ls, [str(p) for p in problems] + ls.engine.configure(config))
+        ls.spawn(ls.engine.warm())
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: TandemServer, params: types.DidChangeConfigurationParams) -> None:
+        ls.sources.set_did_change(params.settings)
+        config, problems = ls.sources.resolve()
+        ls.config = config
+        messages = [str(p) for p in problems]
+        if ls.engine is not None:
+            messages += ls.engine.configure(config)
+            ls.spawn(ls.engine.warm())
+        _report(ls, messages)
+
+    @server.feature(types.SHUTDOWN)
+    async def shutdown(ls: TandemServer, params: None) -> None:
+        await ls.aclose()

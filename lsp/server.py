@@ -1,0 +1,137 @@
+"""The tandem language server: a small `LanguageServer` subclass and `build_server()`.
+
+Handlers live in `lsp/handlers/` by feature; this module only holds state and wires them up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pathlib
+from collections.abc import Coroutine, Generator, Mapping
+from typing import Any
+
+import httpx
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from completion.config import Config
+from completion.engine import Engine
+from completion.trace import Tracer
+from lsp.config_loading import ConfigSources
+from lsp.documents import DocumentStore
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+
+
+class TandemProtocol(LanguageServerProtocol):
+    """pygls' protocol minus its own document copies.
+
+    pygls' built-in didOpen/didChange/didClose keep a `TextDocument` that rebuilds the whole text on
+    every incremental change (O(file) per keystroke). tandem keeps its own store (`lsp.documents`), so
+    these overrides only forward to tandem's handlers.
+    """
+
+    def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(
+        self, params: types.DidOpenTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(
+        self, params: types.DidChangeTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(
+        self, params: types.DidCloseTextDocumentParams
+    ) -> Generator[Any, Any, None]:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+
+class TandemServer(LanguageServer):
+    documents: DocumentStore
+    sources: ConfigSources
+    config: Config
+    engine: Engine | None
+    trace_path: pathlib.Path | None
+    client_name: str
+    http_client: httpx.AsyncClient | None
+    # Notices already shown, so each is shown once per session.
+    shown_notices: set[str]
+
+    def __init__(
+        self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None
+    ) -> None:
+        super().__init__("tandem", VERSION, protocol_cls=TandemProtocol)
+        self.documents = DocumentStore()
+        self.sources = ConfigSources() if env is None else ConfigSources(env=dict(env))
+        self.config = Config()
+        self.engine = None
+        self.trace_path = trace_path
+        self.client_name = ""
+        self.http_client = None
+        self.shown_notices = set()
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run `work` in the background; its failure is logged, never raised into the protocol."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            self._tasks.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.warning("background task failed: %r", finished.exception())
+
+        task.add_done_callback(done)
+
+    async def aclose(self) -> None:
+        """Stop streams, flush traces, close the HTTP client (shutdown, and tests)."""
+        if self.engine is not None:
+            await self.engine.aclose()
+            self.engine = None
+        if self.http_client is not None:
+            await self.http_client.aclose()
+            self.http_client = None
+
+    def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """window/showMessage, once per distinct message."""
+        if message in self.shown_notices:
+            return
+        self.shown_notices.add(message)
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def make_tracer(self) -> Tracer:
+        from completion.trace import default_trace_path
+
+        if not self.config.trace.enabled:
+            return Tracer(None)
+        if self.trace_path is not None:
+            return Tracer(self.trace_path)
+        return Tracer(
+            pathlib.Path(self.config.trace.path) if self.config.trace.path else default_trace_path()
+        )
+
+
+def build_server(
+    *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None
+) -> TandemServer:
+    """A fresh server with every handler registered (tests call this for isolation)."""
+    from lsp.handlers import completion, documents, lifecycle
+
+    server = TandemServer(env=env, trace_path=trace_path)
+    lifecycle.register(server)
+    documents.register(server)
+    completion.register(server)
+    return server
