@@ -147,9 +147,7 @@ class Engine:
             if self._tickets.get(request.uri) is ticket:
                 del self._tickets[request.uri]
 
-    async def _complete(
-        self, request: CompletionRequest, record: TraceRecord, ticket: _Ticket
-    ) -> CompletionResult:
+    async def _complete(self, request: CompletionRequest, record: TraceRecord, ticket: _Ticket) -> CompletionResult:
         settings = self.config.completion
         unit_ctx = UnitContext(
             line_before=request.line_before(),

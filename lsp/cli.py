@@ -134,9 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     trace = commands.add_parser("trace", help="work with trace files", description="Work with trace files.")
-    trace_commands = trace.add_subparsers(
-        dest="trace_command", required=True, parser_class=_Parser, metavar="COMMAND"
-    )
+    trace_commands = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser, metavar="COMMAND")
     report = trace_commands.add_parser(
         "report",
         help="percentiles per phase from a trace file",

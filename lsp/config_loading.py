@@ -30,9 +30,7 @@ def _read_toml(path: pathlib.Path, problems: list[Problem]) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as error:
         problems.append(Problem(str(path), "(file)", f"not valid TOML ({error}); the file is ignored"))
     except OSError as error:
-        problems.append(
-            Problem(str(path), "(file)", f"cannot be read ({error.strerror}); the file is ignored")
-        )
+        problems.append(Problem(str(path), "(file)", f"cannot be read ({error.strerror}); the file is ignored"))
     return {}
 
 
@@ -69,9 +67,7 @@ class ConfigSources:
             for layer in (user, self.initialization_options, self.did_change):
                 mark_trusted_root(layer, root)
             workspace_path = self.workspace_root / "tandem.toml"
-            layers.append(
-                Layer(str(workspace_path), _read_toml(workspace_path, problems), from_workspace=True)
-            )
+            layers.append(Layer(str(workspace_path), _read_toml(workspace_path, problems), from_workspace=True))
         layers.append(Layer("initializationOptions", self.initialization_options))
         layers.append(Layer("workspace/didChangeConfiguration", self.did_change))
         config, merge_problems = merge_layers(layers)

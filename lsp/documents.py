@@ -91,6 +91,4 @@ class DocumentStore:
         return position.line, self.codec.to_server(content, position.character)
 
     def to_client(self, document: Document, line: int, column: int) -> types.Position:
-        return types.Position(
-            line=line, character=self.codec.to_client(document.buffer.line_content(line), column)
-        )
+        return types.Position(line=line, character=self.codec.to_client(document.buffer.line_content(line), column))

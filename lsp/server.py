@@ -40,21 +40,15 @@ class TandemProtocol(LanguageServerProtocol):
             yield handler, (params,), None
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(
-        self, params: types.DidOpenTextDocumentParams
-    ) -> Generator[Any, Any, None]:
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Generator[Any, Any, None]:
         yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(
-        self, params: types.DidChangeTextDocumentParams
-    ) -> Generator[Any, Any, None]:
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
         yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(
-        self, params: types.DidCloseTextDocumentParams
-    ) -> Generator[Any, Any, None]:
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Generator[Any, Any, None]:
         yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
 
@@ -69,9 +63,7 @@ class TandemServer(LanguageServer):
     # Notices already shown, so each is shown once per session.
     shown_notices: set[str]
 
-    def __init__(
-        self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None
-    ) -> None:
+    def __init__(self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> None:
         super().__init__("tandem", VERSION, protocol_cls=TandemProtocol)
         self.documents = DocumentStore()
         self.sources = ConfigSources() if env is None else ConfigSources(env=dict(env))
@@ -119,14 +111,10 @@ class TandemServer(LanguageServer):
             return Tracer(None)
         if self.trace_path is not None:
             return Tracer(self.trace_path)
-        return Tracer(
-            pathlib.Path(self.config.trace.path) if self.config.trace.path else default_trace_path()
-        )
+        return Tracer(pathlib.Path(self.config.trace.path) if self.config.trace.path else default_trace_path())
 
 
-def build_server(
-    *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None
-) -> TandemServer:
+def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
     """A fresh server with every handler registered (tests call this for isolation)."""
     from lsp.handlers import completion, documents, lifecycle
 

@@ -74,19 +74,13 @@ def _word_start(line: str, column: int) -> int:
 
 def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
-    async def inline_completion(
-        ls: TandemServer, params: types.InlineCompletionParams
-    ) -> types.InlineCompletionList:
+    async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
         invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-        _, result = await _complete(
-            ls, params.text_document.uri, params.position, kind="inline", invoked=invoked
-        )
+        _, result = await _complete(ls, params.text_document.uri, params.position, kind="inline", invoked=invoked)
         if not result.text:
             return types.InlineCompletionList(items=[])
         here = types.Range(start=params.position, end=params.position)
-        return types.InlineCompletionList(
-            items=[types.InlineCompletionItem(insert_text=result.text, range=here)]
-        )
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=result.text, range=here)])
 
     @server.feature(
         types.TEXT_DOCUMENT_COMPLETION,
@@ -94,9 +88,7 @@ def register(server: TandemServer) -> None:
     )
     async def completion(ls: TandemServer, params: types.CompletionParams) -> types.CompletionList:
         invoked = params.context is None or params.context.trigger_kind == types.CompletionTriggerKind.Invoked
-        request, result = await _complete(
-            ls, params.text_document.uri, params.position, kind="menu", invoked=invoked
-        )
+        request, result = await _complete(ls, params.text_document.uri, params.position, kind="menu", invoked=invoked)
         if request is None or not result.text:
             return types.CompletionList(is_incomplete=result.streaming, items=[])
         document = ls.documents.get(request.uri)
@@ -119,8 +111,6 @@ def register(server: TandemServer) -> None:
             sort_text="0000",
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
-            text_edit=types.TextEdit(
-                range=types.Range(start=start, end=params.position), new_text=word + result.text
-            ),
+            text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=word + result.text),
         )
         return types.CompletionList(is_incomplete=result.streaming, items=[item])
