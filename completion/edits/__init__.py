@@ -1,0 +1,66 @@
+"""Edits: asking a model for one, reading its answer, checking it, and carrying it over the user's typing.
+
+prompt    edit_messages / read_edit_prompt      the request, and reading it back (the simulator)
+parse     parse_answer                          SEARCH/REPLACE blocks, unified diffs, a fenced range
+validate  validate_edits / require_valid        still parses (or balances), not far larger than expected
+rebase    rebase_edits                          move edits over the user's changes, or refuse
+types     FileEdit, apply_edits, the EditError tree
+"""
+
+from __future__ import annotations
+
+from completion.edits.parse import EditTarget, parse_answer
+from completion.edits.prompt import (
+    EDIT_SYSTEM_PROMPT,
+    EditPrompt,
+    edit_messages,
+    read_edit_prompt,
+    selection_lines,
+)
+from completion.edits.rebase import rebase_edits, user_changes
+from completion.edits.types import (
+    AnswerParseError,
+    EditConflict,
+    EditError,
+    EditInvalid,
+    FileEdit,
+    apply_all,
+    apply_edits,
+    changed_lines,
+    line_col,
+    line_offset,
+)
+from completion.edits.validate import (
+    Validation,
+    ValidationLimits,
+    balance_issues,
+    require_valid,
+    validate_edits,
+)
+
+__all__ = [
+    "EDIT_SYSTEM_PROMPT",
+    "AnswerParseError",
+    "EditConflict",
+    "EditError",
+    "EditInvalid",
+    "EditPrompt",
+    "EditTarget",
+    "FileEdit",
+    "Validation",
+    "ValidationLimits",
+    "apply_all",
+    "apply_edits",
+    "balance_issues",
+    "changed_lines",
+    "edit_messages",
+    "line_col",
+    "line_offset",
+    "parse_answer",
+    "read_edit_prompt",
+    "rebase_edits",
+    "require_valid",
+    "selection_lines",
+    "user_changes",
+    "validate_edits",
+]

@@ -1,0 +1,154 @@
+"""The chat messages that ask a model for an edit, and reading them back (for `tandem sim`).
+
+The model sees the file being edited in full, then the selected lines again with their numbers, then
+any other files given as context, then the instruction. It must answer with SEARCH/REPLACE blocks,
+each after a line naming its file; `completion.edits.parse` reads the answer.
+
+The layout is fixed so the simulator can recover the task from the messages (`read_edit_prompt`),
+just as `completion.prompts.split_chat_prompt` does for completions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from completion.edits.types import line_col
+
+_FILE = "<|tandem:file|>"
+_CONTEXT = "<|tandem:context|>"
+_END = "<|tandem:end|>"
+_SELECTION = "<|tandem:selection|>"
+_INSTRUCTION = "<|tandem:instruction|>"
+
+EDIT_SYSTEM_PROMPT = """\
+You are a careful code editor. The user shows you a file, a selected range in it, possibly other files
+for context, and an instruction. Make the change the instruction asks for, mostly inside the selection;
+change other files only when the instruction needs it (callers of a renamed function, for example).
+
+Answer with one or more SEARCH/REPLACE blocks and nothing else. Each block starts with a line holding
+only the file's path, then:
+
+<<<<<<< SEARCH
+the exact existing lines to change, copied character for character, with enough lines to be unique
+=======
+the new lines
+>>>>>>> REPLACE
+
+Rules: SEARCH must match the file exactly, indentation included. Keep blocks small: one per place that
+changes. To create a new file, use an empty SEARCH. Do not explain, do not repeat unchanged code outside
+the blocks."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditPrompt:
+    """What an edit request shows the model: the file, the selected lines, context files, the task."""
+
+    path: str
+    text: str
+    # 0-based line numbers of the selection in `text`, end exclusive.
+    first_line: int
+    end_line: int
+    instruction: str
+    context: Mapping[str, str] = field(default_factory=dict)
+    language: str = ""
+
+
+def selection_lines(text: str, start: int, end: int) -> tuple[int, int]:
+    """The 0-based, end-exclusive line span covering offsets `[start, end)` of `text`."""
+    first, _ = line_col(text, start)
+    last, col = line_col(text, end)
+    end_line = last if col == 0 and end > start else last + 1
+    return first, max(end_line, first)
+
+
+def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
+    """The system and user messages for `prompt`."""
+    lines = prompt.text.splitlines()
+    numbered = "\n".join(
+        f"{number + 1:>5}| {lines[number]}" for number in range(prompt.first_line, min(prompt.end_line, len(lines)))
+    )
+    where = (
+        f"lines {prompt.first_line + 1}-{prompt.end_line}"
+        if prompt.end_line > prompt.first_line
+        else f"the cursor before line {prompt.first_line + 1}"
+    )
+    parts = [
+        f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else ""),
+        prompt.text,
+        _END,
+        f"{_SELECTION} {prompt.path} {where}",
+        numbered,
+        _END,
+    ]
+    for path, text in prompt.context.items():
+        parts += [f"{_CONTEXT} {path}", text, _END]
+    parts += [f"{_INSTRUCTION}", prompt.instruction, _END]
+    user = "\n".join(parts) + "\nAnswer with SEARCH/REPLACE blocks."
+    return [{"role": "system", "content": EDIT_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+_MARKERS = (_FILE, _CONTEXT, _SELECTION, _INSTRUCTION)
+_RANGE = re.compile(r"lines (\d+)-(\d+)$|the cursor before line (\d+)$")
+
+
+def _sections(content: str) -> list[tuple[str, str, str]]:
+    """(marker, header, body) of each section, in order."""
+    sections: list[tuple[str, str, str]] = []
+    lines = content.split("\n")
+    i = 0
+    while i < len(lines):
+        marker = next((m for m in _MARKERS if lines[i].startswith(m)), None)
+        if marker is None:
+            i += 1
+            continue
+        header = lines[i][len(marker) :].strip()
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and lines[i] != _END:
+            body.append(lines[i])
+            i += 1
+        sections.append((marker, header, "\n".join(body)))
+        i += 1
+    return sections
+
+
+def read_edit_prompt(messages: list[dict[str, str]]) -> EditPrompt | None:
+    """The `EditPrompt` that `edit_messages` built these messages from; None if they are not ours."""
+    content = next(
+        (m.get("content", "") for m in reversed(messages) if _INSTRUCTION in str(m.get("content", ""))), None
+    )
+    if not isinstance(content, str):
+        return None
+    path, text, instruction, language = "", "", "", ""
+    first = end = 0
+    context: dict[str, str] = {}
+    # Sections are read in order; a file's own text may not contain our markers (they are reserved).
+    for marker, header, body in _sections(content):
+        if marker == _FILE:
+            name, _, lang = header.partition(" (")
+            path, text, language = name, body, lang.rstrip(")")
+        elif marker == _SELECTION:
+            found = _RANGE.search(header)
+            if found is None:
+                return None
+            if found.group(3):
+                first = end = int(found.group(3)) - 1
+            else:
+                first, end = int(found.group(1)) - 1, int(found.group(2))
+        elif marker == _CONTEXT:
+            context[header] = body
+        else:
+            instruction = body
+    if not path:
+        return None
+    return EditPrompt(
+        path=path,
+        text=text,
+        first_line=first,
+        end_line=end,
+        instruction=instruction,
+        context=context,
+        language=language,
+    )

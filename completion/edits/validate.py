@@ -1,0 +1,172 @@
+"""Is an edit safe to apply? Parse checks and a size check, before anything reaches the user's files.
+
+- Python files (`.py`, `.pyi`) must still parse with `ast`, unless they did not parse before either.
+- Other files get a bracket and quote balance check: the edit may not leave the file less balanced
+  than it was (comments and strings are skipped with a small per-language lexer; a file that was
+  already unbalanced is judged by whether the edit made it worse).
+- A change far larger than predicted (default: more than 4x the predicted changed lines, and more
+  than 40 lines) is suspicious for a fast model: it is rejected so the caller can escalate.
+
+`validate_edits` returns a value with every problem in words; `require_valid` raises `EditInvalid`.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from completion.edits.types import EditInvalid, FileEdit, apply_all, changed_lines
+
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+_HASH_COMMENT = (".py", ".pyi", ".sh", ".bash", ".rb", ".toml", ".yaml", ".yml", ".pl", ".r", ".nix", ".cfg")
+_DASH_COMMENT = (".lua", ".sql", ".hs", ".elm")
+_SEMI_COMMENT = (".el", ".lisp", ".clj", ".scm", ".ini")
+# Languages where a single quote is not a string delimiter (lifetimes, quoting, apostrophes in text).
+_NO_SINGLE_QUOTE = (".rs", ".el", ".lisp", ".clj", ".scm", ".md", ".txt", ".rst", ".html", ".xml")
+# Where a backtick opens a string that may span lines.
+_BACKTICK = (".js", ".jsx", ".ts", ".tsx", ".mjs", ".cjs", ".go")
+_UNCHECKED = (".md", ".txt", ".rst", ".html", ".xml", ".svg", ".csv")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationLimits:
+    """When a change counts as far larger than predicted."""
+
+    growth_factor: float = 4.0
+    min_lines: int = 40
+
+
+@dataclass(frozen=True, kw_only=True)
+class Validation:
+    """The verdict on a set of edits: `ok`, and every problem found, in words."""
+
+    ok: bool
+    problems: tuple[str, ...] = ()
+    changed_lines: int = 0
+
+
+def balance_issues(text: str, path: str) -> int:
+    """How unbalanced `text` is: unmatched or mismatched brackets plus unterminated strings."""
+    suffix = "." + path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if suffix in _UNCHECKED:
+        return 0
+    line_comment = (
+        "#"
+        if suffix in _HASH_COMMENT
+        else "--"
+        if suffix in _DASH_COMMENT
+        else ";"
+        if suffix in _SEMI_COMMENT
+        else "//"
+    )
+    block_comment = suffix not in _HASH_COMMENT + _DASH_COMMENT + _SEMI_COMMENT
+    quotes = '"' + ("" if suffix in _NO_SINGLE_QUOTE else "'") + ("`" if suffix in _BACKTICK else "")
+    triple = suffix in (".py", ".pyi")
+    stack: list[str] = []
+    issues = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if text.startswith(line_comment, i):
+            nl = text.find("\n", i)
+            i = n if nl < 0 else nl
+        elif block_comment and text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close < 0:
+                return issues + len(stack) + 1
+            i = close + 2
+        elif ch in quotes:
+            delim = ch * 3 if triple and text.startswith(ch * 3, i) else ch
+            end, ok = _string_end(text, i + len(delim), delim, multiline=len(delim) == 3 or ch == "`")
+            issues += 0 if ok else 1
+            i = end
+        elif ch in "([{":
+            stack.append(ch)
+            i += 1
+        elif ch in _PAIRS:
+            opener = _PAIRS[ch]
+            if opener in stack:
+                # Close the nearest matching opener; whatever was opened after it is left unclosed.
+                depth = len(stack) - 1 - stack[::-1].index(opener)
+                issues += len(stack) - 1 - depth
+                del stack[depth:]
+            else:
+                issues += 1
+            i += 1
+        else:
+            i += 1
+    return issues + len(stack)
+
+
+def _string_end(text: str, i: int, delim: str, *, multiline: bool) -> tuple[int, bool]:
+    """(index after the string, whether it was closed) for a string whose body starts at `i`."""
+    n = len(text)
+    while i < n:
+        if text[i] == "\\":
+            i += 2
+        elif text.startswith(delim, i):
+            return i + len(delim), True
+        elif text[i] == "\n" and not multiline:
+            return i, False
+        else:
+            i += 1
+    return n, False
+
+
+def _parses(text: str) -> str | None:
+    """None if `text` is valid Python, else the syntax error in words."""
+    try:
+        with warnings.catch_warnings():
+            # Invalid escape sequences in the user's code are warnings, not our failure.
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except SyntaxError as error:
+        return f"line {error.lineno}: {error.msg}"
+    except ValueError as error:  # null bytes
+        return str(error)
+    return None
+
+
+def validate_edits(
+    originals: Mapping[str, str],
+    edits: Sequence[FileEdit],
+    *,
+    predicted_lines: int | None = None,
+    limits: ValidationLimits | None = None,
+) -> Validation:
+    """Check `edits` over `originals`: every edited file still parses (or balances), and the change is
+    not far larger than `predicted_lines` (skipped when None)."""
+    limits = limits or ValidationLimits()
+    problems: list[str] = []
+    for path, after in apply_all(originals, edits).items():
+        before = originals.get(path, "")
+        if path.endswith((".py", ".pyi")):
+            error = _parses(after)
+            if error is not None and _parses(before) is None:
+                problems.append(f"{path} would no longer parse ({error})")
+        else:
+            worse = balance_issues(after, path) - balance_issues(before, path)
+            if worse > 0:
+                problems.append(f"{path} would have {worse} more unbalanced bracket(s) or quote(s)")
+    changed = changed_lines(originals, edits)
+    if predicted_lines is not None:
+        allowed = max(limits.min_lines, int(limits.growth_factor * predicted_lines))
+        if changed > allowed:
+            problems.append(f"the change is {changed} lines, far more than the ~{predicted_lines} expected")
+    return Validation(ok=not problems, problems=tuple(problems), changed_lines=changed)
+
+
+def require_valid(
+    originals: Mapping[str, str],
+    edits: Sequence[FileEdit],
+    *,
+    predicted_lines: int | None = None,
+    limits: ValidationLimits | None = None,
+) -> Validation:
+    """`validate_edits`, raising `EditInvalid` (all problems in its message) when it fails."""
+    verdict = validate_edits(originals, edits, predicted_lines=predicted_lines, limits=limits)
+    if not verdict.ok:
+        raise EditInvalid("; ".join(verdict.problems))
+    return verdict

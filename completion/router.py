@@ -1,0 +1,327 @@
+"""The router: fast or accurate, decided from what can be seen before generating, with its reasons.
+
+Inputs (`RouteFeatures`, built by `route_features`):
+
+- the expected size of the change: completion mode (inline / block / edit), selection lines and chars,
+  and the instruction's scope ("rename everywhere", "refactor", "all callers" ... or "fix typo");
+- its cross-file span: which other workspace files use the names the selection defines, define or use
+  the names (and files) the instruction mentions, or define what the selection uses (a `SymbolLookup`
+  answers; `SymbolIndex` is a simple in-memory one built from (path, text) pairs);
+- the user's change in progress: lines and files of the working diff.
+
+`route` adds one "pressure" term per feature, each scaled by its threshold so that a term of 1.0 alone
+is enough for the accurate model; the decision is accurate when the terms add up to 1.0 or more, and
+`score` maps that sum onto 0..1 (0.5 at the boundary). Inline completions always stay fast.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Tier = Literal["fast", "accurate"]
+Mode = Literal["inline", "block", "edit"]
+
+# Phrases that say the change reaches beyond the selection, by how far.
+BROAD_SCOPE = (
+    "everywhere", "all callers", "all call sites", "all usages", "all uses", "all references", "across",
+    "throughout", "codebase", "code base", "project-wide", "repo-wide", "every file", "all files",
+    "migrate", "migration", "whole project", "entire project",
+)  # fmt: skip
+WIDE_SCOPE = (
+    "refactor", "rename", "restructure", "reorganize", "reorganise", "split", "extract", "move", "replace",
+    "signature", "interface", "api", "every", "all", "implement", "support", "redesign", "rewrite",
+    "overhaul", "introduce", "wire", "integrate", "convert", "port",
+)  # fmt: skip
+SMALL_SCOPE = (
+    "typo", "comment", "comments", "docstring", "spelling", "whitespace", "format", "formatting", "lint",
+    "bump", "wording", "rephrase", "minor", "tweak", "nit", "log message", "indentation",
+)  # fmt: skip
+_KEYWORDS = frozenset(
+    "and as assert async await break case catch class const continue def default del elif else enum "
+    "except export extends false final finally fn for from func function if impl import in interface "
+    "is lambda let match mod module new nil none not null or package pass private protected pub public "
+    "raise return self static struct super switch this throw true try type typeof use var void while "
+    "with yield int str bool float dict list set tuple len print range string object".split()
+)
+# File stems too generic to mean "that file" when an instruction says them.
+_GENERIC_STEMS = frozenset("test tests main init __init__ index setup utils util common base core types "
+                           "readme mod lib app conftest".split())  # fmt: skip
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEFINITION = re.compile(
+    r"\b(?:def|class|function|func|fn|struct|enum|trait|interface|type|typedef|macro|defun|defmacro|"
+    r"procedure|sub)\s+(?:\([^)]*\)\s*)?\*?([A-Za-z_]\w*)"
+    r"|^(?:export\s+)?(?:(?:const|let|var)\s+)?([A-Za-z_]\w*)\s*(?::[^=\n]+)?=(?!=)",
+    re.MULTILINE,
+)
+_CLAUSES = re.compile(r",|;|\band\b|\s\+\s|&")
+
+
+class SymbolLookup(Protocol):
+    """The workspace symbol index, as far as the router needs it. Paths are workspace-relative."""
+
+    def files_defining(self, name: str) -> set[str]: ...
+
+    def files_using(self, name: str) -> set[str]: ...
+
+    def files_named(self, stem: str) -> set[str]:
+        """Files whose name without extension is `stem` ("views" -> {"app/views.py"})."""
+        ...
+
+    def file_count(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class FileSymbols:
+    """The names one file defines and the identifiers it mentions."""
+
+    defines: frozenset[str]
+    uses: frozenset[str]
+
+
+def file_symbols(text: str) -> FileSymbols:
+    """Definitions (by a language-agnostic pattern) and identifiers of `text`."""
+    defines = {a or b for a, b in _DEFINITION.findall(text)} - _KEYWORDS
+    uses = {word for word in _IDENT.findall(text) if len(word) >= 3} - _KEYWORDS
+    return FileSymbols(frozenset(defines), frozenset(uses))
+
+
+class SymbolIndex:
+    """An in-memory `SymbolLookup` over a fixed set of files; lookups scan the files (cached per name)."""
+
+    def __init__(self, files: Mapping[str, FileSymbols]) -> None:
+        self._files = dict(files)
+        self._stems: dict[str, set[str]] = {}
+        for path in self._files:
+            self._stems.setdefault(_stem(path), set()).add(path)
+        self._defining: dict[str, set[str]] = {}
+        self._using: dict[str, set[str]] = {}
+
+    @classmethod
+    def from_texts(cls, files: Iterable[tuple[str, str]], *, max_file_chars: int = 200_000) -> SymbolIndex:
+        """Index (path, text) pairs; each text is cut at `max_file_chars` to bound the cost."""
+        return cls({path: file_symbols(text[:max_file_chars]) for path, text in files})
+
+    def files_defining(self, name: str) -> set[str]:
+        if name not in self._defining:
+            self._defining[name] = {p for p, s in self._files.items() if name in s.defines}
+        return self._defining[name]
+
+    def files_using(self, name: str) -> set[str]:
+        if name not in self._using:
+            self._using[name] = {p for p, s in self._files.items() if name in s.uses}
+        return self._using[name]
+
+    def files_named(self, stem: str) -> set[str]:
+        return self._stems.get(stem, set())
+
+    def file_count(self) -> int:
+        return len(self._files)
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouterThresholds:
+    """Where each feature alone is enough for the accurate model, and where the decision falls."""
+
+    # Selected lines that alone send an edit to the accurate model.
+    large_selection_lines: int = 30
+    # Other files in the edit's reach that alone send it to the accurate model.
+    span_files: float = 2.0
+    # Working diff (the user's change in progress) that alone sends it there: files, or lines.
+    working_diff_files: int = 3
+    working_diff_lines: int = 150
+    # A name used by more than this share of the workspace's files says nothing about this edit.
+    common_name_share: float = 0.3
+    # Decision boundary on `RouteDecision.score` (0.5 = the terms add up to one threshold).
+    accurate_score: float = 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkingDiff:
+    """The user's change in progress: changed lines, and the files they are in."""
+
+    lines: int = 0
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteFeatures:
+    """Everything the router looked at, as plain values (they go into traces)."""
+
+    mode: Mode
+    path: str = ""
+    selection_lines: int = 0
+    selection_chars: int = 0
+    # The file is empty: the edit writes it from nothing.
+    new_file: bool = False
+    instruction: str = ""
+    broad_words: tuple[str, ...] = ()
+    wide_words: tuple[str, ...] = ()
+    small_words: tuple[str, ...] = ()
+    instruction_items: int = 0
+    # Other files: named by the instruction or holding the names it mentions ...
+    mentioned_files: tuple[str, ...] = ()
+    # ... using what the selection defines (its callers) ...
+    caller_files: tuple[str, ...] = ()
+    # ... defining what the selection uses.
+    dependency_files: tuple[str, ...] = ()
+    working_diff: WorkingDiff = field(default_factory=WorkingDiff)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouteDecision:
+    """The route, with the score, the features and the reasons, in words, most important first."""
+
+    tier: Tier
+    score: float
+    features: RouteFeatures
+    reasons: tuple[str, ...]
+    overridden: bool = False
+
+    def summary(self) -> str:
+        """One line for a log or a progress message: "accurate: touches 3 other files (...)"."""
+        because = "; ".join(self.reasons[:3]) if self.reasons else "no signal"
+        return f"{self.tier}: {because} (score {self.score:.2f})"
+
+
+def _phrases(text: str, phrases: Iterable[str]) -> tuple[str, ...]:
+    return tuple(p for p in phrases if re.search(rf"\b{re.escape(p)}\b", text))
+
+
+def route_features(
+    *,
+    mode: Mode,
+    path: str = "",
+    selection: str = "",
+    instruction: str = "",
+    new_file: bool = False,
+    symbols: SymbolLookup | None = None,
+    working_diff: WorkingDiff | None = None,
+    thresholds: RouterThresholds | None = None,
+) -> RouteFeatures:
+    """The features of one request. `selection` is the selected text (block completions: the code
+    around the cursor); `path` is the file it is in, which is left out of the cross-file sets."""
+    thresholds = thresholds or RouterThresholds()
+    lowered = instruction.lower()
+    broad = _phrases(lowered, BROAD_SCOPE)
+    wide = tuple(w for w in _phrases(lowered, WIDE_SCOPE) if not any(w in b for b in broad))
+    small = _phrases(lowered, SMALL_SCOPE)
+    items = sum(1 for clause in _CLAUSES.split(instruction) if clause.strip()) if instruction.strip() else 0
+    mentioned: set[str] = set()
+    callers: set[str] = set()
+    dependencies: set[str] = set()
+    if symbols is not None and mode != "inline":
+        common = max(3.0, thresholds.common_name_share * symbols.file_count())
+
+        def specific(files: set[str]) -> set[str]:
+            return files - {path} if len(files) <= common else set()
+
+        own_stem = _stem(path) if path else ""
+        for word in set(_IDENT.findall(instruction)):
+            stem = word.lower()
+            if len(stem) >= 4 and stem not in _GENERIC_STEMS and stem != own_stem:
+                mentioned |= symbols.files_named(stem) - {path}
+            if len(word) >= 3 and word.lower() not in _KEYWORDS and _looks_like_code(word, symbols):
+                mentioned |= specific(symbols.files_defining(word) | symbols.files_using(word))
+        selected = file_symbols(selection)
+        for name in selected.defines:
+            callers |= specific(symbols.files_using(name))
+        for name in selected.uses - selected.defines:
+            defining = symbols.files_defining(name)
+            # A name defined in many places (run, get, name) does not point at one file.
+            if 0 < len(defining) <= 2:
+                dependencies |= specific(defining)
+    return RouteFeatures(
+        mode=mode,
+        path=path,
+        selection_lines=selection.count("\n") + (1 if selection and not selection.endswith("\n") else 0),
+        selection_chars=len(selection),
+        new_file=new_file,
+        instruction=instruction,
+        broad_words=broad,
+        wide_words=wide,
+        small_words=small,
+        instruction_items=items,
+        mentioned_files=tuple(sorted(mentioned)),
+        caller_files=tuple(sorted(callers - mentioned)),
+        dependency_files=tuple(sorted(dependencies - mentioned - callers)),
+        working_diff=working_diff or WorkingDiff(),
+    )
+
+
+def _looks_like_code(word: str, symbols: SymbolLookup) -> bool:
+    """An instruction word that names code: snake_case, camelCase, or a name some file defines."""
+    if "_" in word.strip("_") or any(c.isupper() for c in word[1:]):
+        return True
+    return bool(symbols.files_defining(word))
+
+
+def _names(paths: Iterable[str], limit: int = 3) -> str:
+    names = [p.rsplit("/", 1)[-1] for p in paths]
+    shown = ", ".join(names[:limit])
+    return shown + (f", +{len(names) - limit} more" if len(names) > limit else "")
+
+
+def _terms(f: RouteFeatures, t: RouterThresholds) -> list[tuple[float, str]]:
+    """(pressure, reason) per feature; 1.0 alone reaches the accurate model."""
+    terms: list[tuple[float, str]] = []
+    if f.selection_lines:
+        terms.append((min(2.0, f.selection_lines / t.large_selection_lines), f"{f.selection_lines}-line selection"))
+    if f.new_file:
+        terms.append((0.5, "writes a new file"))
+    # Callers count in full only when the instruction may change the interface they call.
+    caller_weight = 1.0 if f.broad_words or f.wide_words else 0.5
+    span = len(f.mentioned_files) + caller_weight * len(f.caller_files) + 0.25 * len(f.dependency_files)
+    reach = f.mentioned_files + f.caller_files
+    if span:
+        n = len(reach) + len(f.dependency_files)
+        shown = reach or f.dependency_files
+        terms.append((min(2.0, span / t.span_files), f"reaches {n} other file{'s' * (n != 1)} ({_names(shown)})"))
+    if f.broad_words:
+        terms.append((1.0, f"broad instruction ({', '.join(repr(w) for w in f.broad_words[:2])})"))
+    elif f.wide_words:
+        terms.append((0.35, f"instruction asks to {', '.join(f.wide_words[:2])}"))
+    if f.instruction_items > 1:
+        terms.append((min(0.45, 0.15 * (f.instruction_items - 1)), f"instruction lists {f.instruction_items} things"))
+    if f.small_words and not f.broad_words:
+        terms.append((-0.5, f"small-scope instruction ({', '.join(f.small_words[:2])})"))
+    files = len(f.working_diff.files)
+    if files > 1 or f.working_diff.lines:
+        by_files = (files - 1) / max(1, t.working_diff_files - 1)
+        by_lines = f.working_diff.lines / t.working_diff_lines
+        terms.append((min(2.0, max(by_files, by_lines)), f"your change in progress spans {files} file(s), "
+                      f"{f.working_diff.lines} lines"))  # fmt: skip
+    return terms
+
+
+def route(features: RouteFeatures, thresholds: RouterThresholds, *, override: Tier | None = None) -> RouteDecision:
+    """Decide the tier for `features`. `override` (the user's, per request or per project) wins, but the
+    score and reasons are still computed so the trace shows what the router would have done."""
+    if features.mode == "inline":
+        tier: Tier = override or "fast"
+        why = "requested by the user" if override else "inline completion"
+        return RouteDecision(tier=tier, score=0.0, features=features, reasons=(why,), overridden=bool(override))
+    terms = _terms(features, thresholds)
+    pressure = sum(p for p, _ in terms)
+    score = 1.0 / (1.0 + math.exp(-3.0 * (pressure - 1.0)))
+    decided: Tier = "accurate" if score >= thresholds.accurate_score else "fast"
+    ranked = sorted(terms, key=lambda pr: -abs(pr[0]))
+    reasons: tuple[str, ...]
+    if decided == "accurate":
+        reasons = tuple(r for p, r in ranked if p > 0.1)
+    else:
+        reasons = tuple(r for p, r in ranked if p != 0.0) or ("small local edit, no other files involved",)
+        if all(p <= 0.1 for p, _ in terms):
+            reasons = ("small local edit, no other files involved", *(r for p, r in ranked if p < 0))
+    if override and override != decided:
+        reasons = (f"requested by the user (router said {decided})", *reasons)
+    return RouteDecision(
+        tier=override or decided, score=score, features=features, reasons=reasons, overridden=bool(override)
+    )

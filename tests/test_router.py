@@ -1,0 +1,210 @@
+"""Unit tests of the router: features from selection, instruction, symbols and working diff; decisions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from completion.router import (
+    RouteFeatures,
+    RouterThresholds,
+    SymbolIndex,
+    WorkingDiff,
+    file_symbols,
+    route,
+    route_features,
+)
+
+T = RouterThresholds()
+
+MODELS = "class Invoice:\n    total: int\n\ndef compute_total(invoice):\n    return invoice.total\n"
+VIEWS = "from models import compute_total\n\ndef show(invoice):\n    return compute_total(invoice)\n"
+URLS = "from views import show\nroutes = [show]\n"
+REPORTS = (
+    "from models import compute_total, Invoice\n\ndef report(items):\n    return [compute_total(i) for i in items]\n"
+)
+UNRELATED = "def helper():\n    return 1\n"
+
+
+def workspace() -> SymbolIndex:
+    return SymbolIndex.from_texts(
+        [
+            ("app/models.py", MODELS),
+            ("app/views.py", VIEWS),
+            ("app/urls.py", URLS),
+            ("app/reports.py", REPORTS),
+            ("app/util.py", UNRELATED),
+        ]
+    )
+
+
+def test_file_symbols_finds_definitions_across_languages() -> None:
+    text = (
+        "def py_func(x):\n    local = 1\nclass PyClass:\n    pass\nCONSTANT = 3\n"
+        "function jsFunc() {}\nexport const jsConst = () => 1;\n"
+        "func (r *Receiver) GoMethod() {}\nfn rust_fn() {}\nstruct RustStruct {}\n"
+    )
+    symbols = file_symbols(text)
+    expected = {"py_func", "PyClass", "CONSTANT", "jsFunc", "jsConst", "GoMethod", "rust_fn", "RustStruct"}
+    assert expected <= symbols.defines
+    assert "local" not in symbols.defines  # indented assignments are locals, not definitions
+    assert {"py_func", "local", "Receiver"} <= symbols.uses
+
+
+def test_symbol_index_lookups() -> None:
+    index = workspace()
+    assert index.files_defining("compute_total") == {"app/models.py"}
+    assert index.files_using("compute_total") == {"app/models.py", "app/views.py", "app/reports.py"}
+    assert index.files_named("views") == {"app/views.py"}
+    assert index.file_count() == 5
+
+
+def test_inline_completion_stays_fast_whatever_the_features() -> None:
+    features = RouteFeatures(mode="inline", selection_lines=500, working_diff=WorkingDiff(lines=900))
+    decision = route(features, T)
+    assert decision.tier == "fast"
+    assert decision.reasons == ("inline completion",)
+
+
+def test_small_local_edit_goes_fast() -> None:
+    features = route_features(
+        mode="edit",
+        path="app/util.py",
+        selection="    return 1\n",
+        instruction="return 2 instead",
+        symbols=workspace(),
+    )
+    decision = route(features, T)
+    assert decision.tier == "fast"
+    assert decision.score < 0.5
+    assert decision.summary().startswith("fast: ")
+
+
+def test_large_selection_goes_accurate_with_its_reason() -> None:
+    selection = "".join(f"x{i} = {i}\n" for i in range(60))
+    features = route_features(mode="edit", path="big.py", selection=selection, instruction="simplify")
+    decision = route(features, T)
+    assert features.selection_lines == 60
+    assert decision.tier == "accurate"
+    assert "60-line selection" in decision.reasons[0]
+
+
+def test_rename_everywhere_reaches_the_files_that_use_the_name() -> None:
+    selection = "def compute_total(invoice):\n    return invoice.total\n"
+    features = route_features(
+        mode="edit",
+        path="app/models.py",
+        selection=selection,
+        instruction="rename compute_total to invoice_total everywhere",
+        symbols=workspace(),
+    )
+    assert features.broad_words == ("everywhere",)
+    assert features.mentioned_files == ("app/reports.py", "app/views.py")
+    decision = route(features, T)
+    assert decision.tier == "accurate"
+    assert decision.summary().startswith("accurate: ")
+    assert any("reaches 2 other files (reports.py, views.py)" in r for r in decision.reasons)
+
+
+def test_callers_of_what_the_selection_defines_count() -> None:
+    selection = "def compute_total(invoice):\n    return invoice.total\n"
+    plain = route_features(mode="edit", path="app/models.py", selection=selection, symbols=workspace())
+    assert plain.caller_files == ("app/reports.py", "app/views.py")
+    change_api = route_features(
+        mode="edit",
+        path="app/models.py",
+        selection=selection,
+        instruction="change the signature to take a currency",
+        symbols=workspace(),
+    )
+    # The same callers weigh more when the instruction may change what they call.
+    assert route(change_api, T).score > route(plain, T).score
+
+
+def test_dependencies_are_weak_evidence() -> None:
+    features = route_features(mode="edit", path="app/urls.py", selection="routes = [show]\n", symbols=workspace())
+    assert features.dependency_files == ("app/views.py",)
+    assert route(features, T).tier == "fast"
+
+
+def test_names_used_by_most_files_say_nothing() -> None:
+    files = [(f"m{i}.py", f"def f{i}():\n    return shared_name\n") for i in range(10)]
+    index = SymbolIndex.from_texts([*files, ("defs.py", "def shared_name():\n    pass\n")])
+    features = route_features(mode="edit", path="defs.py", selection="def shared_name():\n    pass\n", symbols=index)
+    assert features.caller_files == ()
+    narrow = SymbolIndex.from_texts([*files[:2], ("defs.py", "def shared_name():\n    pass\n")])
+    assert route_features(
+        mode="edit", path="defs.py", selection="def shared_name():\n    pass\n", symbols=narrow
+    ).caller_files == ("m0.py", "m1.py")
+
+
+def test_instruction_naming_other_files() -> None:
+    features = route_features(
+        mode="edit",
+        path="app/models.py",
+        selection="    total: int\n",
+        instruction="Wire the views and urls to the new total",
+        symbols=workspace(),
+    )
+    assert features.mentioned_files == ("app/urls.py", "app/views.py")
+    assert features.wide_words == ("wire",)
+    assert route(features, T).tier == "accurate"
+
+
+def test_small_scope_words_lower_the_score() -> None:
+    selection = "".join(f"x{i} = {i}\n" for i in range(20))
+    plain = route(route_features(mode="edit", selection=selection, instruction="update values"), T)
+    typo = route(route_features(mode="edit", selection=selection, instruction="fix typo in comment"), T)
+    assert typo.score < plain.score
+    assert any("small-scope" in r for r in typo.reasons)
+
+
+def test_working_diff_across_files_makes_a_completion_hard() -> None:
+    diff = WorkingDiff(lines=40, files=("a.py", "b.py", "c.py"))
+    block = route(route_features(mode="block", selection="x = 1\n", working_diff=diff), T)
+    assert block.tier == "accurate"
+    assert any("change in progress spans 3 file(s)" in r for r in block.reasons)
+    alone = route(route_features(mode="block", selection="x = 1\n"), T)
+    assert alone.tier == "fast"
+
+
+def test_override_wins_but_keeps_the_routers_view() -> None:
+    selection = "".join(f"x{i} = {i}\n" for i in range(60))
+    features = route_features(mode="edit", selection=selection)
+    forced = route(features, T, override="fast")
+    assert forced.tier == "fast"
+    assert forced.overridden
+    assert forced.reasons[0] == "requested by the user (router said accurate)"
+    assert forced.score > 0.5
+
+
+def test_thresholds_move_the_boundary() -> None:
+    features = route_features(mode="edit", selection="".join(f"y{i}\n" for i in range(20)))
+    assert route(features, T).tier == "fast"
+    assert route(features, RouterThresholds(large_selection_lines=15)).tier == "accurate"
+    assert route(features, RouterThresholds(accurate_score=0.1)).tier == "accurate"
+
+
+def test_score_grows_with_each_feature() -> None:
+    base = RouteFeatures(mode="edit", selection_lines=5)
+    scores = [
+        route(base, T).score,
+        route(dataclasses.replace(base, selection_lines=15), T).score,
+        route(dataclasses.replace(base, selection_lines=15, caller_files=("a.py",)), T).score,
+        route(dataclasses.replace(base, selection_lines=15, caller_files=("a.py",), wide_words=("refactor",)), T).score,
+    ]
+    assert scores == sorted(scores)
+    assert len(set(scores)) == len(scores)
+
+
+def test_new_file_counts() -> None:
+    empty = route(route_features(mode="edit", instruction="add a parser"), T)
+    new = route(route_features(mode="edit", instruction="add a parser", new_file=True), T)
+    assert new.score > empty.score
+    assert "writes a new file" in new.reasons
+
+
+def test_thresholds_are_keyword_only() -> None:
+    with pytest.raises(TypeError):
+        RouterThresholds(10)  # type: ignore[call-arg]
