@@ -1,0 +1,10 @@
+"""`python -m completion.sim [options]`: the same as `tandem sim`."""
+
+from __future__ import annotations
+
+import sys
+
+from completion.sim.runner import main
+
+if __name__ == "__main__":
+    sys.exit(main())
