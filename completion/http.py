@@ -42,9 +42,7 @@ def make_client(
     Backends pass their own `request_timeout(config)` on each request; these defaults cover anything
     else (warm-up probes). `transport` lets tests inject `httpx.MockTransport`.
     """
-    timeout = httpx.Timeout(
-        connect=connect_timeout_s, read=read_timeout_s, write=write_timeout_s, pool=pool_timeout_s
-    )
+    timeout = httpx.Timeout(connect=connect_timeout_s, read=read_timeout_s, write=write_timeout_s, pool=pool_timeout_s)
     # A fast typist supersedes requests faster than streams end, so several may be in flight to one
     # provider at once; 16 leaves room for prefetch without letting a bug open hundreds of sockets.
     limits = httpx.Limits(

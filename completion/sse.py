@@ -122,9 +122,7 @@ class SseParser:
         return None
 
     def _dispatch(self) -> SseEvent:
-        return SseEvent(
-            data="\n".join(self._data), event=self._event, id=self._last_id, retry_ms=self._retry_ms
-        )
+        return SseEvent(data="\n".join(self._data), event=self._event, id=self._last_id, retry_ms=self._retry_ms)
 
     def _reset_event(self) -> None:
         self._data = []

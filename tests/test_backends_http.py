@@ -80,9 +80,7 @@ def test_parse_chunk_completions_text_and_provider_variants() -> None:
     )
     groq = parse_chunk('{"choices":[],"x_groq":{"usage":{"prompt_tokens":5,"completion_tokens":2}}}').usage
     assert groq is not None and groq.input_tokens == 5
-    deepseek = parse_chunk(
-        '{"usage":{"prompt_tokens":9,"completion_tokens":1,"prompt_cache_hit_tokens":8}}'
-    ).usage
+    deepseek = parse_chunk('{"usage":{"prompt_tokens":9,"completion_tokens":1,"prompt_cache_hit_tokens":8}}').usage
     assert deepseek is not None and deepseek.cached_tokens == 8
     # Reasoning text is not code.
     assert parse_chunk('{"choices":[{"index":0,"delta":{"reasoning":"hmm","content":null}}]}').text == ""
@@ -124,9 +122,7 @@ def test_redact_removes_the_key_and_key_shaped_text() -> None:
 
 async def test_factory_builds_each_implemented_provider() -> None:
     async with make_client() as client:
-        chat = make_backend(
-            ModelConfig(provider="openai-chat", base_url="https://api.cerebras.ai/v1"), client
-        )
+        chat = make_backend(ModelConfig(provider="openai-chat", base_url="https://api.cerebras.ai/v1"), client)
         fim = make_backend(ModelConfig(provider="fim", base_url="http://127.0.0.1:8080/v1"), client, env={})
         templated = make_backend(
             ModelConfig(provider="fim", base_url="http://localhost:8080", fim_template="qwen2.5-coder"),

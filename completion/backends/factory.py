@@ -19,9 +19,7 @@ if TYPE_CHECKING:
     from completion.config import ModelConfig
 
 
-def make_backend(
-    config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ
-) -> Backend:
+def make_backend(config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> Backend:
     """The backend for `config`, sharing `client`. API keys are read from `env` at request time.
 
     Raises NotConfigured, in words a user can act on, for a missing or unusable base_url, an unknown

@@ -32,9 +32,7 @@ class FimBackend:
 
     name = "fim"
 
-    def __init__(
-        self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ
-    ) -> None:
+    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
         if config.fim_template and config.fim_template not in fim_templates.TEMPLATES:
             known = ", ".join(sorted(fim_templates.TEMPLATES))
             raise NotConfigured(f"unknown fim_template {config.fim_template!r} (known: {known})")

@@ -31,9 +31,7 @@ TEMPLATES: dict[str, FimTemplate] = {
             "<|fim_middle|>",
             stop=("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>"),
         ),
-        FimTemplate(
-            "starcoder2", "<fim_prefix>", "<fim_suffix>", "<fim_middle>", stop=("<|endoftext|>", "<file_sep>")
-        ),
+        FimTemplate("starcoder2", "<fim_prefix>", "<fim_suffix>", "<fim_middle>", stop=("<|endoftext|>", "<file_sep>")),
         FimTemplate("codellama", "<PRE> ", " <SUF>", " <MID>", stop=("<EOT>",)),
         # DeepSeek's tokens really use FULLWIDTH VERTICAL LINE and LOWER ONE EIGHTH BLOCK characters.
         FimTemplate(

@@ -34,9 +34,7 @@ class OpenAIChatBackend:
 
     name = "openai-chat"
 
-    def __init__(
-        self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ
-    ) -> None:
+    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
         self._config = config
         self._client = client
         self._env = env
@@ -46,9 +44,7 @@ class OpenAIChatBackend:
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
         body: dict[str, object] = {
-            "messages": chat_messages(
-                request.prefix, request.suffix, path=request.path, language=request.language
-            ),
+            "messages": chat_messages(request.prefix, request.suffix, path=request.path, language=request.language),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": True,

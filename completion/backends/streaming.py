@@ -51,7 +51,7 @@ MAX_INLINE_RETRY_S = 1.0
 # Enough of an error body to show the provider's message; more would only flood a log line.
 ERROR_EXCERPT_CHARS = 200
 _ERROR_BODY_MAX_BYTES = 8192
-# After `[DONE]` the body should end at once; reading its last bytes returns the connection to the pool.
+# What is read after `[DONE]` at most, to let the connection go back to the pool.
 _TAIL_MAX_BYTES = 65536
 _WARM_BODY_MAX_BYTES = 1 << 20
 
@@ -119,9 +119,7 @@ def redact(text: str, secret: str | None) -> str:
     return _KEYLIKE.sub("[key]", text)
 
 
-async def stream_chunks(
-    client: httpx.AsyncClient, call: StreamCall, stats: StreamStats
-) -> AsyncGenerator[Chunk, None]:
+async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: StreamStats) -> AsyncGenerator[Chunk, None]:
     """POST `call` and yield its chunks until `data: [DONE]`, filling usage, finish reason and the
     request-sent / first-byte timestamps of `stats`. Raises only `completion.errors` types.
 
@@ -183,9 +181,7 @@ async def _check_status(response: httpx.Response, call: StreamCall, *, allow_ret
     content_type = response.headers.get("content-type", "")
     if content_type.startswith("application/json"):
         body = await _read_bounded(response, _ERROR_BODY_MAX_BYTES)
-        raise BadResponse(
-            f"{host} answered JSON instead of an event stream: {_body_excerpt(body, call.api_key)}"
-        )
+        raise BadResponse(f"{host} answered JSON instead of an event stream: {_body_excerpt(body, call.api_key)}")
     return None
 
 
@@ -193,15 +189,28 @@ async def _read_events(
     response: httpx.Response, call: StreamCall, stats: StreamStats, progress: _Progress
 ) -> AsyncIterator[Chunk]:
     parser = SseParser()
+    done = False
+    tail_bytes = 0
     async for data in response.aiter_bytes():
+        if done:
+            # After [DONE] the body should end at once; reading to its end returns the connection to the
+            # pool (httpx can iterate a body only once, hence this loop rather than a second read).
+            tail_bytes += len(data)
+            if tail_bytes > _TAIL_MAX_BYTES:
+                return
+            continue
         progress.body_bytes += len(data)
         for event in parser.feed(data):
+            if done:
+                continue
             if _is_done(event.data):
-                await _read_bounded(response, _TAIL_MAX_BYTES)
-                return
+                done = True
+                continue
             chunk = _consume(event.data, stats, progress)
             if chunk is not None:
                 yield chunk
+    if done:
+        return
     for event in parser.close():
         if _is_done(event.data):
             return
@@ -209,8 +218,7 @@ async def _read_events(
         if chunk is not None:
             yield chunk
     raise BadResponse(
-        f"stream truncated: {host_of(call.url)} ended the response after {progress.events} chunks "
-        "without [DONE]"
+        f"stream truncated: {host_of(call.url)} ended the response after {progress.events} chunks without [DONE]"
     )
 
 
