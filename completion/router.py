@@ -22,6 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from completion.edits.rebase import user_changes
+
 Tier = Literal["fast", "accurate"]
 Mode = Literal["inline", "block", "edit"]
 
@@ -174,6 +176,11 @@ class RouteFeatures:
     dependency_files: tuple[str, ...] = ()
     working_diff: WorkingDiff = field(default_factory=WorkingDiff)
 
+    def expected_lines(self) -> int:
+        """Changed lines to expect (removed plus added) if the edit rewrites its selection; the
+        validator's "far larger than predicted" check is relative to this."""
+        return 2 * self.selection_lines
+
 
 @dataclass(frozen=True, kw_only=True)
 class RouteDecision:
@@ -189,6 +196,25 @@ class RouteDecision:
         """One line for a log or a progress message: "accurate: touches 3 other files (...)"."""
         because = "; ".join(self.reasons[:3]) if self.reasons else "no signal"
         return f"{self.tier}: {because} (score {self.score:.2f})"
+
+
+def working_diff(files: Mapping[str, tuple[str, str]]) -> WorkingDiff:
+    """The user's change in progress from {path: (reference text, current text)}; the reference is the
+    text when opened or last saved, or git's HEAD. Lines counted as removed plus added."""
+    lines = 0
+    changed: list[str] = []
+    for path, (reference, current) in files.items():
+        shift = 0
+        count = 0
+        for start, end, delta in user_changes(reference, current):
+            removed = reference[start:end]
+            added = current[start + shift : end + shift + delta]
+            count += removed.count("\n") + added.count("\n") or 1
+            shift += delta
+        if count:
+            lines += count
+            changed.append(path)
+    return WorkingDiff(lines=lines, files=tuple(sorted(changed)))
 
 
 def _phrases(text: str, phrases: Iterable[str]) -> tuple[str, ...]:

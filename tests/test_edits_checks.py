@@ -7,12 +7,15 @@ import random
 import pytest
 
 from completion.edits import (
+    AnswerParseError,
     EditConflict,
     EditInvalid,
     EditPrompt,
+    EditTarget,
     FileEdit,
     apply_edits,
     balance_issues,
+    checked_edits,
     edit_messages,
     read_edit_prompt,
     rebase_edits,
@@ -183,3 +186,31 @@ def test_edit_prompt_round_trip() -> None:
 def test_edit_prompt_with_an_empty_selection() -> None:
     prompt = EditPrompt(path="a.py", text="", first_line=0, end_line=0, instruction="write it")
     assert read_edit_prompt(edit_messages(prompt)) == prompt
+
+
+# --- the whole path: parse, validate, rebase
+
+
+def test_checked_edits_rebases_over_the_users_typing() -> None:
+    original = "import os\n\n\ndef f():\n    return 1\n"
+    target = EditTarget(originals={"f.py": original}, primary="f.py")
+    answer = "<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    typed = original.replace("import os\n", "import os\nimport sys\n")
+    result = checked_edits(answer, target, current={"f.py": typed}, predicted_lines=2)
+    assert result.rebased
+    assert apply_edits(typed, result.edits) == typed.replace("return 1", "return 2")
+    same = checked_edits(answer, target, current={"f.py": original})
+    assert not same.rebased and same.validation.changed_lines == 2
+
+
+def test_checked_edits_raises_the_right_error_for_each_failure() -> None:
+    original = "def f():\n    return 1\n"
+    target = EditTarget(originals={"f.py": original}, primary="f.py")
+    with pytest.raises(AnswerParseError):
+        checked_edits("no idea", target, current={"f.py": original})
+    broken = "<<<<<<< SEARCH\n    return 1\n=======\n    return (1\n>>>>>>> REPLACE\n"
+    with pytest.raises(EditInvalid, match="no longer parse"):
+        checked_edits(broken, target, current={"f.py": original})
+    good = "<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+    with pytest.raises(EditConflict):
+        checked_edits(good, target, current={"f.py": original.replace("return 1", "return 10")})

@@ -14,6 +14,7 @@ from completion.router import (
     file_symbols,
     route,
     route_features,
+    working_diff,
 )
 
 T = RouterThresholds()
@@ -208,3 +209,19 @@ def test_new_file_counts() -> None:
 def test_thresholds_are_keyword_only() -> None:
     with pytest.raises(TypeError):
         RouterThresholds(10)  # type: ignore[call-arg]
+
+
+def test_working_diff_counts_changed_lines_and_files() -> None:
+    diff = working_diff(
+        {
+            "a.py": ("x = 1\ny = 2\n", "x = 10\ny = 2\nz = 3\n"),
+            "b.py": ("same\n", "same\n"),
+            "c.py": ("p", "q"),
+        }
+    )
+    assert diff.files == ("a.py", "c.py")
+    assert diff.lines == 3 + 1  # a.py: one line replaced (2) and one added (1); c.py: one partial line
+
+
+def test_expected_lines_is_a_rewrite_of_the_selection() -> None:
+    assert RouteFeatures(mode="edit", selection_lines=12).expected_lines() == 24

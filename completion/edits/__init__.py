@@ -9,6 +9,7 @@ types     FileEdit, apply_edits, the EditError tree
 
 from __future__ import annotations
 
+from completion.edits.checked import CheckedEdit, checked_edits
 from completion.edits.parse import EditTarget, parse_answer
 from completion.edits.prompt import (
     EDIT_SYSTEM_PROMPT,
@@ -41,6 +42,7 @@ from completion.edits.validate import (
 __all__ = [
     "EDIT_SYSTEM_PROMPT",
     "AnswerParseError",
+    "CheckedEdit",
     "EditConflict",
     "EditError",
     "EditInvalid",
@@ -53,6 +55,7 @@ __all__ = [
     "apply_edits",
     "balance_issues",
     "changed_lines",
+    "checked_edits",
     "edit_messages",
     "line_col",
     "line_offset",
