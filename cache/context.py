@@ -1,0 +1,316 @@
+"""Context windows: what the model sees around the cursor, under a token budget.
+
+A window has two parts, in this order:
+
+    stable     cross-file snippets, ranked by relevance but emitted in a deterministic order
+               (imports' outlines, definitions of names used near the cursor, open documents, recent
+               edits; then by path and line), so consecutive prompts share a long identical prefix and
+               the provider's prompt cache hits
+    volatile   the current file: `prefix` (lines before the cursor, starting at a line snapped to a
+               multiple of `prefix_anchor_lines` so it moves rarely) and `suffix` (after the cursor)
+
+Token counts come from the documents' `TokenIndex` and from memoised snippets, so a build after a
+keystroke encodes only the cursor line. `ContextWindow.reused_prefix_tokens` says how many leading tokens
+are identical to the previous window this builder made (what a provider's prefix cache could reuse).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from cache.candidates import Candidate, CandidateFinder, CandidateOptions
+from cache.snippets import KIND_ORDER, Snippet, SnippetMaker, comment_marker, join_lines
+
+if TYPE_CHECKING:
+    from cache.symbols import SymbolIndex
+    from cache.token_index import TokenIndex
+    from cache.tokens import TokenCounter
+
+# 128K-token windows are the largest the fast models take; anything larger is clamped (and said so).
+MAX_BUDGET_TOKENS = 128_000
+MIN_BUDGET_TOKENS = 64
+# Above this many characters the cursor line is not encoded: its index count is split proportionally.
+_LONG_LINE_CHARS = 2000
+_RECENT_EDITS = 32
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextOptions:
+    budget_tokens: int = 2048
+    # Of the tokens the current file gets, the share that goes after the cursor.
+    suffix_share: float = 0.25
+    # The most of the budget cross-file snippets may take (what they leave unused goes to the file).
+    snippet_share: float = 0.3
+    # One snippet's ceiling, as a share of the budget (never below 256 tokens).
+    max_snippet_share: float = 0.125
+    prefix_anchor_lines: int = 16
+    # Where snippets come from: names scanned near the cursor, definitions per name, lines per edit.
+    candidates: CandidateOptions = field(default_factory=CandidateOptions)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextWindow:
+    """One built window. Send `snippet_text`, then `prefix`, [hole], `suffix` (in the prompt's format)."""
+
+    path: str
+    line: int
+    character: int
+    snippets: tuple[Snippet, ...]
+    prefix: str
+    suffix: str
+    prefix_start_line: int
+    suffix_end_line: int
+    snippet_tokens: int
+    prefix_tokens: int
+    suffix_tokens: int
+    budget_tokens: int
+    # The stable part (the snippets, in order): its length in tokens and a digest of its content.
+    stable_tokens: int
+    stable_hash: str
+    # Leading tokens identical to the previous window from the same builder.
+    reused_prefix_tokens: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total_tokens(self) -> int:
+        return self.snippet_tokens + self.prefix_tokens + self.suffix_tokens
+
+    @property
+    def snippet_text(self) -> str:
+        return "".join(s.render() for s in self.snippets)
+
+
+@dataclass
+class _Previous:
+    path: str
+    digests: list[bytes]
+    tokens: list[int]
+    prefix_start: int
+    line: int
+    index_uid: int
+    generation: int
+
+
+class ContextBuilder:
+    """Builds context windows for one workspace. Not thread-safe: call it from one thread or task."""
+
+    def __init__(
+        self,
+        *,
+        counter: TokenCounter,
+        symbols: SymbolIndex,
+        options: ContextOptions | None = None,
+        may_send: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.options = options or ContextOptions()
+        self._counter = counter
+        self._symbols = symbols
+        self._finder = CandidateFinder(
+            symbols=symbols,
+            maker=SnippetMaker(counter=counter, symbols=symbols),
+            may_send=may_send or (lambda _path: True),
+        )
+        self._open: dict[str, TokenIndex] = {}
+        self._edits: deque[tuple[str, int]] = deque(maxlen=_RECENT_EDITS)
+        self._previous: _Previous | None = None
+
+    # -- what the editor is doing -------------------------------------------------------------------
+
+    def open_document(self, path: str, index: TokenIndex) -> None:
+        self._open[path] = index
+
+    def close_document(self, path: str) -> None:
+        self._open.pop(path, None)
+
+    def forget(self) -> None:
+        """Drop memoised rankings: call when `may_send` starts answering differently."""
+        self._finder.forget()
+
+    def note_edit(self, path: str, line: int) -> None:
+        """Remember an edit at `line` of `path` (recent edits become snippets in other windows)."""
+        if self._edits and self._edits[-1][0] == path and abs(self._edits[-1][1] - line) <= 2:
+            self._edits.pop()  # the same place again: keep one entry, the newest
+        self._edits.append((path, line))
+
+    # -- building -----------------------------------------------------------------------------------
+
+    def build(
+        self,
+        *,
+        path: str,
+        index: TokenIndex,
+        line: int,
+        character: int,
+        options: ContextOptions | None = None,
+    ) -> ContextWindow:
+        """The window for a cursor at (`line`, `character`) of `path`, whose lines `index` holds.
+        `character` counts code points."""
+        opts = options or self.options
+        notes: list[str] = []
+        budget = opts.budget_tokens
+        if budget > MAX_BUDGET_TOKENS:
+            notes.append(f"budget {budget} tokens clamped to the maximum {MAX_BUDGET_TOKENS}")
+            budget = MAX_BUDGET_TOKENS
+        elif budget < MIN_BUDGET_TOKENS:
+            notes.append(f"budget {budget} tokens raised to the minimum {MIN_BUDGET_TOKENS}")
+            budget = MIN_BUDGET_TOKENS
+
+        lines = index.lines
+        n_lines = len(lines)
+        line = max(0, min(line, n_lines - 1)) if n_lines else 0
+        raw = lines[line] if n_lines else ""
+        cursor_text = raw.rstrip("\r\n")
+        ending = raw[len(cursor_text) :]
+        character = max(0, min(character, len(cursor_text)))
+        head, tail = cursor_text[:character], cursor_text[character:]
+        head_tokens, tail_tokens = self._split_line_tokens(index, line, head, tail)
+
+        local_max = max(0, budget - head_tokens - tail_tokens)
+        # The largest current-file window we could take: snippets never repeat what it may show.
+        far_start, far_end = self._local_window(index, line, local_max, opts)
+        snippet_cap = min(local_max, int(budget * opts.snippet_share))
+        comment = comment_marker(path)
+        per_snippet = max(256, int(budget * opts.max_snippet_share))
+        candidates = self._finder.find(
+            path=path,
+            index=index,
+            line=line,
+            character=character,
+            local_window=(far_start, far_end),
+            comment=comment,
+            per_snippet_tokens=per_snippet,
+            open_documents=self._open,
+            recent_edits=reversed(self._edits),
+            opts=opts.candidates,
+        )
+        chosen: list[Snippet] = []
+        taken: dict[str, list[tuple[int, int]]] = {}
+        used = self._select(candidates, snippet_cap, per_snippet, chosen, taken)
+
+        prefix_start, suffix_end = self._local_window(index, line, local_max - used, opts)
+        prefix_tokens = head_tokens + index.tokens_in(prefix_start, line)
+        suffix_tokens = tail_tokens + index.tokens_in(line + 1, suffix_end)
+        if prefix_start == 0 and suffix_end >= n_lines:
+            # The whole file fits: what is left of the budget goes to more snippets.
+            left = local_max - used - (prefix_tokens - head_tokens) - (suffix_tokens - tail_tokens)
+            used += self._select(candidates, left, max(per_snippet, left), chosen, taken)
+
+        chosen.sort(key=lambda s: (KIND_ORDER[s.kind], s.path, s.start_line))
+        prefix = join_lines(lines[prefix_start:line])
+        if prefix and not prefix.endswith("\n"):
+            prefix += "\n"
+        suffix = tail + ending
+        if line + 1 < suffix_end:
+            suffix += ("" if ending else "\n") + join_lines(lines[line + 1 : suffix_end])
+        reused = self._reused(path, index, chosen, prefix_start, line)
+        h = hashlib.blake2b(digest_size=16)
+        for snippet in chosen:
+            h.update(snippet.digest)
+        return ContextWindow(
+            path=path,
+            line=line,
+            character=character,
+            snippets=tuple(chosen),
+            prefix=prefix + head,
+            suffix=suffix,
+            prefix_start_line=prefix_start,
+            suffix_end_line=max(suffix_end, line + 1) if n_lines else 0,
+            snippet_tokens=used,
+            prefix_tokens=prefix_tokens,
+            suffix_tokens=suffix_tokens,
+            budget_tokens=budget,
+            stable_tokens=used,
+            stable_hash=h.hexdigest(),
+            reused_prefix_tokens=reused,
+            notes=tuple(notes),
+        )
+
+    def _split_line_tokens(self, index: TokenIndex, line: int, head: str, tail: str) -> tuple[int, int]:
+        if len(head) + len(tail) <= _LONG_LINE_CHARS:
+            return self._counter.count(head), self._counter.count(tail)
+        # Encoding a minified megabyte line per keystroke would cost more than the whole build.
+        total = index.line_tokens(line)
+        head_tokens = total * len(head) // max(1, len(head) + len(tail))
+        return head_tokens, total - head_tokens
+
+    def _local_window(self, index: TokenIndex, line: int, budget: int, opts: ContextOptions) -> tuple[int, int]:
+        """(prefix start, suffix end) for `budget` tokens of whole lines around `line`."""
+        n = index.line_count
+        prefix_budget = int(budget * (1 - opts.suffix_share))
+        suffix_budget = budget - prefix_budget
+        start = index.start_within(line, prefix_budget)
+        if start == 0:
+            suffix_budget += prefix_budget - index.tokens_in(0, line)
+        end = index.end_within(line + 1, suffix_budget)
+        if end >= n and start > 0:
+            spare = suffix_budget - index.tokens_in(line + 1, n)
+            start = index.start_within(line, prefix_budget + spare)
+        anchor = max(1, opts.prefix_anchor_lines)
+        if start > 0:
+            # Snap forward to an anchor line: the prefix then starts at the same line for many keystrokes.
+            start = min(line, -(-start // anchor) * anchor)
+        return start, max(end, min(n, line + 1))
+
+    def _select(
+        self,
+        candidates: list[Candidate],
+        budget: int,
+        per_snippet: int,
+        chosen: list[Snippet],
+        taken: dict[str, list[tuple[int, int]]],
+    ) -> int:
+        """Take candidates best first while they fit; returns the tokens taken. Consumes `candidates`."""
+        used = 0
+        keep: list[Candidate] = []
+        for candidate in candidates:
+            if budget - used < 16:
+                keep.append(candidate)
+                continue
+            snippet = candidate.make()
+            if snippet is None:
+                continue
+            ranges = taken.setdefault(snippet.path, [])
+            # An outline summarises the whole file; it does not stand in for any of its lines.
+            is_outline = snippet.kind == "import"
+            if not is_outline and any(a < snippet.end_line and snippet.start_line < b for a, b in ranges):
+                continue
+            if snippet.tokens > per_snippet or used + snippet.tokens > budget:
+                keep.append(candidate)
+                continue
+            if not is_outline:
+                ranges.append((snippet.start_line, snippet.end_line))
+            chosen.append(snippet)
+            used += snippet.tokens
+        candidates[:] = keep
+        return used
+
+    def _reused(self, path: str, index: TokenIndex, chosen: list[Snippet], prefix_start: int, line: int) -> int:
+        previous = self._previous
+        digests = [s.digest for s in chosen]
+        tokens = [s.tokens for s in chosen]
+        self._previous = _Previous(
+            path=path,
+            digests=digests,
+            tokens=tokens,
+            prefix_start=prefix_start,
+            line=line,
+            index_uid=index.uid,
+            generation=index.generation,
+        )
+        if previous is None:
+            return 0
+        reused = 0
+        for i, digest in enumerate(digests):
+            if i >= len(previous.digests) or previous.digests[i] != digest:
+                return reused
+            reused += tokens[i]
+        if len(previous.digests) != len(digests):
+            return reused
+        if previous.index_uid != index.uid or previous.prefix_start != prefix_start:
+            return reused
+        unchanged = index.unchanged_prefix_lines(previous.generation)
+        return reused + index.tokens_in(prefix_start, min(line, previous.line, unchanged))

@@ -1,0 +1,192 @@
+"""Whether a file may be sent to a model, and if not, why.
+
+Checks, in order, each with a reason string for the log:
+
+    ignored       matched by a .gitignore or .tandemignore (gitignore syntax, nested files apply below
+                  their own directory, deeper files win, `!pattern` re-includes)
+    secret name   .env*, *.pem, *.key, id_rsa* and other key/credential file names, unless the user
+                  opted the path in (`PrivacyPolicy.opt_in`, gitignore syntax)
+    too large     more than `max_file_bytes`
+    binary        a NUL byte in the first 8 KiB, or bytes that are not UTF-8
+    credentials   content with a credential pattern (AWS access key id, PEM private key, OpenAI/Anthropic
+                  `sk-` keys, GitHub/Slack/Google tokens); an opt-in does not override this
+
+The caller hands in the ignore files' text and the file's content; nothing here reads the disk. Paths are
+POSIX, relative to the workspace root.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pathspec import GitIgnoreSpec
+
+IGNORE_FILE_NAMES = (".gitignore", ".tandemignore")
+DEFAULT_MAX_FILE_BYTES = 1_000_000
+# git itself decides "binary" from the first 8,000 bytes; this is the same idea.
+_BINARY_SNIFF_BYTES = 8192
+
+_SECRET_NAMES = GitIgnoreSpec.from_lines(
+    [
+        ".env",
+        ".env.*",
+        "*.env",
+        ".envrc",
+        "*.pem",
+        "*.key",
+        "*.p12",
+        "*.pfx",
+        "*.jks",
+        "*.keystore",
+        "*.kdbx",
+        "*.ppk",
+        "*.asc",
+        "id_rsa*",
+        "id_dsa*",
+        "id_ecdsa*",
+        "id_ed25519*",
+        "credentials",
+        "*credentials*.json",
+        "credentials.yaml",
+        "credentials.yml",
+        "credentials.toml",
+        "credentials.ini",
+        "credentials.xml",
+        "service-account*.json",
+        "secrets.json",
+        "secrets.yaml",
+        "secrets.yml",
+        "secrets.toml",
+        "secrets.ini",
+        "secrets.env",
+        "*.secret",
+        "*.secrets",
+        ".netrc",
+        "_netrc",
+        ".pgpass",
+        ".git-credentials",
+        ".npmrc",
+        ".pypirc",
+        ".dockercfg",
+        ".docker/config.json",
+        ".aws/credentials",
+        ".ssh/*",
+        "*.tfstate",
+        "*.tfstate.*",
+        "*.tfvars",
+    ]
+)
+
+_CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
+    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})")),
+    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{20,}")),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyPolicy:
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    # Paths (gitignore syntax) the user explicitly allows despite a secret-looking name.
+    opt_in: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """`allowed`, or the reason it is not (for a log line; never contains file content)."""
+
+    allowed: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+ALLOWED = Verdict(allowed=True)
+
+
+class PrivacyFilter:
+    """Decides per path (and content) whether a file may leave the machine."""
+
+    def __init__(self, *, policy: PrivacyPolicy | None = None, ignore_files: Mapping[str, str] | None = None) -> None:
+        """`ignore_files` maps each ignore file's path (e.g. `.gitignore`, `src/.tandemignore`) to its text."""
+        self.policy = policy or PrivacyPolicy()
+        self._opt_in = GitIgnoreSpec.from_lines(self.policy.opt_in)
+        # (directory, file name, spec), shallowest first: a deeper file's verdict overrides.
+        self._ignores: list[tuple[str, str, GitIgnoreSpec]] = []
+        for path, text in (ignore_files or {}).items():
+            self.set_ignore_file(path, text)
+
+    def set_ignore_file(self, path: str, text: str) -> None:
+        """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`)."""
+        path = posixpath.normpath(path.lstrip("/"))
+        directory = posixpath.dirname(path)
+        self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
+        self._ignores.append((directory, posixpath.basename(path), GitIgnoreSpec.from_lines(text.splitlines())))
+        self._ignores.sort(key=lambda entry: (entry[0].count("/") + (entry[0] != ""), entry[0], entry[1]))
+
+    def remove_ignore_file(self, path: str) -> None:
+        path = posixpath.normpath(path.lstrip("/"))
+        self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
+
+    def check_path(self, path: str) -> Verdict:
+        """The checks that need only the path: ignore files and secret-looking names."""
+        path = posixpath.normpath(path.lstrip("/"))
+        parts = path.split("/")
+        if ".git" in parts[:-1] or parts[-1] == ".git":
+            return Verdict(allowed=False, reason="inside .git")
+        ignored_by = ""
+        for directory, name, spec in self._ignores:
+            if directory and not path.startswith(directory + "/"):
+                continue
+            relative = path[len(directory) + 1 :] if directory else path
+            result = spec.check_file(relative)
+            if result.include is not None and result.index is not None:
+                pattern = spec.patterns[result.index].pattern
+                where = posixpath.join(directory, name)
+                ignored_by = f"ignored by {where} (pattern {pattern!r})" if result.include else ""
+        if ignored_by:
+            return Verdict(allowed=False, reason=ignored_by)
+        secret = _SECRET_NAMES.check_file(path)
+        if secret.include and secret.index is not None and not self._opt_in.match_file(path):
+            pattern = _SECRET_NAMES.patterns[secret.index].pattern
+            return Verdict(allowed=False, reason=f"looks like a secret by its name ({pattern!r}); opt it in to send it")
+        return ALLOWED
+
+    def check_content(self, path: str, content: str | bytes) -> Verdict:
+        """The checks that need the content: size, binary, credential patterns."""
+        size = len(content) if isinstance(content, bytes) else len(content.encode("utf-8", "surrogatepass"))
+        if size > self.policy.max_file_bytes:
+            return Verdict(allowed=False, reason=f"too large ({size} bytes > {self.policy.max_file_bytes})")
+        if isinstance(content, bytes):
+            if b"\0" in content[:_BINARY_SNIFF_BYTES]:
+                return Verdict(allowed=False, reason="binary (NUL bytes)")
+            try:
+                text = content.decode("utf-8")
+            except UnicodeDecodeError:
+                return Verdict(allowed=False, reason="binary (not UTF-8)")
+        else:
+            text = content
+            if "\0" in text[:_BINARY_SNIFF_BYTES]:
+                return Verdict(allowed=False, reason="binary (NUL characters)")
+        for what, pattern in _CREDENTIAL_PATTERNS:
+            match = pattern.search(text)
+            if match is not None:
+                line = text.count("\n", 0, match.start()) + 1
+                return Verdict(allowed=False, reason=f"contains what looks like {what} (line {line})")
+        return ALLOWED
+
+    def check(self, path: str, content: str | bytes | None = None) -> Verdict:
+        """Every check that applies (content checks only when content is given)."""
+        verdict = self.check_path(path)
+        if not verdict or content is None:
+            return verdict
+        return self.check_content(path, content)
