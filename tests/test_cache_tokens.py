@@ -79,7 +79,7 @@ def test_disabled_cache_and_unknown_names_are_explained(monkeypatch: pytest.Monk
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
     with pytest.raises(EncodingUnavailable, match="cache is disabled"):
         get_counter("o200k_base")
-    with pytest.raises(EncodingUnavailable, match="unknown encoding 'p99k'.*cl100k_base"):
+    with pytest.raises(EncodingUnavailable, match=r"unknown encoding 'p99k'.*cl100k_base"):
         get_counter("p99k")
     assert set(supported_encodings()) >= {"cl100k_base", "o200k_base"}
     assert os.environ["TIKTOKEN_CACHE_DIR"] == ""
