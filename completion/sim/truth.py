@@ -194,12 +194,13 @@ class TruthIndex:
 
     def _suffix_end(self, cursor: int, suffix: str, max_chars: int) -> int | None:
         """Where the suffix resumes after `cursor` in the same file, within `max_chars`; None if not
-        seen. A suffix shorter than the recognisable head must run to the file's very end."""
-        if not suffix.strip():
+        seen. A suffix shorter than the recognisable head (or only whitespace) must run to the file's
+        very end."""
+        if not suffix:
             return None
         corpus = self._corpus
         file_end = corpus.find(_SEPARATOR, cursor)
-        if len(suffix) <= _SUFFIX_HEAD_CHARS:
+        if len(suffix) <= _SUFFIX_HEAD_CHARS or not suffix.strip():
             start = file_end - len(suffix)
             if start >= cursor and start - cursor <= max_chars and corpus.startswith(suffix, start):
                 return start
