@@ -40,7 +40,7 @@ WIDE_SCOPE = (
 )  # fmt: skip
 SMALL_SCOPE = (
     "typo", "comment", "comments", "docstring", "spelling", "whitespace", "format", "formatting", "lint",
-    "bump", "wording", "rephrase", "minor", "tweak", "nit", "log message", "indentation",
+    "wording", "rephrase", "minor", "tweak", "nit", "log message", "indentation",
 )  # fmt: skip
 _KEYWORDS = frozenset(
     "and as assert async await break case catch class const continue def default del elif else enum "
@@ -302,14 +302,20 @@ def _terms(f: RouteFeatures, t: RouterThresholds) -> list[tuple[float, str]]:
         terms.append((min(2.0, f.selection_lines / t.large_selection_lines), f"{f.selection_lines}-line selection"))
     if f.new_file:
         terms.append((0.5, "writes a new file"))
-    # Callers count in full only when the instruction may change the interface they call.
-    caller_weight = 1.0 if f.broad_words or f.wide_words else 0.5
-    span = len(f.mentioned_files) + caller_weight * len(f.caller_files) + 0.25 * len(f.dependency_files)
+    # Callers need changing only if the interface they call changes: without a word that says so they
+    # are capped below one threshold, so a body edit of a popular function is not sent on that alone.
+    interface = bool(f.broad_words or f.wide_words)
+    callers = len(f.caller_files) / t.span_files
+    span = (
+        len(f.mentioned_files) / t.span_files
+        + (callers if interface else min(0.5, 0.5 * callers))
+        + min(0.25, 0.25 * len(f.dependency_files) / t.span_files)
+    )
     reach = f.mentioned_files + f.caller_files
     if span:
         n = len(reach) + len(f.dependency_files)
         shown = reach or f.dependency_files
-        terms.append((min(2.0, span / t.span_files), f"reaches {n} other file{'s' * (n != 1)} ({_names(shown)})"))
+        terms.append((min(2.0, span), f"reaches {n} other file{'s' * (n != 1)} ({_names(shown)})"))
     if f.broad_words:
         terms.append((1.0, f"broad instruction ({', '.join(repr(w) for w in f.broad_words[:2])})"))
     elif f.wide_words:

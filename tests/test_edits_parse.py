@@ -7,6 +7,7 @@ import pytest
 from completion.edits import (
     AnswerParseError,
     EditTarget,
+    FileEdit,
     apply_all,
     parse_answer,
 )
@@ -276,3 +277,44 @@ def test_last_line_without_newline() -> None:
     t = EditTarget(originals={"x.py": "a = 1\nb = 2"}, primary="x.py")
     out = apply_all(t.originals, parse_answer("<<<<<<< SEARCH\nb = 2\n=======\nb = 3\n>>>>>>> REPLACE\n", t))
     assert out["x.py"] == "a = 1\nb = 3"
+
+
+def test_path_in_the_fence_info_string() -> None:
+    answer = (
+        "```python:app/models.py\n<<<<<<< SEARCH\ndef total(items):\n=======\n"
+        "def total(items, tax=0):\n>>>>>>> REPLACE\n```\n"
+    )
+    (edit,) = parse_answer(answer, target())
+    assert edit.path == "app/models.py"
+
+
+def applied_prefix(edits: list[FileEdit]) -> dict[str, str]:
+    return apply_all(target().originals, edits)
+
+
+@pytest.mark.parametrize("answer", [UDIFF, "app/views.py\n" + UDIFF.replace("--- a/", "--- ")])
+def test_every_truncation_of_a_diff_is_an_error_or_a_prefix_of_the_edits(answer: str) -> None:
+    full = parse_answer(answer, target())
+    for cut in range(len(answer)):
+        try:
+            edits = parse_answer(answer[:cut], target())
+        except AnswerParseError:
+            continue
+        # What parses does what the first hunks do (a cut inside trailing context loses only context).
+        assert applied_prefix(edits) == applied_prefix(full[: len(edits)]), f"cut at {cut}: {answer[:cut]!r}"
+
+
+def test_every_truncation_of_blocks_is_an_error_or_a_prefix_of_the_edits() -> None:
+    answer = (
+        "app/models.py\n```python\n<<<<<<< SEARCH\ndef total(items):\n=======\ndef total(items, tax=0):\n"
+        ">>>>>>> REPLACE\n```\napp/views.py\n```python\n<<<<<<< SEARCH\n    item = load_one(pk)\n=======\n"
+        "    item = load_one(int(pk))\n>>>>>>> REPLACE\n```\n"
+    )
+    full = parse_answer(answer, target())
+    assert len(full) == 2
+    for cut in range(len(answer)):
+        try:
+            edits = parse_answer(answer[:cut], target())
+        except AnswerParseError:
+            continue
+        assert edits == full[: len(edits)], f"cut at {cut}: {answer[:cut]!r}"

@@ -39,13 +39,21 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _trim_blank_ends(lines: list[str]) -> list[str]:
-    start, end = 0, len(lines)
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return lines[start:end]
+def _trim_shared_blank_ends(quote: list[str], replace: list[str]) -> tuple[list[str], list[str]]:
+    """Drop blank lines that both ends of the quote and of the replacement have: a model's padding.
+    A blank line only in the quote may be one the edit removes, so it stays."""
+    while len(quote) > 1 and replace and not quote[0].strip() and not replace[0].strip():
+        quote, replace = quote[1:], replace[1:]
+    while len(quote) > 1 and replace and not quote[-1].strip() and not replace[-1].strip():
+        quote, replace = quote[:-1], replace[:-1]
+    return quote, replace
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it is not a blank line of its own
+    return lines
 
 
 def _pick(
@@ -122,10 +130,7 @@ def locate(
     if picked is not None:
         return Located(picked[0], picked[1], replace, "exact")
 
-    quote_lines = _trim_blank_ends([line.rstrip("\r") for line in quote.split("\n")])
-    replace_lines = replace.split("\n")
-    if replace_lines and replace_lines[-1] == "":
-        replace_lines.pop()
+    quote_lines, replace_lines = _trim_shared_blank_ends(_split_lines(quote), _split_lines(replace))
     loose = _line_matches(text, quote_lines, lambda a, b: a.rstrip() == b.rstrip())
     picked = _pick([(s, e) for s, e, _ in loose], quote, within, near)
     if picked is not None:

@@ -35,6 +35,8 @@ _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
 _MARKER_LIKE = re.compile(r"^\s*(?:<{3,}|>{3,}|={7,})")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
+# A fence whose info string names the file: "```python app/views.py", "```python:app/views.py".
+_FENCE_PATH = re.compile(r"^\s*(?:`{3,}|~{3,})\w*[ :]([\w.-]*[/.][\w./-]+)\s*$")
 # A line that only names a file: "app/views.py", "`app/views.py`", "File: app/views.py", "### app/views.py:".
 _PATH_LINE = re.compile(
     r"^\s*(?:#+\s*)?(?:\*\*)?(?:file(?:name)?:\s*)?`?([\w./\\-]+\.\w+|[\w.-]+/[\w./-]+)`?(?:\*\*)?:?\s*$",
@@ -91,8 +93,9 @@ def _search_replace(lines: list[str], target: EditTarget) -> list[FileEdit]:
             continue
         if _MARKER_LIKE.match(line) and not _FENCE.match(line):
             raise AnswerParseError(f"malformed edit marker outside a block: {line.strip()[:40]!r}")
-        match = _PATH_LINE.match(line)
-        if match and not _FENCE.match(line):
+        fence = _FENCE_PATH.match(line)
+        match = fence or (None if _FENCE.match(line) else _PATH_LINE.match(line))
+        if match:
             named = match.group(1)
             resolved = resolve_path(named, target.originals)
             path = resolved if resolved is not None else named

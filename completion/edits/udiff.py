@@ -4,7 +4,7 @@ Models write diffs loosely: line numbers off by a few (or by a lot), hunk counts
 `@@ ... @@` with no numbers at all, the `a/` and `b/` prefixes present or not, blank context lines
 whose leading space was lost. So a hunk's old lines (context and removals) are searched for in the
 file, nearest to the line the header claims; the counts are only used to notice an answer that was
-cut off inside its last hunk.
+cut off inside its last hunk (there, counts that do not add up mean the answer stopped early).
 """
 
 from __future__ import annotations
@@ -143,10 +143,15 @@ def parse_unified_diff(answer: str, originals: Mapping[str, str], *, primary: st
         last = files[-1].hunks[-1]
         old_seen = len(last.old)
         new_seen = len(last.new)
-        if (last.old_count is not None and old_seen < last.old_count) or (
-            last.new_count is not None and new_seen < last.new_count
+        # Counts elsewhere may be miscounted and are forgiven; at the very end of the answer a mismatch
+        # (short, or a stray partial line) means the answer was cut off.
+        if (last.old_count is not None and old_seen != last.old_count) or (
+            last.new_count is not None and new_seen != last.new_count
         ):
             raise AnswerParseError("the diff is cut off inside its last hunk (truncated?)")
+        if not answer.endswith("\n") and answer.splitlines()[-1].startswith("+"):
+            # An added line with no newline after it may be only the start of that line.
+            raise AnswerParseError("the diff may be cut off: its last added line does not end")
     edits: list[FileEdit] = []
     for diff in files:
         edits.extend(_file_edits(diff, originals, primary))
