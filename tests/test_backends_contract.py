@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import aclosing
 
 import httpx
 import pytest
+from fixtures_sim import SimFactory
 
 from completion.backends.base import Backend, ModelRequest, StreamStats
 from completion.backends.factory import make_backend
@@ -26,7 +27,7 @@ from completion.errors import (
     RateLimited,
 )
 from completion.http import make_client
-from completion.sim.runner import SimHandle, SimSettings, start_in_thread
+from completion.sim.runner import SimHandle
 from completion.sim.settings import parse_fault
 
 pytestmark = pytest.mark.contract
@@ -57,22 +58,17 @@ StartSim = Callable[..., SimHandle]
 
 
 @pytest.fixture
-def start_sim(tmp_path: pathlib.Path) -> Iterator[StartSim]:
-    """Start simulators (truth mode on the module above unless told otherwise); all stop at the end."""
+def start_sim(sim_factory: SimFactory, tmp_path: pathlib.Path) -> StartSim:
+    """Start simulators (truth mode on the module above and no pacing, unless told otherwise)."""
     truth = tmp_path / "greet.py"
     truth.write_text(PREFIX + MIDDLE + SUFFIX)
-    handles: list[SimHandle] = []
 
     def start(**settings: object) -> SimHandle:
         settings.setdefault("truth", (str(truth),))
         settings.setdefault("profile", "instant")
-        handle = start_in_thread(SimSettings(**settings))  # type: ignore[arg-type]
-        handles.append(handle)
-        return handle
+        return sim_factory(**settings)
 
-    yield start
-    for handle in handles:
-        handle.stop()
+    return start
 
 
 def model(sim: SimHandle, provider: Provider, **overrides: object) -> ModelConfig:
@@ -194,7 +190,8 @@ async def test_each_fault_maps_to_its_error_and_the_next_request_succeeds(
 ) -> None:
     sim = start_sim(profile="spark")
     async with make_client() as client:
-        backend = make_backend(model(sim, provider, timeout_s=0.5), client, env=ENV)
+        # A short stall limit, so that the stall fault fails fast; the retry gets the usual one.
+        backend = make_backend(model(sim, provider, timeout_s=1.0), client, env=ENV)
         await arm(sim, kind, 1)
         text, _, error = await collect(backend)
         assert type(error) is error_type, error
@@ -203,7 +200,7 @@ async def test_each_fault_maps_to_its_error_and_the_next_request_succeeds(
         assert MIDDLE.startswith(text)
         assert bool(text) is partial
         assert sim.stats()["faults_fired"] == {kind: 1}
-        again, _, error = await collect(backend)
+        again, _, error = await collect(make_backend(model(sim, provider), client, env=ENV))
         assert error is None and again == MIDDLE
 
 
