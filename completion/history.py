@@ -224,13 +224,13 @@ def _task(
     )
 
 
-def tree_blobs(repo: Path, rev: str, *, max_files: int = 3000, max_file_bytes: int = 200_000) -> dict[str, str]:
+def tree_blobs(repo: Path, rev: str, *, max_files: int | None = None, max_file_bytes: int = 200_000) -> dict[str, str]:
     """{path: blob id} of the source files in `rev`'s tree, skipping files over `max_file_bytes` and
-    keeping at most `max_files` (in path order)."""
+    keeping at most `max_files` (in path order) when given."""
     out = git(repo, "ls-tree", "-r", "-l", "-z", rev).decode("utf-8", "replace")
     blobs: dict[str, str] = {}
     for entry in out.split("\0"):
-        if not entry or len(blobs) >= max_files:
+        if not entry or (max_files is not None and len(blobs) >= max_files):
             continue
         meta, _, path = entry.partition("\t")
         parts = meta.split()

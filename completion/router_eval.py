@@ -91,7 +91,17 @@ def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
     return (rank_sum - positives * (positives + 1) / 2) / (positives * negatives)
 
 
-class _TreeSymbols:
+def _shared_dirs(a: str, b: str) -> int:
+    """How many leading directories paths `a` and `b` have in common."""
+    shared = 0
+    for x, y in zip(a.split("/")[:-1], b.split("/")[:-1], strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
+class TreeSymbols:
     """Symbol indexes of commit trees, parsing each blob once across the whole history."""
 
     def __init__(self, repo: Path, *, max_files: int, max_file_bytes: int) -> None:
@@ -100,8 +110,12 @@ class _TreeSymbols:
         self._max_file_bytes = max_file_bytes
         self._by_blob: dict[str, FileSymbols] = {}
 
-    def index(self, rev: str) -> SymbolIndex:
-        blobs = tree_blobs(self._repo, rev, max_files=self._max_files, max_file_bytes=self._max_file_bytes)
+    def index(self, rev: str, near: str) -> SymbolIndex:
+        """The index of `rev`'s tree; past `max_files`, the files nearest to `near` in the tree."""
+        blobs = tree_blobs(self._repo, rev, max_file_bytes=self._max_file_bytes)
+        if len(blobs) > self._max_files:
+            keep = sorted(blobs, key=lambda p: (-_shared_dirs(p, near), p))[: self._max_files]
+            blobs = {p: blobs[p] for p in keep}
         missing = sorted({b for b in blobs.values() if b not in self._by_blob})
         for blob, text in read_blobs(self._repo, missing).items():
             self._by_blob[blob] = file_symbols(text)
@@ -162,9 +176,9 @@ def evaluate_repo(
     """Build up to `limit` edit tasks from `repo`'s history, route each, and score the routes."""
     thresholds = thresholds or RouterThresholds()
     scan = scan_history(repo, limit=limit)
-    trees = _TreeSymbols(repo, max_files=max_index_files, max_file_bytes=max_index_file_bytes)
+    trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=max_index_file_bytes)
     decisions, outcomes = evaluate_tasks(
-        scan.tasks, symbols_for=lambda task: trees.index(task.parent), thresholds=thresholds
+        scan.tasks, symbols_for=lambda task: trees.index(task.parent, task.path), thresholds=thresholds
     )
     labels = [o.hard for o in outcomes]
     predicted = [d.tier == "accurate" for d in decisions]

@@ -10,7 +10,7 @@ import pytest
 
 from completion.history import GitError, edit_tasks, scan_history
 from completion.router import RouterThresholds
-from completion.router_eval import evaluate_repo, render_json, render_text, roc_auc
+from completion.router_eval import TreeSymbols, evaluate_repo, render_json, render_text, roc_auc
 
 
 class Repo:
@@ -170,3 +170,14 @@ def test_evaluate_repo(repo: Repo) -> None:
     data = json.loads(render_json(result))
     assert data["auc"] == 1.0 and len(data["outcomes"]) == 7
     assert data["thresholds"]["large_selection_lines"] == 30
+
+
+def test_index_keeps_the_files_nearest_the_edit(repo: Repo) -> None:
+    repo.commit(
+        "More files", {"lib/far.py": "def far_away():\n    pass\n", "app/near.py": "def close_by():\n    pass\n"}
+    )
+    head = repo.git("rev-parse", "HEAD")
+    index = TreeSymbols(repo.root, max_files=3, max_file_bytes=10_000).index(head, "app/models.py")
+    assert index.file_count() == 3
+    assert index.files_defining("close_by") == {"app/near.py"}
+    assert index.files_defining("far_away") == set()
