@@ -193,12 +193,12 @@ class RouteDecision:
     overridden: bool = False
 
     def summary(self) -> str:
-        """One line for a log or a progress message: "accurate: touches 3 other files (...)"."""
+        """One line for a log or a progress message: "accurate: reaches 3 other files (...); ..."."""
         because = "; ".join(self.reasons[:3]) if self.reasons else "no signal"
         return f"{self.tier}: {because} (score {self.score:.2f})"
 
 
-def working_diff(files: Mapping[str, tuple[str, str]]) -> WorkingDiff:
+def working_diff_of(files: Mapping[str, tuple[str, str]]) -> WorkingDiff:
     """The user's change in progress from {path: (reference text, current text)}; the reference is the
     text when opened or last saved, or git's HEAD. Lines counted as removed plus added."""
     lines = 0

@@ -14,7 +14,7 @@ from completion.router import (
     file_symbols,
     route,
     route_features,
-    working_diff,
+    working_diff_of,
 )
 
 T = RouterThresholds()
@@ -212,7 +212,7 @@ def test_thresholds_are_keyword_only() -> None:
 
 
 def test_working_diff_counts_changed_lines_and_files() -> None:
-    diff = working_diff(
+    diff = working_diff_of(
         {
             "a.py": ("x = 1\ny = 2\n", "x = 10\ny = 2\nz = 3\n"),
             "b.py": ("same\n", "same\n"),
