@@ -236,7 +236,7 @@ def _prepare(settings: SimSettings) -> tuple[_Server, socket.socket, str]:
     truth = TruthIndex.load(settings.truth) if settings.truth else None
     state = SimState(settings, truth=truth)
     family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
-    sock = socket.create_server((settings.host, settings.port), family=family, backlog=2048)
+    sock = _listen(family, settings.host, settings.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if family == socket.AF_INET6 else host
     config = uvicorn.Config(
@@ -252,3 +252,17 @@ def _prepare(settings: SimSettings) -> tuple[_Server, socket.socket, str]:
         timeout_graceful_shutdown=2,
     )
     return _Server(config, state), sock, f"http://{shown}:{port}/v1"
+
+
+def _listen(family: socket.AddressFamily, host: str, port: int) -> socket.socket:
+    # The protocol must be named: asyncio sets TCP_NODELAY only on sockets whose `proto` is IPPROTO_TCP,
+    # and without it every small response waits ~40 ms for a delayed ACK (Nagle's algorithm).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
