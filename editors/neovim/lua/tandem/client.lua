@@ -1,0 +1,172 @@
+-- Starting `tandem serve` for a buffer with `vim.lsp.start`, and the requests the plugin sends it.
+--
+-- One client per project root (Neovim reuses a client whose name and root match), attached beside
+-- whatever other language servers the buffer has.
+
+local status = require("tandem.status")
+
+local M = {}
+
+M.name = "tandem"
+
+---@type tandem.Config|nil
+local cfg = nil
+---@type fun(client: vim.lsp.Client, bufnr: integer)|nil
+local on_attach_hook = nil
+
+---@param config tandem.Config
+---@param on_attach fun(client: vim.lsp.Client, bufnr: integer)
+function M.setup(config, on_attach)
+  cfg = config
+  on_attach_hook = on_attach
+end
+
+--- Whether tandem should run in `bufnr` at all.
+---@param bufnr integer
+---@return boolean
+function M.wanted(bufnr)
+  if not cfg or not vim.api.nvim_buf_is_valid(bufnr) then
+    return false
+  end
+  if vim.bo[bufnr].buftype ~= "" or vim.api.nvim_buf_get_name(bufnr) == "" then
+    return false
+  end
+  local ft = vim.bo[bufnr].filetype
+  if vim.tbl_contains(cfg.exclude_filetypes, ft) then
+    return false
+  end
+  return cfg.filetypes == nil or vim.tbl_contains(cfg.filetypes, ft)
+end
+
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  -- Neovim 0.11 does not announce inline completion itself; this plugin renders it.
+  caps.textDocument = caps.textDocument or {}
+  caps.textDocument.inlineCompletion = caps.textDocument.inlineCompletion or { dynamicRegistration = false }
+  return caps
+end
+
+local function show_message(err, result, ctx)
+  if result and result.type and result.type <= vim.lsp.protocol.MessageType.Warning then
+    status.update({ message = result.message })
+  end
+  return vim.lsp.handlers["window/showMessage"](err, result, ctx)
+end
+
+local function server_status(_, result)
+  if type(result) == "table" then
+    local fields = { server = result }
+    if result.latency_ms then
+      fields.latency_ms = result.latency_ms
+    end
+    if result.error then
+      fields.message = result.error
+    end
+    status.update(fields)
+  end
+end
+
+--- Start tandem for `bufnr` (or attach the running client of its project). Returns the client id.
+---@param bufnr integer
+---@return integer|nil
+function M.start(bufnr)
+  if not cfg or not M.wanted(bufnr) then
+    return nil
+  end
+  local root = vim.fs.root(bufnr, cfg.root_markers) or vim.fn.getcwd()
+  if vim.fn.executable(cfg.cmd[1]) ~= 1 then
+    status.update({ state = "error", message = "cannot run " .. cfg.cmd[1] .. " (see :checkhealth tandem)" })
+    return nil
+  end
+  if status.get().state == "off" then
+    status.update({ state = "starting" })
+  end
+  return vim.lsp.start({
+    name = M.name,
+    cmd = cfg.cmd,
+    cmd_env = cfg.cmd_env,
+    root_dir = root,
+    init_options = cfg.init_options,
+    settings = cfg.settings,
+    capabilities = capabilities(),
+    handlers = {
+      ["window/showMessage"] = show_message,
+      ["tandem/status"] = server_status,
+    },
+    on_init = function(client)
+      status.update({ state = "ready" })
+      if next(cfg.settings) ~= nil then
+        client:notify("workspace/didChangeConfiguration", { settings = cfg.settings })
+      end
+    end,
+    on_attach = function(client, attached)
+      if on_attach_hook then
+        on_attach_hook(client, attached)
+      end
+    end,
+    on_exit = function(code, signal)
+      if code ~= 0 or (signal and signal ~= 0) then
+        status.update({ state = "error", message = string.format("server exited (code %d)", code) })
+      else
+        status.update({ state = "off" })
+      end
+    end,
+  }, { bufnr = bufnr })
+end
+
+--- The tandem client attached to `bufnr`, if any.
+---@param bufnr integer
+---@return vim.lsp.Client|nil
+function M.get(bufnr)
+  return vim.lsp.get_clients({ name = M.name, bufnr = bufnr })[1]
+end
+
+--- LSP position of the cursor in window `win`, in the client's negotiated encoding.
+---@param client vim.lsp.Client
+---@param win integer
+function M.position_params(client, win)
+  return vim.lsp.util.make_position_params(win, client.offset_encoding)
+end
+
+--- Byte column in `line` of an LSP `character` in the client's encoding.
+---@param client vim.lsp.Client
+---@param line string
+---@param character integer
+---@return integer
+function M.byte_col(client, line, character)
+  local ok, col = pcall(vim.str_byteindex, line, client.offset_encoding, character, false)
+  return ok and col or #line
+end
+
+--- Send `textDocument/inlineCompletion` at the cursor. Returns the request id (for `cancel`).
+---@param client vim.lsp.Client
+---@param bufnr integer
+---@param invoked boolean  true when the user asked (trigger key), false while typing
+---@param handler fun(err: table|nil, result: table|nil)
+---@return integer|nil
+function M.inline_completion(client, bufnr, invoked, handler)
+  local params = M.position_params(client, vim.fn.bufwinid(bufnr))
+  -- InlineCompletionTriggerKind: 1 Invoked, 2 Automatic.
+  params.context = { triggerKind = invoked and 1 or 2 }
+  local ok, id = client:request("textDocument/inlineCompletion", params, handler, bufnr)
+  return ok and id or nil
+end
+
+---@param client vim.lsp.Client
+---@param id integer|nil
+function M.cancel(client, id)
+  if id then
+    client:cancel_request(id)
+  end
+end
+
+--- Whether the server offers a `workspace/executeCommand` command by this name.
+---@param client vim.lsp.Client
+---@param command string
+---@return boolean
+function M.offers_command(client, command)
+  local provider = client.server_capabilities.executeCommandProvider
+  return type(provider) == "table" and vim.tbl_contains(provider.commands or {}, command)
+end
+
+return M

@@ -1,0 +1,94 @@
+-- tandem's defaults, and `setup(opts)` merged over them.
+--
+-- Everything the plugin decides is read from the table `M.merge` returns; nothing else is global.
+
+local M = {}
+
+---@class tandem.Keymaps
+---@field accept string|false       accept the whole suggestion (falls back to the key itself)
+---@field accept_word string|false  accept the next word
+---@field accept_line string|false  accept up to the end of the line (and the line break)
+---@field dismiss string|false      hide the suggestion (leaving insert mode hides it too)
+---@field trigger string|false      ask for a suggestion now
+
+---@class tandem.Config
+---@field cmd string[]               how to start the server
+---@field cmd_env table<string,string>|nil extra environment for the server
+---@field root_markers string[]      files that mark a project root (first found upwards wins)
+---@field filetypes string[]|nil     only these filetypes (nil: every filetype not excluded)
+---@field exclude_filetypes string[] never these
+---@field init_options table         sent as `initializationOptions` (tandem's config tree)
+---@field settings table             sent with `workspace/didChangeConfiguration`
+---@field auto_trigger boolean       ask while typing (otherwise only on the trigger key)
+---@field debounce_ms integer        wait this long after the last keystroke before asking
+---@field builtin string             "auto": use vim.lsp.inline_completion when Neovim has it; "never"
+---@field hl_group string            highlight of the ghost text
+---@field keymaps tandem.Keymaps
+
+---@type tandem.Config
+M.defaults = {
+  cmd = { "tandem", "serve" },
+  cmd_env = nil,
+  root_markers = { "tandem.toml", ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
+  filetypes = nil,
+  exclude_filetypes = { "help", "gitcommit", "gitrebase", "TelescopePrompt", "lazy", "mason", "oil" },
+  init_options = {},
+  settings = {},
+  auto_trigger = true,
+  -- The server answers cache hits without a debounce of its own; a short client-side pause only avoids
+  -- one request per key when the user types a burst.
+  debounce_ms = 60,
+  builtin = "auto",
+  hl_group = "Comment",
+  keymaps = {
+    accept = "<Tab>",
+    accept_word = "<M-Right>",
+    accept_line = "<M-Down>",
+    dismiss = "<C-]>",
+    trigger = "<M-\\>",
+  },
+}
+
+--- The defaults with `opts` merged over them (lists in `opts` replace the default lists).
+---@param opts table|nil
+---@return tandem.Config
+function M.merge(opts)
+  vim.validate("opts", opts, "table", true)
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  -- tbl_deep_extend merges list-like tables index by index; a user's list means "exactly these".
+  for _, key in ipairs({ "cmd", "root_markers", "filetypes", "exclude_filetypes" }) do
+    if opts and opts[key] ~= nil then
+      merged[key] = vim.deepcopy(opts[key])
+    end
+  end
+  M.check(merged)
+  return merged
+end
+
+--- Raise an error that names the bad key, so `setup` fails loudly instead of misbehaving later.
+---@param c tandem.Config
+function M.check(c)
+  vim.validate("cmd", c.cmd, function(v)
+    return type(v) == "table" and #v > 0 and type(v[1]) == "string"
+  end, "a non-empty list of strings")
+  vim.validate("root_markers", c.root_markers, "table")
+  vim.validate("filetypes", c.filetypes, "table", true)
+  vim.validate("exclude_filetypes", c.exclude_filetypes, "table")
+  vim.validate("init_options", c.init_options, "table")
+  vim.validate("settings", c.settings, "table")
+  vim.validate("auto_trigger", c.auto_trigger, "boolean")
+  vim.validate("debounce_ms", c.debounce_ms, function(v)
+    return type(v) == "number" and v >= 0
+  end, "a number of milliseconds >= 0")
+  vim.validate("builtin", c.builtin, function(v)
+    return v == "auto" or v == "never"
+  end, '"auto" or "never"')
+  vim.validate("hl_group", c.hl_group, "string")
+  for name, key in pairs(c.keymaps) do
+    vim.validate("keymaps." .. name, key, function(v)
+      return v == false or type(v) == "string"
+    end, "a key (string) or false")
+  end
+end
+
+return M
