@@ -67,5 +67,5 @@ export async function showLatencyReport(server: ServerCommand | undefined, docum
     void vscode.window.showErrorMessage(`tandem trace report failed: ${result.stderr.trim().split("\n").pop()}`);
     return;
   }
-  await documents.show(`tandem latency report for ${file}\n\n${result.stdout}`);
+  await documents.show(result.stdout);
 }

@@ -1,0 +1,385 @@
+// The real-editor test: VS Code (code-server) in headless Chromium, with the tandem extension installed
+// from the .vsix, the real `tandem serve`, and `tandem sim` answering with the true continuation of a real
+// source file.
+//
+// It opens a copy of the file with its tail removed, types the first characters of the removed part, waits
+// for tandem's ghost text, checks that it is the file's true continuation, accepts it with Tab, saves, and
+// checks the file on disk. Screenshots go to test/e2e/artifacts/. Prints how long each step took.
+//
+//   node test/e2e/run.mjs      (after `npm run package` and test/e2e/install-code-server.sh)
+//
+// Environment (all optional):
+//   TANDEM_CODE_SERVER   code-server executable      (default: .e2e-tools/node_modules/.bin/code-server)
+//   TANDEM_CHROMIUM      Chromium executable         (default: /usr/bin/chromium)
+//   TANDEM_VSIX          the packaged extension      (default: tandem.vsix)
+//   TANDEM_PYTHON        Python that runs tandem     (default: python3)
+//   TANDEM_E2E_TRUTH     source file to complete     (default: the Python standard library's textwrap.py)
+//   TANDEM_E2E_ARTIFACTS screenshots and logs        (default: test/e2e/artifacts)
+//   TANDEM_E2E_TIMEOUT_S longest wait for one step   (default: 90)
+
+import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync, chmodSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import puppeteer from "puppeteer-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const extensionDir = path.resolve(here, "..", "..");
+const repoRoot = path.resolve(extensionDir, "..", "..");
+
+const env = process.env;
+const codeServer = env.TANDEM_CODE_SERVER ?? path.join(extensionDir, ".e2e-tools", "node_modules", ".bin", "code-server");
+const chromium = env.TANDEM_CHROMIUM ?? "/usr/bin/chromium";
+const vsix = path.resolve(env.TANDEM_VSIX ?? path.join(extensionDir, "tandem.vsix"));
+const python = env.TANDEM_PYTHON ?? "python3";
+const artifacts = path.resolve(env.TANDEM_E2E_ARTIFACTS ?? path.join(here, "artifacts"));
+const stepTimeoutMs = Number(env.TANDEM_E2E_TIMEOUT_S ?? "90") * 1000;
+
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+const started = Date.now();
+let stepStarted = started;
+function step(name) {
+  const now = Date.now();
+  console.log(`[e2e] ${name}: ${((now - stepStarted) / 1000).toFixed(1)} s`);
+  stepStarted = now;
+}
+
+function fail(message) {
+  throw new Error(message);
+}
+
+for (const [what, file] of [
+  ["code-server (run test/e2e/install-code-server.sh)", codeServer],
+  ["Chromium (apt-get install chromium)", chromium],
+  ["the .vsix (run npm run package)", vsix],
+]) {
+  if (!existsSync(file)) {
+    fail(`missing ${what}: ${file}`);
+  }
+}
+
+/** Starts `command` in its own process group; resolves with the first match of `pattern` in its output. */
+function startAndWaitFor(command, args, options, pattern, what) {
+  const child = spawn(command, args, { ...options, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const found = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start in time; output:\n${output}`)), stepTimeoutMs);
+    const onData = (chunk) => {
+      output += chunk.toString();
+      const match = pattern.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    };
+    child.stdout.on("data", onData);
+    child.stderr.on("data", onData);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code}) before it was ready; output:\n${output}`));
+    });
+  });
+  return { child, found, output: () => output };
+}
+
+function stopGroup(child) {
+  if (child?.pid !== undefined && child.exitCode === null) {
+    try {
+      process.kill(-child.pid, "SIGTERM");
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+/** Polls `condition` (a file on disk, not the page) every 100 ms until it is true. */
+async function waitUntil(condition, what) {
+  const deadline = Date.now() + stepTimeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) {
+      fail(`timed out waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100)); // sleep-ok: polling a file on disk
+  }
+}
+
+/** The truth file, and where to cut it: the start of the top-level `def` nearest three quarters in. */
+function chooseCut(truth) {
+  const defs = [...truth.matchAll(/^def [A-Za-z_]{3,}/gm)].map((m) => m.index);
+  if (defs.length === 0) {
+    fail("the truth file has no top-level def to complete");
+  }
+  const target = truth.length * 0.75;
+  return defs.reduce((best, at) => (Math.abs(at - target) < Math.abs(best - target) ? at : best));
+}
+
+const work = mkdtempSync(path.join(tmpdir(), "tandem-vscode-e2e-"));
+mkdirSync(artifacts, { recursive: true });
+const dirs = Object.fromEntries(
+  ["user-data", "extensions", "workspace", "bin", "xdg-config", "xdg-state", "logs"].map((name) => {
+    const dir = path.join(work, name);
+    mkdirSync(dir, { recursive: true });
+    return [name, dir];
+  }),
+);
+const serverLog = path.join(dirs.logs, "tandem-serve.log");
+const traceFile = path.join(dirs.logs, "trace.jsonl");
+
+let sim;
+let server;
+let browser;
+let page;
+let ok = false;
+try {
+  // The truth: a real file nobody here wrote.
+  const truthPath =
+    env.TANDEM_E2E_TRUTH ?? execFileSync(python, ["-c", "import textwrap; print(textwrap.__file__)"]).toString().trim();
+  const truth = readFileSync(truthPath, "utf8");
+  const cut = chooseCut(truth);
+  const typed = truth.slice(cut, cut + "def ".length + 2);
+  const example = path.join(dirs.workspace, `example${path.extname(truthPath) || ".py"}`);
+  writeFileSync(example, truth.slice(0, cut));
+  console.log(`[e2e] truth ${truthPath}, cut at ${cut}, will type ${JSON.stringify(typed)}`);
+
+  const childEnv = {
+    ...env,
+    PYTHONPATH: [repoRoot, env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+    // The server must not read the developer's own tandem config or write into their state dir.
+    XDG_CONFIG_HOME: dirs["xdg-config"],
+    XDG_STATE_HOME: dirs["xdg-state"],
+  };
+
+  sim = startAndWaitFor(
+    python,
+    ["-m", "completion.sim", "--port", "0", "--profile", "spark", "--truth", truthPath],
+    { env: childEnv, cwd: repoRoot },
+    /listening on (http:\/\/\S+)/,
+    "tandem sim",
+  );
+  const simUrl = await sim.found;
+  step(`simulator at ${simUrl}`);
+
+  // What a user gets from `pip install -e .`: a `tandem` executable, here a wrapper around this checkout.
+  const tandem = path.join(dirs.bin, "tandem");
+  writeFileSync(tandem, `#!/bin/sh\nexec "${python}" -m lsp.cli "$@"\n`);
+  chmodSync(tandem, 0o755);
+
+  const settings = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": false,
+    "workbench.welcomePage.walkthroughs.openOnInstall": false,
+    "files.hotExit": "off",
+    "files.autoSave": "off",
+    "security.workspace.trust.enabled": false,
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoCheckUpdates": false,
+    "extensions.autoUpdate": false,
+    // Nothing but tandem's ghost text may claim Tab or change what is typed.
+    "editor.quickSuggestions": { other: "off", comments: "off", strings: "off" },
+    "editor.suggestOnTriggerCharacters": false,
+    "editor.wordBasedSuggestions": "off",
+    "editor.autoClosingBrackets": "never",
+    "editor.autoClosingQuotes": "never",
+    "editor.inlineSuggest.enabled": true,
+    "editor.minimap.enabled": false,
+    "tandem.serverPath": tandem,
+    "tandem.serverArgs": ["--log-file", serverLog, "-v"],
+    "tandem.models.fast.provider": "openai-chat",
+    "tandem.models.fast.baseUrl": simUrl,
+    "tandem.models.fast.model": "sim-spark",
+    "tandem.completion.debounceMs": 0,
+    "tandem.trace.path": traceFile,
+  };
+  mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
+  writeFileSync(path.join(dirs["user-data"], "User", "settings.json"), JSON.stringify(settings, null, 2));
+  const config = path.join(work, "code-server.yaml");
+  writeFileSync(config, "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
+  const common = ["--config", config, "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
+
+  execFileSync(codeServer, [...common, "--install-extension", vsix], { env: childEnv, stdio: "pipe" });
+  step("extension installed");
+
+  server = startAndWaitFor(
+    codeServer,
+    [
+      ...common,
+      "--disable-telemetry",
+      "--disable-update-check",
+      "--disable-workspace-trust",
+      "--disable-getting-started-override",
+      dirs.workspace,
+    ],
+    { env: childEnv, cwd: dirs.workspace },
+    /HTTP server listening on (http:\/\/\S+?)\/?\s/,
+    "code-server",
+  );
+  const serverUrl = await server.found;
+  step(`code-server at ${serverUrl}`);
+
+  browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    defaultViewport: { width: 1280, height: 800 },
+  });
+  page = await browser.newPage();
+  page.setDefaultTimeout(stepTimeoutMs);
+  await page.goto(`${serverUrl}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench .part.statusbar");
+  step("workbench loaded");
+
+  // The extension's status item turns to the ready icon once `tandem serve` has answered initialize.
+  const statusHandle = await page.waitForFunction(
+    () => {
+      const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+      if (!item) {
+        return false;
+      }
+      if (item.querySelector(".codicon-error")) {
+        return `error: ${item.getAttribute("aria-label")}`;
+      }
+      return item.querySelector(".codicon-sparkle") ? "ready" : false;
+    },
+    { polling: 100 },
+  );
+  const status = await statusHandle.jsonValue();
+  if (status !== "ready") {
+    fail(`the tandem status item shows ${status}`);
+  }
+  step("tandem server running (status item ready)");
+
+  // Open the file with Quick Open, as a user would.
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyP");
+  await page.keyboard.up("Control");
+  await page.waitForSelector(".quick-input-widget input");
+  await page.keyboard.type(path.basename(example));
+  await page.waitForFunction(
+    (name) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.textContent.includes(name)),
+    { polling: 100 },
+    path.basename(example),
+  );
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    (name) => document.querySelector(".tab.active")?.textContent?.includes(name),
+    { polling: 100 },
+    path.basename(example),
+  );
+  await page.waitForSelector(".editor-instance .monaco-editor .view-lines .view-line");
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await page.keyboard.down("Control");
+  await page.keyboard.press("End");
+  await page.keyboard.up("Control");
+  step("file open, cursor at the end");
+
+  await page.keyboard.type(typed, { delay: 40 });
+  const typedAt = Date.now();
+  const ghostHandle = await page.waitForFunction(
+    () => {
+      const parts = [...document.querySelectorAll(".monaco-editor .ghost-text-decoration")].map((e) => e.textContent);
+      const text = parts.join("").replace(/\u00a0/g, " ");
+      return text.trim() === "" ? false : text;
+    },
+    { polling: 50 },
+  );
+  const ghost = await ghostHandle.jsonValue();
+  console.log(`[e2e] ghost text ${JSON.stringify(ghost)} appeared ${Date.now() - typedAt} ms after the last keystroke`);
+  await page.screenshot({ path: path.join(artifacts, "ghost-text.png") });
+  step("ghost text shown");
+
+  const before = truth.slice(0, cut) + typed;
+  const trueRest = truth.slice(before.length);
+  if (!trueRest.startsWith(ghost)) {
+    fail(`the ghost text ${JSON.stringify(ghost)} is not the file's true continuation ${JSON.stringify(trueRest.slice(0, 80))}`);
+  }
+
+  await page.keyboard.press("Tab");
+  // The line as typed text, without ghost text (the next suggestion may already be showing after it).
+  const expectedLine = (before + ghost).split("\n").pop();
+  await page.waitForFunction(
+    (expected) =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((line) => {
+        const copy = line.cloneNode(true);
+        copy.querySelectorAll("[class*=ghost-text]").forEach((ghostPart) => ghostPart.remove());
+        return copy.textContent.replace(/\u00a0/g, " ") === expected;
+      }),
+    { polling: 50 },
+    expectedLine,
+  );
+  await page.keyboard.down("Control");
+  await page.keyboard.press("KeyS");
+  await page.keyboard.up("Control");
+  await waitUntil(() => readFileSync(example, "utf8").length > before.length, "the saved file to grow");
+  await page.screenshot({ path: path.join(artifacts, "accepted.png") });
+  const saved = readFileSync(example, "utf8");
+  const accepted = saved.slice(before.length);
+  if (!saved.startsWith(before) || !truth.startsWith(saved)) {
+    fail(`after Tab and save the file is not a prefix of the truth; it ends with ${JSON.stringify(saved.slice(-120))}`);
+  }
+  if (!accepted.startsWith(ghost)) {
+    fail(`Tab inserted ${JSON.stringify(accepted)}, which does not start with the ghost text ${JSON.stringify(ghost)}`);
+  }
+  console.log(`[e2e] Tab accepted ${accepted.length} characters: ${JSON.stringify(accepted.slice(0, 80))}`);
+  step("accepted with Tab and saved");
+
+  const traces = existsSync(traceFile) ? readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean) : [];
+  if (traces.length === 0) {
+    fail(`tandem wrote no trace record to ${traceFile}`);
+  }
+  console.log(`[e2e] ${traces.length} trace record(s) in ${traceFile}`);
+
+  // "tandem: Show latency report" from the Command Palette, once the server has `tandem trace report`.
+  const hasReport =
+    spawnSync(python, ["-c", "import completion.trace_report"], { env: childEnv, cwd: repoRoot }).status === 0;
+  if (hasReport) {
+    await page.keyboard.press("F1");
+    await page.waitForSelector(".quick-input-widget input");
+    await page.keyboard.type("tandem: Show latency report");
+    await page.waitForFunction(
+      () =>
+        [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) =>
+          r.textContent.includes("Show latency report"),
+        ),
+      { polling: 100 },
+    );
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("latency report"), {
+      polling: 100,
+    });
+    await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
+    step("latency report shown");
+  } else {
+    console.log("[e2e] latency report step skipped: this checkout has no `tandem trace report` yet");
+  }
+  ok = true;
+} finally {
+  if (!ok && page !== undefined) {
+    await page.screenshot({ path: path.join(artifacts, "failure.png") }).catch(() => undefined);
+  }
+  if (!ok && existsSync(serverLog)) {
+    copyFileSync(serverLog, path.join(artifacts, "tandem-serve.log"));
+    console.log(`[e2e] server log copied to ${path.join(artifacts, "tandem-serve.log")}`);
+  }
+  await browser?.close().catch(() => undefined);
+  stopGroup(server?.child);
+  stopGroup(sim?.child);
+  if (ok) {
+    rmSync(work, { recursive: true, force: true });
+  } else {
+    console.log(`[e2e] left ${work} for inspection`);
+  }
+  console.log(`[e2e] ${ok ? "passed" : "FAILED"} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
