@@ -69,30 +69,29 @@ class SseParser:
             self._at_stream_start = False
             if text.startswith("\ufeff"):
                 text = text[1:]
-        start = 0
-        if self._after_cr and text.startswith("\n"):
-            start = 1
-        self._after_cr = False
-        length = len(text)
-        while start < length:
-            cut = _next_line_end(text, start)
-            if cut < 0:
-                self._line_parts.append(text[start:])
-                break
-            self._line_parts.append(text[start:cut])
-            line = "".join(self._line_parts)
+        if self._after_cr:
+            self._after_cr = False
+            if text.startswith("\n"):
+                text = text[1:]
+        if not text:
+            return events
+        self._after_cr = text.endswith("\r")
+        if "\r" in text:
+            # Every line ending becomes "\n"; a trailing "\r" already ends its line (see _after_cr).
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        if len(lines) == 1:
+            self._line_parts.append(text)
+            return events
+        if self._line_parts:
+            lines[0] = "".join(self._line_parts) + lines[0]
             self._line_parts.clear()
+        if lines[-1]:
+            self._line_parts.append(lines[-1])
+        for line in lines[:-1]:
             event = self._process_line(line)
             if event is not None:
                 events.append(event)
-            if text[cut] == "\r":
-                if cut + 1 < length:
-                    start = cut + 2 if text[cut + 1] == "\n" else cut + 1
-                else:
-                    self._after_cr = True
-                    start = length
-            else:
-                start = cut + 1
         return events
 
     def _process_line(self, line: str) -> SseEvent | None:
@@ -127,10 +126,3 @@ class SseParser:
     def _reset_event(self) -> None:
         self._data = []
         self._event = ""
-
-
-def _next_line_end(text: str, start: int) -> int:
-    """Index of the first "\\r" or "\\n" at or after `start`, or -1."""
-    lf = text.find("\n", start)
-    cr = text.find("\r", start, lf if lf >= 0 else len(text))
-    return cr if cr >= 0 else lf

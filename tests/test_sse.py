@@ -81,6 +81,14 @@ def test_crlf_split_between_cr_and_lf_is_one_line_end_not_two() -> None:
     assert parser.feed("\n\r\n") == [SseEvent(data="a\nb")]
 
 
+def test_lf_alone_after_a_cr_chunk_then_a_blank_line() -> None:
+    parser = SseParser()
+    assert parser.feed("data: a\r") == []
+    assert parser.feed("") == []
+    assert parser.feed("\n") == []
+    assert parser.feed("\n") == [SseEvent(data="a")]
+
+
 def test_multiline_data_event_and_fields() -> None:
     stream = "event: delta\nid: 7\nretry: 1500\ndata: first\ndata:second\ndata:  two spaces\n\n"
     (event,) = parse_whole(stream)

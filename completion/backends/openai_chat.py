@@ -235,14 +235,17 @@ class _HoleFilter:
         self._held = ""
 
     def feed(self, text: str) -> str:
-        buffer = (self._held + text).replace(HOLE, "")
-        keep = 0
-        for size in range(min(len(HOLE) - 1, len(buffer)), 0, -1):
-            if HOLE.startswith(buffer[-size:]):
-                keep = size
-                break
-        self._held = buffer[len(buffer) - keep :] if keep else ""
-        return buffer[: len(buffer) - keep]
+        buffer = self._held + text
+        self._held = ""
+        if "<" not in buffer:
+            return buffer
+        buffer = buffer.replace(HOLE, "")
+        # A proper prefix of the marker holds its only "<" at its start, so a tail to hold starts at the last "<".
+        at = buffer.rfind("<", max(0, len(buffer) - len(HOLE) + 1))
+        if at >= 0 and HOLE.startswith(buffer[at:]):
+            self._held = buffer[at:]
+            return buffer[:at]
+        return buffer
 
     def finish(self) -> str:
         out, self._held = self._held, ""
