@@ -112,6 +112,14 @@ def test_api_key_is_read_from_the_named_variable() -> None:
         assert "secret" not in str(caught.value)
 
 
+def test_an_unusable_key_is_refused_without_showing_it() -> None:
+    config = ModelConfig(api_key_env="TANDEM_TEST_KEY")
+    for value in ("clé-secrète", "two words", "tab\tinside"):
+        with pytest.raises(NotConfigured, match="TANDEM_TEST_KEY") as caught:
+            api_key(config, {"TANDEM_TEST_KEY": value})
+        assert value not in str(caught.value)
+
+
 def test_redact_removes_the_key_and_key_shaped_text() -> None:
     text = "bad key secret-123 (Authorization: Bearer abc.def) try sk-proj-abcdefgh1234 or gsk_abcdefghij"
     out = redact(text, "secret-123")

@@ -333,3 +333,13 @@ async def test_a_closed_backend_refuses_to_stream() -> None:
             async for _ in backend.stream(REQUEST, StreamStats()):
                 pass
     assert recorder.requests == []
+
+
+async def test_a_closed_client_is_backend_unavailable_not_a_runtime_error() -> None:
+    recorder = Recorder(stream_response(sse([chat_chunk("x")])))
+    client = make_client(transport=httpx.MockTransport(recorder))
+    backend = make_backend(ModelConfig(base_url="https://h.test/v1"), client)
+    await client.aclose()
+    with pytest.raises(BackendUnavailable, match="closed"):
+        async for _ in backend.stream(REQUEST, StreamStats()):
+            pass

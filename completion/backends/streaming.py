@@ -87,13 +87,18 @@ def api_key(config: ModelConfig, env: Mapping[str, str]) -> str | None:
     name = config.api_key_env
     if not name:
         return None
-    value = env.get(name, "")
-    if not value.strip():
+    value = env.get(name, "").strip()
+    if not value:
         raise NotConfigured(
             f"the environment variable {name} is not set; model {config.model or '(unnamed)'} "
             f"(api_key_env = {name!r}) needs its API key there"
         )
-    return value.strip()
+    if not value.isascii() or not value.isprintable() or " " in value:
+        # httpx would fail to encode it as a header, with the value in its message.
+        raise NotConfigured(
+            f"the environment variable {name} does not hold a usable API key (it has spaces or non-ASCII)"
+        )
+    return value
 
 
 def request_headers(key: str | None, *, streaming: bool) -> dict[str, str]:
@@ -126,6 +131,8 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
     The response lives inside `async with client.stream(...)`: closing this generator (or cancelling
     the task that iterates it) closes the response at once.
     """
+    if client.is_closed:
+        raise BackendUnavailable("the HTTP client is closed (the server is shutting down)")
     headers = request_headers(call.api_key, streaming=True)
     retried = False
     while True:
