@@ -195,6 +195,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     edit_path = work / "edit_textwrap.py"
     edit_path.write_text(truth_text, encoding="utf-8")
     scenarios.append({"name": "edit", "run": "edit", "path": str(edit_path), "instruction": "add a comment"})
+    scenarios.append({"name": "health", "run": "health", "path": str(edit_path)})
 
     server_log = base / "server.log"
     result_path = base / "result.json"
@@ -290,3 +291,10 @@ def test_edit_command_reaches_the_server_or_says_why_not(nvim_run: NvimRun) -> N
     assert "does not offer edits" in (record["edit_error"] or "")
     assert any("does not offer edits" in note["message"] for note in record["notifications"])
     assert record["after_edit"] == nvim_run.truth.rstrip("\n") or record["after_edit"] == nvim_run.truth
+
+
+def test_checkhealth_reports_the_running_server(nvim_run: NvimRun) -> None:
+    report = nvim_run.scenario("health")["report"]
+    assert "ERROR" not in report, report
+    assert "server command:" in report, report
+    assert "position encoding" in report, report

@@ -210,6 +210,13 @@ function runners.edit(bufnr, scenario, out)
   out.after_edit = buffer_text(bufnr)
 end
 
+-- `:checkhealth tandem` with the server running: the report's text.
+function runners.health(_, _, out)
+  vim.cmd("checkhealth tandem")
+  out.report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("tabclose")
+end
+
 driver = coroutine.create(function()
   require("tandem").setup(spec.setup)
   for _, scenario in ipairs(spec.scenarios) do

@@ -32,9 +32,12 @@ local function check_server(cfg)
     return
   end
   vim.health.ok("server command: " .. table.concat(cfg.cmd, " ") .. " (" .. path .. ")")
-  local result = vim.system({ path, "--help" }, { text = true }):wait(10000)
+  local probe = vim.list_extend(vim.deepcopy(cfg.cmd), { "--help" })
+  local result = vim.system(probe, { text = true, env = cfg.cmd_env }):wait(20000)
   if result.code ~= 0 then
-    vim.health.warn("`" .. exe .. " --help` failed: " .. vim.trim(result.stderr or ""))
+    vim.health.error("`" .. table.concat(probe, " ") .. "` failed: " .. vim.trim(result.stderr or ""), {
+      "is tandem installed in the Python environment that this command runs?",
+    })
   end
 end
 

@@ -1,0 +1,96 @@
+;;; run-completion.el --- drive tandem through eglot in batch Emacs  -*- lexical-binding: t; -*-
+
+;;; Commentary:
+
+;; Run by tests/test_editor_emacs.py:
+;;
+;;   TANDEM_TEST_SPEC=spec.json emacs -Q --batch -l editors/emacs/tests/run-completion.el
+;;
+;; spec.json: {result_path, plugin_dir, command: [...], init_options: {...}, scenarios: [{name, path,
+;; type}]}.  Each scenario visits its file, types `type' at the end, starts eglot with tandem.el's
+;; set-up, asks eglot's completion-at-point function for candidates, then runs the real
+;; `completion-at-point' command (which inserts the sole candidate and lets eglot apply its text edit).
+;; The result file holds what happened per scenario, or `error' with eglot's event log.
+
+;;; Code:
+
+(require 'json)
+(require 'package)
+
+;; -Q skips site-start, where Debian activates its elpa-* packages.
+(unless (require 'eglot nil t)
+  (add-to-list 'package-directory-list "/usr/share/emacs/site-lisp/elpa")
+  (package-initialize)
+  (require 'eglot))
+
+(defvar tandem-test--spec
+  (let ((json-object-type 'plist) (json-array-type 'list) (json-key-type 'keyword))
+    (json-read-file (getenv "TANDEM_TEST_SPEC"))))
+
+(add-to-list 'load-path (plist-get tandem-test--spec :plugin_dir))
+(require 'tandem)
+
+(defun tandem-test--wait (pred timeout-s what)
+  "Process events until PRED returns non-nil; signal an error naming WHAT after TIMEOUT-S."
+  (let ((deadline (+ (float-time) timeout-s)))
+    (while (and (not (funcall pred)) (< (float-time) deadline))
+      (accept-process-output nil 0.02))
+    (or (funcall pred) (error "Timed out after %ss waiting for %s" timeout-s what))))
+
+(defun tandem-test--events ()
+  "The tail of eglot's event log for the current server, for failure messages."
+  (let ((server (ignore-errors (eglot-current-server))))
+    (if (not server)
+        "(no eglot server)"
+      (with-current-buffer (jsonrpc-events-buffer server)
+        (buffer-substring-no-properties (max (point-min) (- (point-max) 4000)) (point-max))))))
+
+(defun tandem-test--scenario (scenario)
+  "Run SCENARIO in its own buffer; return a plist of what was observed."
+  (find-file (plist-get scenario :path))
+  (goto-char (point-max))
+  (insert (plist-get scenario :type))
+  (unless (eglot-current-server)
+    (apply #'eglot (eglot--guess-contact)))
+  (tandem-test--wait #'eglot-managed-p 120 "eglot to manage the buffer")
+  (let* ((server (eglot-current-server))
+         (capf-installed (and (memq #'eglot-completion-at-point completion-at-point-functions) t))
+         (capf (eglot-completion-at-point))
+         (start (nth 0 capf))
+         (end (nth 1 capf))
+         (table (nth 2 capf))
+         (candidates (all-completions (buffer-substring-no-properties start end) table))
+         (items (mapcar (lambda (c) (get-text-property 0 'eglot--lsp-item c)) candidates))
+         (tandem-items (cl-remove-if-not (lambda (i) (equal (plist-get i :detail) "tandem")) items))
+         (before (buffer-substring-no-properties (point-min) (point-max))))
+    ;; The command a user runs (C-M-i): the sole candidate is inserted and eglot applies its textEdit.
+    (completion-at-point)
+    (list :name (plist-get scenario :name)
+          :server (plist-get (eglot--server-info server) :name)
+          :capf_installed (if capf-installed t :json-false)
+          :typed_word (buffer-substring-no-properties start end)
+          :candidates candidates
+          :new_texts (mapcar (lambda (i) (plist-get (plist-get i :textEdit) :newText)) tandem-items)
+          :before before
+          :after (buffer-substring-no-properties (point-min) (point-max))
+          :done t)))
+
+(let ((results '()) (failure nil))
+  (setq tandem-command (plist-get tandem-test--spec :command)
+        tandem-initialization-options (plist-get tandem-test--spec :init_options)
+        ;; Server start-up on a busy machine can take a while; the default is 30 s.
+        eglot-connect-timeout 120
+        eglot-sync-connect t
+        ;; Don't wait for idle time to send didChange: the request goes at once in batch.
+        eglot-send-changes-idle-time 0)
+  (tandem-eglot-setup)
+  (condition-case err
+      (dolist (scenario (plist-get tandem-test--spec :scenarios))
+        (push (tandem-test--scenario scenario) results))
+    (error (setq failure (format "%s\neglot events:\n%s" (error-message-string err) (tandem-test--events)))))
+  (with-temp-file (plist-get tandem-test--spec :result_path)
+    (insert (json-encode (list :scenarios (vconcat (nreverse results)) :error failure))))
+  (ignore-errors (eglot-shutdown-all))
+  (kill-emacs 0))
+
+;;; run-completion.el ends here
