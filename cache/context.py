@@ -168,8 +168,15 @@ class ContextBuilder:
         character = max(0, min(character, len(cursor_text)))
         head, tail = cursor_text[:character], cursor_text[character:]
         head_tokens, tail_tokens = self._split_line_tokens(index, line, head, tail)
-
-        local_max = max(0, budget - head_tokens - tail_tokens)
+        if head_tokens + tail_tokens > budget:
+            head, tail, head_tokens, tail_tokens = self._cut_line(head, tail, head_tokens, tail_tokens, budget, opts)
+            notes.append("the cursor line is longer than the budget: only the part around the cursor is sent")
+            # Other lines would not join a cut line contiguously: the window is that part alone.
+            local_max = 0
+            ending = ""
+            n_lines = line + 1  # nothing after the cut tail, not even the line's newline
+        else:
+            local_max = max(0, budget - head_tokens - tail_tokens)
         # The largest current-file window we could take: snippets never repeat what it may show.
         far_start, far_end = self._local_window(index, line, local_max, opts)
         snippet_cap = min(local_max, int(budget * opts.snippet_share))
@@ -188,7 +195,7 @@ class ContextBuilder:
             opts=opts.candidates,
         )
         chosen: list[Snippet] = []
-        taken: dict[str, list[tuple[int, int]]] = {}
+        taken: dict[str, list[Snippet]] = {}
         used = self._select(candidates, snippet_cap, per_snippet, chosen, taken)
 
         prefix_start, suffix_end = self._local_window(index, line, local_max - used, opts)
@@ -200,12 +207,15 @@ class ContextBuilder:
             used += self._select(candidates, left, max(per_snippet, left), chosen, taken)
 
         chosen.sort(key=lambda s: (KIND_ORDER[s.kind], s.path, s.start_line))
-        prefix = join_lines(lines[prefix_start:line])
-        if prefix and not prefix.endswith("\n"):
-            prefix += "\n"
-        suffix = tail + ending
-        if line + 1 < suffix_end:
-            suffix += ("" if ending else "\n") + join_lines(lines[line + 1 : suffix_end])
+        prefix = join_lines(lines[prefix_start:line]) + head
+        if ending:  # lines carry their terminators
+            suffix = tail + ending + "".join(lines[line + 1 : suffix_end])
+        else:
+            suffix = tail
+            if line + 1 < suffix_end:
+                suffix += "\n" + "\n".join(lines[line + 1 : suffix_end])
+            if suffix_end < n_lines:
+                suffix += "\n"
         reused = self._reused(path, index, chosen, prefix_start, line)
         h = hashlib.blake2b(digest_size=16)
         for snippet in chosen:
@@ -215,7 +225,7 @@ class ContextBuilder:
             line=line,
             character=character,
             snippets=tuple(chosen),
-            prefix=prefix + head,
+            prefix=prefix,
             suffix=suffix,
             prefix_start_line=prefix_start,
             suffix_end_line=max(suffix_end, line + 1) if n_lines else 0,
@@ -236,6 +246,29 @@ class ContextBuilder:
         total = index.line_tokens(line)
         head_tokens = total * len(head) // max(1, len(head) + len(tail))
         return head_tokens, total - head_tokens
+
+    def _cut_line(
+        self, head: str, tail: str, head_tokens: int, tail_tokens: int, budget: int, opts: ContextOptions
+    ) -> tuple[str, str, int, int]:
+        """Keep the part of an over-long cursor line nearest the cursor, split as the options say."""
+        head_budget = min(head_tokens, max(budget - tail_tokens, int(budget * (1 - opts.suffix_share))))
+        tail_budget = min(tail_tokens, budget - head_budget)
+        if head_tokens > head_budget:
+            head, head_tokens = self._fit(head, head_tokens, head_budget, keep_end=True)
+        if tail_tokens > tail_budget:
+            tail, tail_tokens = self._fit(tail, tail_tokens, tail_budget, keep_end=False)
+        return head, tail, head_tokens, tail_tokens
+
+    def _fit(self, text: str, tokens: int, budget: int, *, keep_end: bool) -> tuple[str, int]:
+        """Cut `text` (of `tokens` tokens) to at most `budget` tokens, keeping its end or its start."""
+        # Characters per token vary along a line, so cut by the ratio, count, and cut again if needed.
+        for _ in range(4):
+            if tokens <= budget:
+                break
+            keep = len(text) * budget * 97 // (tokens * 100)
+            text = text[len(text) - keep :] if keep_end else text[:keep]
+            tokens = self._counter.count(text)
+        return text, tokens
 
     def _local_window(self, index: TokenIndex, line: int, budget: int, opts: ContextOptions) -> tuple[int, int]:
         """(prefix start, suffix end) for `budget` tokens of whole lines around `line`."""
@@ -261,9 +294,10 @@ class ContextBuilder:
         budget: int,
         per_snippet: int,
         chosen: list[Snippet],
-        taken: dict[str, list[tuple[int, int]]],
+        taken: dict[str, list[Snippet]],
     ) -> int:
-        """Take candidates best first while they fit; returns the tokens taken. Consumes `candidates`."""
+        """Take candidates best first while they fit; returns the change in tokens taken. Candidates
+        left out for size stay in `candidates` (a later pass may have room for them)."""
         used = 0
         keep: list[Candidate] = []
         for candidate in candidates:
@@ -273,18 +307,27 @@ class ContextBuilder:
             snippet = candidate.make()
             if snippet is None:
                 continue
-            ranges = taken.setdefault(snippet.path, [])
-            # An outline summarises the whole file; it does not stand in for any of its lines.
-            is_outline = snippet.kind == "import"
-            if not is_outline and any(a < snippet.end_line and snippet.start_line < b for a, b in ranges):
-                continue
-            if snippet.tokens > per_snippet or used + snippet.tokens > budget:
+            overlapping: list[Snippet] = []
+            # An outline summarises a whole file; it neither covers nor is covered by its lines.
+            if snippet.kind != "import":
+                same_file = taken.setdefault(snippet.path, [])
+                overlapping = [
+                    s for s in same_file if s.start_line < snippet.end_line and snippet.start_line < s.end_line
+                ]
+                # A snippet may swallow the ones it contains (a class after its method), nothing else.
+                if any(s.start_line < snippet.start_line or s.end_line > snippet.end_line for s in overlapping):
+                    continue
+            freed = sum(s.tokens for s in overlapping)
+            if snippet.tokens > per_snippet or used - freed + snippet.tokens > budget:
                 keep.append(candidate)
                 continue
-            if not is_outline:
-                ranges.append((snippet.start_line, snippet.end_line))
+            for old in overlapping:
+                taken[snippet.path].remove(old)
+                chosen.remove(old)
+            if snippet.kind != "import":
+                taken[snippet.path].append(snippet)
             chosen.append(snippet)
-            used += snippet.tokens
+            used += snippet.tokens - freed
         candidates[:] = keep
         return used
 

@@ -85,12 +85,13 @@ def comment_marker(path: str) -> str:
 
 
 def join_lines(lines: Sequence[str]) -> str:
-    """Lines (with or without terminators) as one text; the last line keeps no added newline."""
+    """Lines as text, each ending in a newline (lines may come with or without their terminators)."""
     if not lines:
         return ""
     if lines[0].endswith("\n"):
-        return "".join(lines)
-    return "\n".join(lines)
+        text = "".join(lines)
+        return text if text.endswith("\n") else text + "\n"
+    return "\n".join(lines) + "\n"
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]*")
@@ -172,7 +173,7 @@ class SnippetMaker:
         if cached is not None:
             return cached
         header = self._header(kind, path, start, end, comment)
-        text = join_lines(index.lines[start:end]).rstrip("\n")
+        text = join_lines(index.lines[start:end])[:-1]
         snippet = Snippet(
             kind=kind,
             path=path,

@@ -1,0 +1,156 @@
+"""The workspace symbol index and import resolution, on small examples and on the standard library."""
+
+from __future__ import annotations
+
+import pathlib
+import sysconfig
+
+from cache.imports import ImportRef, ModuleResolver, extract_imports
+from cache.symbols import SymbolIndex, extract_definitions
+
+PY = '''import os, sys as system
+from . import sibling
+from ..pkg.mod import (
+    alpha,
+    beta as b,
+)
+from json import decoder
+
+CONSTANT = 3
+limit: int = 10
+
+def top(a,
+        b):
+    """Example in a docstring:
+x = 1
+def not_a_definition(): pass
+"""
+    return a
+
+class Widget(Base):
+    size = 2
+
+    async def grow(self):
+        pass
+'''
+
+
+def test_python_definitions_and_extents() -> None:
+    found = {d.name: d for d in extract_definitions("pkg/a.py", PY.splitlines())}
+    assert set(found) == {"CONSTANT", "limit", "top", "Widget", "grow"}
+    assert (found["top"].start_line, found["top"].end_line) == (11, 18)  # the docstring does not end it
+    assert found["Widget"].kind == "class" and found["Widget"].end_line == 24
+    assert found["grow"].indent == 4 and found["grow"].kind == "def"
+
+
+def test_brace_language_definitions() -> None:
+    js = (
+        "export function foo(a) {\n  return a;\n}\n"
+        "const bar = () => {\n  let local = 1;\n};\n"
+        "class Baz {\n  m() {}\n}\n"
+    )
+    found = {d.name: d for d in extract_definitions("a.ts", js.splitlines())}
+    assert set(found) == {"foo", "bar", "Baz"}  # `local` is not top level
+    assert (found["foo"].start_line, found["foo"].end_line) == (0, 3)
+    rust = "pub struct Point {\n    x: i32,\n}\n\nimpl Point {\n    pub fn norm(&self) -> i32 {\n        0\n    }\n}\n"
+    names = {d.name for d in extract_definitions("a.rs", rust.splitlines())}
+    assert {"Point", "norm"} <= names
+    go = "func (s *Server) Serve() error {\n\treturn nil\n}\ntype Handler interface {\n}\n"
+    assert {d.name for d in extract_definitions("a.go", go.splitlines())} == {"Serve", "Handler"}
+
+
+def test_extract_python_imports() -> None:
+    refs = extract_imports("pkg/a.py", PY)
+    assert ImportRef(module="os", line=0) in refs
+    assert ImportRef(module="sys", line=0) in refs
+    assert ImportRef(module="", level=1, names=("sibling",), line=1) in refs
+    assert ImportRef(module="pkg.mod", level=2, names=("alpha", "beta"), line=2) in refs
+    assert ImportRef(module="json", names=("decoder",), line=6) in refs
+
+
+def test_extract_other_languages() -> None:
+    js = "import x from './util';\nimport { y } from \"../lib/y\";\nconst z = require('./z');\nimport 'react';\n"
+    assert [r.spec for r in extract_imports("src/a.ts", js)] == ["./util", "../lib/y", "./z", "react"]
+    c = '#include <stdio.h>\n#include "local.h"\n'
+    assert [r.spec for r in extract_imports("a.c", c)] == ["local.h"]
+    rust = "mod parser;\npub mod lexer;\nuse std::io;\n"
+    assert [r.spec for r in extract_imports("src/main.rs", rust)] == ["parser", "lexer"]
+
+
+def test_resolver_python_absolute_relative_and_closest() -> None:
+    resolver = ModuleResolver(
+        [
+            "src/app/__init__.py",
+            "src/app/core.py",
+            "src/app/util/__init__.py",
+            "src/app/util/text.py",
+            "other/app/core.py",
+            "tests/test_core.py",
+        ]
+    )
+    importer = "src/app/main.py"
+    assert resolver.resolve(importer, ImportRef(module="app.core")) == ("src/app/core.py",)
+    assert resolver.resolve("other/app/x.py", ImportRef(module="app.core")) == ("other/app/core.py",)
+    assert resolver.resolve(importer, ImportRef(module="app.util", names=("text",))) == (
+        "src/app/util/text.py",
+        "src/app/util/__init__.py",
+    )
+    assert resolver.resolve(importer, ImportRef(level=1, names=("core",))) == ("src/app/core.py", "src/app/__init__.py")
+    assert resolver.resolve("src/app/util/text.py", ImportRef(module="core", level=2)) == ("src/app/core.py",)
+    assert resolver.resolve(importer, ImportRef(module="numpy")) == ()
+    resolver.remove("src/app/core.py")
+    assert resolver.resolve(importer, ImportRef(module="app.core")) == ("other/app/core.py",)
+
+
+def test_resolver_relative_paths_for_other_languages() -> None:
+    resolver = ModuleResolver(
+        [
+            "web/src/util.ts",
+            "web/src/lib/index.tsx",
+            "c/include/defs.h",
+            "c/src/local.h",
+            "r/src/parser.rs",
+            "r/src/net/mod.rs",
+            "r/src/net/tcp.rs",
+        ]
+    )
+    assert resolver.resolve("web/src/app.ts", ImportRef(spec="./util")) == ("web/src/util.ts",)
+    assert resolver.resolve("web/src/app.ts", ImportRef(spec="./lib")) == ("web/src/lib/index.tsx",)
+    assert resolver.resolve("web/src/app.ts", ImportRef(spec="react")) == ()
+    assert resolver.resolve("c/src/main.c", ImportRef(spec="local.h")) == ("c/src/local.h",)
+    assert resolver.resolve("c/src/main.c", ImportRef(spec="defs.h")) == ("c/include/defs.h",)
+    assert resolver.resolve("r/src/main.rs", ImportRef(spec="parser")) == ("r/src/parser.rs",)
+    assert resolver.resolve("r/src/main.rs", ImportRef(spec="net")) == ("r/src/net/mod.rs",)
+    assert resolver.resolve("r/src/net/mod.rs", ImportRef(spec="tcp")) == ("r/src/net/tcp.rs",)
+
+
+def test_symbol_index_update_remove_and_versions() -> None:
+    index = SymbolIndex()
+    index.update("pkg/a.py", "def helper():\n    return 1\n")
+    index.update("pkg/b.py", "from .a import helper\n\ndef user():\n    return helper()\n")
+    assert [d.path for d in index.definitions("helper")] == ["pkg/a.py"]
+    assert index.imported_paths("pkg/b.py") == ("pkg/a.py",)
+    version = index.name_version("helper")
+    index.update("pkg/a.py", "def other():\n    pass\n")
+    assert index.definitions("helper") == []
+    assert index.name_version("helper") > version
+    assert index.lines("pkg/a.py") == ["def other():", "    pass"]
+    index.remove("pkg/a.py")
+    assert "pkg/a.py" not in index and index.lines("pkg/a.py") is None
+    assert index.imported_paths("pkg/b.py") == ()
+    assert [d.name for d in index.definitions("user")] == ["user"]
+
+
+def test_standard_library_asyncio_imports_resolve() -> None:
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    index = SymbolIndex()
+    for folder in ("asyncio", "concurrent/futures", "collections", "json"):
+        for path in sorted((root / folder).glob("*.py")):
+            index.update(path.relative_to(root).as_posix(), path.read_text(encoding="utf-8"))
+    imported = index.imported_paths("asyncio/base_events.py")
+    assert {"asyncio/events.py", "asyncio/futures.py", "asyncio/tasks.py", "collections/__init__.py"} <= set(imported)
+    # The real text comes back line for line.
+    lines = (root / "asyncio/events.py").read_text(encoding="utf-8").splitlines()
+    assert index.lines("asyncio/events.py") == lines
+    loop = [d for d in index.definitions("AbstractEventLoop") if d.path == "asyncio/events.py"]
+    assert loop and lines[loop[0].start_line].startswith("class AbstractEventLoop")
