@@ -21,7 +21,8 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -145,8 +146,9 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
                 stats.first_byte_ns = now_ns()
                 wait_s = await _check_status(response, call, allow_retry=not retried)
                 if wait_s is None:
-                    async for chunk in _read_events(response, call, stats, progress):
-                        yield chunk
+                    async with aclosing(_read_events(response, call, stats, progress)) as chunks:
+                        async for chunk in chunks:
+                            yield chunk
                     return
         except httpx.HTTPError as exc:
             raise _map_transport_error(exc, call, progress) from None
@@ -194,7 +196,7 @@ async def _check_status(response: httpx.Response, call: StreamCall, *, allow_ret
 
 async def _read_events(
     response: httpx.Response, call: StreamCall, stats: StreamStats, progress: _Progress
-) -> AsyncIterator[Chunk]:
+) -> AsyncGenerator[Chunk, None]:
     parser = SseParser()
     done = False
     tail_bytes = 0
