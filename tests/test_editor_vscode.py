@@ -1,0 +1,181 @@
+"""The VS Code extension (editors/vscode): its settings against tandem's config tree, its TypeScript unit
+tests, and the real-editor test.
+
+The real-editor test (editors/vscode/test/e2e/run.mjs) runs VS Code as code-server in headless Chromium
+with the packaged .vsix, the real `tandem serve` and the simulator in truth mode: it types into a copy of a
+real file cut short, waits for the ghost text, checks it is the file's true continuation, accepts it with
+Tab and checks the saved file. It is skipped, with the reason, when Node, Chromium or code-server is absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import types
+import typing
+from typing import Any, Literal, get_args, get_origin
+
+import pytest
+
+from completion.config import IMPLEMENTED_PROVIDERS, Config
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EXTENSION = ROOT / "editors" / "vscode"
+VSIX = EXTENSION / "tandem.vsix"
+# code-server start-up, a workbench load in Chromium, the server's start-up and a few completions.
+E2E_TIMEOUT_S = 300
+UNIT_TIMEOUT_S = 120
+# Settings that configure the extension itself, not tandem's config tree.
+EXTENSION_ONLY = {"tandem.serverPath", "tandem.serverArgs", "tandem.completionMenu", "tandem.trace.server"}
+
+
+def _contributed_settings() -> dict[str, dict[str, Any]]:
+    manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
+    settings: dict[str, dict[str, Any]] = {}
+    for block in manifest["contributes"]["configuration"]:
+        settings.update(block["properties"])
+    return settings
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _dataclass_in(annotation: Any) -> type | None:
+    if dataclasses.is_dataclass(annotation) and isinstance(annotation, type):
+        return annotation
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        return next((a for a in get_args(annotation) if dataclasses.is_dataclass(a) and isinstance(a, type)), None)
+    return None
+
+
+def _config_field(setting: str) -> Any:
+    """The type annotation of the Config field a `tandem.a.bC` setting maps to; fails if there is none."""
+    node: type = Config
+    parts = [_snake(part) for part in setting.split(".")[1:]]
+    for index, part in enumerate(parts):
+        hints = typing.get_type_hints(node)
+        assert part in hints, f"{setting}: {'.'.join(parts[: index + 1])} is not a field of tandem's config"
+        if index == len(parts) - 1:
+            return hints[part]
+        sub = _dataclass_in(hints[part])
+        assert sub is not None, f"{setting}: {part} is not a table in tandem's config"
+        node = sub
+    raise AssertionError(setting)
+
+
+def test_every_vscode_setting_maps_onto_a_config_field() -> None:
+    settings = _contributed_settings()
+    mapped = [key for key in settings if key not in EXTENSION_ONLY and key != "tandem.advanced"]
+    assert len(mapped) > 15
+    for key in mapped:
+        annotation = _config_field(key)
+        choices = {c for c in settings[key].get("enum", []) if c != ""}
+        if get_origin(annotation) is Literal:
+            allowed = set(get_args(annotation))
+            if key.endswith(".provider"):
+                allowed &= IMPLEMENTED_PROVIDERS
+            assert choices and choices <= allowed, f"{key}: choices {choices} vs the server's {allowed}"
+
+
+def test_restricted_mode_guards_what_the_server_guards() -> None:
+    manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
+    restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
+    from completion.config import WORKSPACE_GUARDED
+
+    for tier in ("fast", "accurate"):
+        for key in WORKSPACE_GUARDED:
+            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
+            assert f"tandem.models.{tier}.{camel}" in restricted
+    assert {"tandem.serverPath", "tandem.serverArgs", "tandem.advanced"} <= restricted
+
+
+def _node() -> str | None:
+    return shutil.which("node")
+
+
+def _chromium() -> str | None:
+    configured = os.environ.get("TANDEM_CHROMIUM")
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _code_server() -> str | None:
+    configured = os.environ.get("TANDEM_CODE_SERVER")
+    candidate = (
+        pathlib.Path(configured) if configured else EXTENSION / ".e2e-tools" / "node_modules" / ".bin" / "code-server"
+    )
+    return str(candidate) if os.access(candidate, os.X_OK) else None
+
+
+def _npm_ready() -> str:
+    """Why the extension's npm tooling cannot run, or "" when it can."""
+    if _node() is None or shutil.which("npm") is None:
+        return "Node.js and npm are not installed"
+    if not (EXTENSION / "node_modules" / "vscode-languageclient").is_dir():
+        return "editors/vscode has no node_modules (run `npm ci` there)"
+    return ""
+
+
+@pytest.mark.timeout(UNIT_TIMEOUT_S + 30)
+def test_extension_unit_tests() -> None:
+    if why := _npm_ready():
+        pytest.skip(why)
+    run = subprocess.run(
+        ["npm", "test"], cwd=EXTENSION, capture_output=True, text=True, timeout=UNIT_TIMEOUT_S, check=False
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+    assert re.search(r"^# fail 0$", run.stdout, re.MULTILINE), run.stdout[-2000:]
+
+
+def _vsix_is_stale() -> bool:
+    if not VSIX.exists():
+        return True
+    built = VSIX.stat().st_mtime
+    sources = [*EXTENSION.glob("src/*.ts"), EXTENSION / "package.json", EXTENSION / "esbuild.mjs"]
+    return any(source.stat().st_mtime > built for source in sources)
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_ghost_text_in_code_server() -> None:
+    if why := _npm_ready():
+        pytest.skip(why)
+    chromium = _chromium()
+    if chromium is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    code_server = _code_server()
+    if code_server is None:
+        pytest.skip("code-server is not installed (run editors/vscode/test/e2e/install-code-server.sh)")
+    if _vsix_is_stale():
+        package = subprocess.run(
+            ["npm", "run", "package"], cwd=EXTENSION, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert package.returncode == 0, package.stdout[-3000:] + package.stderr[-2000:]
+    env = {
+        **os.environ,
+        "TANDEM_PYTHON": sys.executable,
+        "TANDEM_CHROMIUM": chromium,
+        "TANDEM_CODE_SERVER": code_server,
+        "TANDEM_VSIX": str(VSIX),
+    }
+    run = subprocess.run(
+        ["node", str(EXTENSION / "test" / "e2e" / "run.mjs")],
+        cwd=EXTENSION,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=E2E_TIMEOUT_S,
+        check=False,
+    )
+    print(run.stdout)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-4000:]
+    assert "[e2e] passed" in run.stdout
+    assert "Tab accepted" in run.stdout
