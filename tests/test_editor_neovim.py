@@ -131,16 +131,14 @@ def choose_cuts(truth: str) -> dict[str, Cut]:
             continue
         end = starts[index] + at + 3
         mid_line.append(Cut(name="", typed_at=end - 1, end=end))
-    if block is None or len(mid_line) < 3:
+    if block is None or len(mid_line) < 4:
         raise AssertionError("the truth file has too few usable places for the scenarios")
     # Spread the mid-line scenarios over the file.
-    picks = [mid_line[len(mid_line) // 4], mid_line[len(mid_line) // 2], mid_line[3 * len(mid_line) // 4]]
-    return {
-        "line": Cut(name="line", typed_at=picks[0].typed_at, end=picks[0].end),
-        "partial": Cut(name="partial", typed_at=picks[1].typed_at, end=picks[1].end),
-        "dismiss": Cut(name="dismiss", typed_at=picks[2].typed_at, end=picks[2].end),
-        "block": block,
-    }
+    names = ("line", "partial", "dismiss", "through")
+    picks = [mid_line[(i + 1) * len(mid_line) // (len(names) + 1)] for i in range(len(names))]
+    cuts = {name: Cut(name=name, typed_at=pick.typed_at, end=pick.end) for name, pick in zip(names, picks, strict=True)}
+    cuts["block"] = block
+    return cuts
 
 
 def _rest_of_line(truth: str, at: int) -> str:
@@ -184,7 +182,14 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     (work / ".git").mkdir()  # a project root marker, as in a real checkout
     cuts = choose_cuts(truth_text)
     scenarios: list[dict[str, Any]] = []
-    for name, run in (("line", "accept"), ("block", "accept"), ("partial", "partial"), ("dismiss", "dismiss")):
+    runs = (
+        ("line", "accept"),
+        ("block", "accept"),
+        ("partial", "partial"),
+        ("dismiss", "dismiss"),
+        ("through", "through"),
+    )
+    for name, run in runs:
         cut = cuts[name]
         path = work / f"{name}_textwrap.py"
         path.write_text(truth_text[: cut.typed_at], encoding="utf-8")
@@ -298,3 +303,12 @@ def test_checkhealth_reports_the_running_server(nvim_run: NvimRun) -> None:
     assert "ERROR" not in report, report
     assert "server command:" in report, report
     assert "position encoding" in report, report
+
+
+def test_typing_what_the_ghost_predicts_keeps_the_rest(nvim_run: NvimRun) -> None:
+    record = nvim_run.scenario("through")
+    cut = nvim_run.cuts["through"]
+    want = _rest_of_line(nvim_run.truth, cut.end)
+    assert record["ghost"] == want
+    assert record["ghost_after_typing"] == want[3:]
+    assert record["after_accept"] == nvim_run.truth[: cut.end] + want

@@ -178,6 +178,24 @@ function runners.partial(bufnr, scenario, out)
   end, 5000, "normal mode", bufnr)
 end
 
+-- Type, see the ghost text, then type its first characters: the rest stays shown.
+function runners.through(bufnr, scenario, out)
+  type_and_wait(bufnr, scenario)
+  out.ghost = ghost_text(bufnr)
+  local typed = out.ghost:sub(1, 3)
+  keys(typed)
+  wait_until(function()
+    return ghost_text(bufnr) == out.ghost:sub(4)
+  end, 5000, "the ghost text to keep what was not typed yet", bufnr)
+  out.ghost_after_typing = ghost_text(bufnr)
+  press_and_wait_for_change(bufnr, "<Tab>", "the accept key to insert the rest")
+  out.after_accept = buffer_text(bufnr)
+  keys("<Esc>")
+  wait_until(function()
+    return vim.api.nvim_get_mode().mode == "n"
+  end, 5000, "normal mode", bufnr)
+end
+
 -- Type, see the ghost text, press Esc: the ghost text goes, the buffer keeps only what was typed.
 function runners.dismiss(bufnr, scenario, out)
   type_and_wait(bufnr, scenario)
