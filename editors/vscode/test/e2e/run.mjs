@@ -14,6 +14,7 @@
 //   TANDEM_VSIX          the packaged extension      (default: tandem.vsix)
 //   TANDEM_PYTHON        Python that runs tandem     (default: python3)
 //   TANDEM_E2E_TRUTH     source file to complete     (default: the Python standard library's textwrap.py)
+//   TANDEM_E2E_SIM_TRUTH what the simulator indexes  (default: TANDEM_E2E_TRUTH; a directory works too)
 //   TANDEM_E2E_ARTIFACTS screenshots and logs        (default: test/e2e/artifacts)
 //   TANDEM_E2E_TIMEOUT_S longest wait for one step   (default: 90)
 
@@ -163,7 +164,7 @@ try {
 
   sim = startAndWaitFor(
     python,
-    ["-m", "completion.sim", "--port", "0", "--profile", "spark", "--truth", truthPath],
+    ["-m", "completion.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? truthPath],
     { env: childEnv, cwd: repoRoot },
     /listening on (http:\/\/\S+)/,
     "tandem sim",
