@@ -159,6 +159,10 @@ class Engine:
 
         # 1. A stream the user is typing through answers before any debounce.
         found = self._streams.find(request)
+        if found is not None and found[0].done and found[0].error is not None:
+            # A stream that failed part-way serves only units it completed; otherwise ask again.
+            if useful_unit(found[0].text[found[1] :], False, unit_ctx) is None:
+                found = None
         record.mark("cache_lookup")
         self._streams.cancel_others(request.uri, keep=found[0] if found else None)
         if found is not None:

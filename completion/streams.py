@@ -14,8 +14,9 @@ import itertools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from completion.backends.base import StreamStats
 from completion.errors import CompletionError, describe
@@ -77,9 +78,10 @@ class Stream:
         if self.task is not None and not self.task.done():
             self.task.cancel()
 
-    async def changed(self) -> None:
-        """Return once the text grows or the stream ends."""
-        await self._changed.wait()
+    def changed(self) -> Coroutine[Any, Any, Any]:
+        """Wait until the text grows or the stream ends. The event is taken when this is called, not
+        when the wait starts, so a change in between is never missed."""
+        return self._changed.wait()
 
     def _wake(self) -> None:
         self._changed.set()

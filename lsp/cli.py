@@ -40,6 +40,8 @@ def _serve(args: argparse.Namespace) -> int:
     )
     # pygls logs every message it sends at INFO, document text included: keep it quiet unless debugging.
     logging.getLogger("pygls").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    # httpx logs a line per model request at INFO: one per keystroke is noise, not news.
+    logging.getLogger("httpx").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     from lsp.server import build_server
 
     server = build_server(trace_path=args.trace)

@@ -72,6 +72,15 @@ def _word_start(line: str, column: int) -> int:
     return start
 
 
+def _documentation(ls: TandemServer, language: str, text: str) -> types.MarkupContent | str:
+    """The full suggestion for the item's detail pane, as markdown only where the client renders it."""
+    caps = ls.client_capabilities.text_document
+    item = caps.completion.completion_item if caps and caps.completion else None
+    if item and item.documentation_format and types.MarkupKind.Markdown in item.documentation_format:
+        return types.MarkupContent(kind=types.MarkupKind.Markdown, value=f"```{language}\n{text}\n```")
+    return text
+
+
 def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
@@ -104,9 +113,7 @@ def register(server: TandemServer) -> None:
             label=label[:80],
             kind=types.CompletionItemKind.Text,
             detail="tandem",
-            documentation=types.MarkupContent(
-                kind=types.MarkupKind.Markdown, value=f"```{request.language}\n{word + result.text}\n```"
-            ),
+            documentation=_documentation(ls, request.language, word + result.text),
             filter_text=word + result.text,
             sort_text="0000",
             preselect=True,

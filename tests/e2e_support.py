@@ -1,0 +1,144 @@
+"""Helpers for end-to-end tests: `tandem serve` as a subprocess over stdio, driven by pytest-lsp's client
+with the capabilities real editors send (tests/clients/*.json, recorded from the editors)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import pathlib
+import sys
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+CLIENTS = pathlib.Path(__file__).parent / "clients"
+CLIENT_FILES = {
+    "vscode": "vscode-1.100.json",
+    "neovim": "neovim-0.11.json",
+    "helix": "helix.json",
+    "eglot": "emacs-eglot-1.9.json",
+}
+_PYTHON_UNITS = {"utf-8": ("utf-8", 1), "utf-16": ("utf-16-le", 2), "utf-32": ("utf-32-le", 4)}
+
+
+def client_capabilities(name: str) -> tuple[types.ClientCapabilities, types.ClientInfo | None]:
+    recorded = json.loads((CLIENTS / CLIENT_FILES[name]).read_text())
+    converter = default_converter()
+    capabilities = converter.structure(recorded["capabilities"], types.ClientCapabilities)
+    info = recorded.get("clientInfo")
+    return capabilities, (types.ClientInfo(name=info["name"], version=info.get("version")) if info else None)
+
+
+@dataclass
+class Session:
+    client: LanguageClient
+    encoding: str
+    trace: pathlib.Path
+    root: pathlib.Path
+    _next_version: int = 1
+
+    def units(self, text: str) -> int:
+        codec, width = _PYTHON_UNITS[self.encoding]
+        return len(text.encode(codec)) // width
+
+    def position_at_end(self, text: str) -> types.Position:
+        """The client position just after `text` (the document's start up to the cursor)."""
+        lines = text.split("\n")
+        return types.Position(line=len(lines) - 1, character=self.units(lines[-1]))
+
+    def open(self, name: str, text: str, language: str = "python") -> str:
+        uri = (self.root / name).as_uri()
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id=language, version=1, text=text)
+            )
+        )
+        return uri
+
+    def insert(self, uri: str, at: types.Position, text: str) -> None:
+        self._next_version += 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self._next_version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(start=at, end=at), text=text)
+                ],
+            )
+        )
+
+    def inline_params(self, uri: str, at: types.Position) -> types.InlineCompletionParams:
+        return types.InlineCompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=at,
+            context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic),
+        )
+
+    async def inline(self, uri: str, at: types.Position) -> str:
+        result = await self.client.text_document_inline_completion_async(self.inline_params(uri, at))
+        assert isinstance(result, types.InlineCompletionList)
+        if not result.items:
+            return ""
+        [item] = result.items
+        assert isinstance(item.insert_text, str)
+        return item.insert_text
+
+    def records(self) -> list[dict[str, Any]]:
+        if not self.trace.exists():
+            return []
+        return [json.loads(line) for line in self.trace.read_text().splitlines() if line.strip()]
+
+
+def fast_model(base_url: str, **overrides: Any) -> dict[str, Any]:
+    return {"models": {"fast": {"provider": "openai-chat", "base_url": base_url, "model": "sim-spark", **overrides}}}
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    tmp_path: pathlib.Path,
+    client: str = "vscode",
+    *,
+    options: dict[str, Any] | None = None,
+    user_config: str = "",
+    workspace_config: str | None = None,
+) -> AsyncIterator[Session]:
+    """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would."""
+    home = tmp_path / "home"
+    (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
+    (home / ".config" / "tandem" / "config.toml").write_text(user_config)
+    root = tmp_path / "workspace"
+    root.mkdir(exist_ok=True)
+    if workspace_config is not None:
+        (root / "tandem.toml").write_text(workspace_config)
+    trace = tmp_path / "trace.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "lsp.cli", "serve", "--trace", str(trace)], server_env=env
+    )
+    lsp_client = await config.start()
+    assert isinstance(lsp_client, LanguageClient)
+    capabilities, info = client_capabilities(client)
+    try:
+        result = await lsp_client.initialize_session(
+            types.InitializeParams(
+                capabilities=capabilities,
+                client_info=info,
+                root_uri=root.as_uri(),
+                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="workspace")],
+                initialization_options=options,
+            )
+        )
+        encoding = str(result.capabilities.position_encoding or "utf-16")
+        yield Session(lsp_client, encoding, trace, root)
+        await lsp_client.shutdown_session()
+    finally:
+        # After a failed test the server may never get `exit`: end it rather than wait for it forever.
+        process = lsp_client._server
+        if process is not None and process.returncode is None:
+            process.terminate()
+        await lsp_client.stop()
