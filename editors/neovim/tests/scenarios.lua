@@ -32,6 +32,7 @@ local driver
 local function finish()
   -- Shut the server down the way an editor does (shutdown, exit) before quitting, so it ends cleanly.
   local clients = vim.lsp.get_clients()
+  local stopping_ns = vim.uv.hrtime()
   for _, client in ipairs(clients) do
     client:stop()
   end
@@ -40,6 +41,7 @@ local function finish()
     return #vim.lsp.get_clients() == 0
   end, 10)
   results.servers_left_running = #vim.lsp.get_clients()
+  results.shutdown_ms = (vim.uv.hrtime() - stopping_ns) / 1e6
   write_results()
   vim.cmd("qall!")
 end
