@@ -11,6 +11,7 @@ import logging
 import pathlib
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 EXIT_USAGE = 2
 
@@ -78,64 +79,33 @@ def _trace_report(args: argparse.Namespace) -> int:
     return run_report(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="tandem",
-        description="AI completion language server: streams a fast model's completions into any LSP editor "
-        "and routes hard edits to an accurate model.",
-    )
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
-
-    serve = commands.add_parser(
-        "serve",
-        help="run the language server (stdio by default)",
-        description="Run the tandem language server on stdio, or on TCP with --tcp.",
-    )
+def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted for VS Code)")
     serve.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--trace", type=pathlib.Path, metavar="FILE", help="append trace records to FILE")
     serve.add_argument("--log-file", metavar="FILE", help="write logs to FILE (default: stderr)")
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    serve.set_defaults(run=_serve)
 
-    sim = commands.add_parser(
-        "sim",
-        help="run the model simulator (a stand-in provider on loopback)",
-        description="Serve simulated OpenAI-compatible model APIs on loopback: speed "
-        "profiles, fault injection, and answers taken from ground-truth files.",
-    )
-    try:
-        from completion.sim.runner import add_arguments as add_sim_arguments
-    except ImportError:  # pragma: no cover - only while the simulator is being built
-        pass
-    else:
-        add_sim_arguments(sim)
-    sim.set_defaults(run=_sim)
 
-    replay = commands.add_parser(
-        "replay",
-        help="drive `tandem serve` like an editor over real files",
-        description="Run `tandem serve` as an editor would: remove spans from real "
-        "source files, type them back keystroke by keystroke, request completions, "
-        "accept the ones that match; print a summary.",
-    )
-    demo = commands.add_parser(
-        "demo",
-        help="simulator + server + replay on built-in defaults (no key needed)",
-        description="Start the simulator, run a short replay against `tandem serve`, "
-        "and print a summary. Needs no API key and no network.",
-    )
-    try:
-        from lsp.replay.cli import add_demo_arguments, add_replay_arguments
-    except ImportError:  # replay is optional at this layer until it lands
-        pass
-    else:
-        add_replay_arguments(replay)
-        add_demo_arguments(demo)
-    replay.set_defaults(run=_replay)
-    demo.set_defaults(run=_demo)
+def _sim_arguments(sim: argparse.ArgumentParser) -> None:
+    from completion.sim.runner import add_arguments
 
-    trace = commands.add_parser("trace", help="work with trace files", description="Work with trace files.")
+    add_arguments(sim)
+
+
+def _replay_arguments(replay: argparse.ArgumentParser) -> None:
+    from lsp.replay.cli import add_replay_arguments
+
+    add_replay_arguments(replay)
+
+
+def _demo_arguments(demo: argparse.ArgumentParser) -> None:
+    from lsp.replay.cli import add_demo_arguments
+
+    add_demo_arguments(demo)
+
+
+def _trace_arguments(trace: argparse.ArgumentParser) -> None:
     trace_commands = trace.add_subparsers(dest="trace_command", required=True, parser_class=_Parser, metavar="COMMAND")
     report = trace_commands.add_parser(
         "report",
@@ -145,11 +115,69 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("file", type=pathlib.Path, metavar="FILE")
     report.add_argument("--json", action="store_true", help="print JSON instead of text")
     report.set_defaults(run=_trace_report)
+
+
+@dataclass(frozen=True)
+class _Command:
+    help: str
+    description: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int] | None
+
+
+COMMANDS: dict[str, _Command] = {
+    "serve": _Command(
+        "run the language server (stdio by default)",
+        "Run the tandem language server on stdio, or on TCP with --tcp.",
+        _serve_arguments,
+        _serve,
+    ),
+    "sim": _Command(
+        "run the model simulator (a stand-in provider on loopback)",
+        "Serve simulated OpenAI-compatible model APIs on loopback: speed profiles, fault injection, and answers "
+        "taken from ground-truth files. Everything it answers is labelled simulated.",
+        _sim_arguments,
+        _sim,
+    ),
+    "replay": _Command(
+        "drive `tandem serve` like an editor over real files",
+        "Run `tandem serve` as an editor would: remove spans from real source files, type them back keystroke "
+        "by keystroke, request completions, accept the ones that match; print a summary.",
+        _replay_arguments,
+        _replay,
+    ),
+    "demo": _Command(
+        "simulator + server + replay on built-in defaults (no key needed)",
+        "Start the simulator, run a short replay against `tandem serve`, and print a summary. Needs no API key "
+        "and no network.",
+        _demo_arguments,
+        _demo,
+    ),
+    "trace": _Command("work with trace files", "Work with trace files.", _trace_arguments, None),
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; a subcommand's arguments (and the modules they need) are loaded only for `only`, so
+    `tandem serve` does not import the simulator and `tandem --help` imports nothing."""
+    parser = _Parser(
+        prog="tandem",
+        description="AI completion language server: streams a fast model's completions into any LSP editor "
+        "and routes hard edits to an accurate model.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    for name, command in COMMANDS.items():
+        sub = commands.add_parser(name, help=command.help, description=command.description)
+        if name == only:
+            command.arguments(sub)
+        if command.run is not None:
+            sub.set_defaults(run=command.run)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
     try:
