@@ -80,15 +80,21 @@ _SECRET_NAMES = GitIgnoreSpec.from_lines(
     ]
 )
 
-_CREDENTIAL_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("a private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("an Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("an OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})")),
-    ("a Slack token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a Stripe secret key", re.compile(r"\b[rs]k_live_[0-9A-Za-z]{20,}")),
+# (what, literals one of which the text must contain, pattern). A regex that starts with \b cannot use
+# re's literal-prefix scan (~15 ms per 100 KB each); `in` on the literals first costs microseconds.
+_CREDENTIAL_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
+    ("a private key", ("PRIVATE KEY",), re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("an AWS access key id", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("an OpenAI-style API key", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
+    (
+        "a GitHub token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})"),
+    ),
+    ("a Slack token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("a Stripe secret key", ("k_live_",), re.compile(r"\b[rs]k_live_[0-9A-Za-z]{20,}")),
 )
 
 
@@ -177,7 +183,9 @@ class PrivacyFilter:
             text = content
             if "\0" in text[:_BINARY_SNIFF_BYTES]:
                 return Verdict(allowed=False, reason="binary (NUL characters)")
-        for what, pattern in _CREDENTIAL_PATTERNS:
+        for what, literals, pattern in _CREDENTIAL_PATTERNS:
+            if not any(literal in text for literal in literals):
+                continue
             match = pattern.search(text)
             if match is not None:
                 line = text.count("\n", 0, match.start()) + 1
