@@ -90,17 +90,22 @@ def run(n_files: int) -> dict[str, Any]:
 
     cache = CompletionCache()
     filled = 0
+    samples: list[tuple[str, str, str]] = []
     for path in symbols.paths():
         lines = symbols.lines(path) or []
         for i in range(0, len(lines), 7):
             prefix = "\n".join(lines[max(0, i - 60) : i]) + "\n"
             suffix = "\n".join(lines[i + 3 : i + 20])
-            cache.put(model="fast", prefix=prefix, suffix=suffix, completion="\n".join(lines[i : i + 3]))
+            completion = "\n".join(lines[i : i + 3])
+            cache.put(model="fast", prefix=prefix, suffix=suffix, completion=completion)
             filled += 1
+            if filled > 2 * 4096 and filled % 4 == 0 and completion.strip():
+                samples.append((prefix, suffix, completion))
             if filled >= 3 * 4096:
                 break
         if filled >= 3 * 4096:
             break
+    lookup_s, hits = _time_lookups(cache, samples)
     gc.collect()
     phases[f"+ completion cache full ({len(cache)} entries, {cache.bytes_used / 1e6:.1f} MB accounted)"] = rss_mb()
 
@@ -121,7 +126,32 @@ def run(n_files: int) -> dict[str, Any]:
         "index_cpu_s": round(index_cpu_s, 1),
         "rss_mb_after": {k: round(v, 1) for k, v in phases.items()},
         "peak_rss_mb": round(peak_rss_mb(), 1),
+        "cache_lookup_full_cache_us": {
+            "p50": round(_percentile(lookup_s, 0.5) * 1e6, 1),
+            "p99": round(_percentile(lookup_s, 0.99) * 1e6, 1),
+            "n": len(lookup_s),
+            "hits": hits,
+        },
     }
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else 0.0
+
+
+def _time_lookups(cache: CompletionCache, samples: list[tuple[str, str, str]]) -> tuple[list[float], int]:
+    """Lookups on a full cache: typing through cached completions (hits) and a changed character (misses)."""
+    times: list[float] = []
+    hits = 0
+    for prefix, suffix, completion in samples:
+        for typed in range(0, min(len(completion), 40), 3):
+            for probe in (prefix + completion[:typed], prefix + completion[:typed] + "\x00"):
+                t0 = time.perf_counter()
+                hit = cache.lookup(model="fast", prefix=probe, suffix=suffix)
+                times.append(time.perf_counter() - t0)
+                hits += hit is not None
+    return times, hits
 
 
 def main() -> None:
@@ -142,6 +172,11 @@ def main() -> None:
     for phase, mb in result["rss_mb_after"].items():
         print(f"  RSS after {phase}: {mb} MB")
     print(f"peak RSS: {result['peak_rss_mb']} MB")
+    lookups = result["cache_lookup_full_cache_us"]
+    print(
+        f"completion cache lookup, cache full: p50 {lookups['p50']} us, p99 {lookups['p99']} us "
+        f"({lookups['n']} lookups, {lookups['hits']} hits)"
+    )
 
 
 if __name__ == "__main__":
