@@ -140,28 +140,26 @@ class TruthIndex:
         line_end = last_newline
         for _ in range(_ANCHOR_LINES):
             line_start = prefix.rfind("\n", 0, line_end) + 1
-            if line_start == 0:
-                # The prefix's first line may be cut anywhere, so it is no whole line to look up.
-                break
             count = len(self._lines.get(hash(prefix[line_start:line_end]), ()))
             if count == 0:
                 # No line before this one can be part of an unbroken match.
                 break
             if anchor_start < 0 or count < anchor_count:
                 anchor_start, anchor_count = line_start, count
-            if count <= _RARE_ENOUGH:
+            if count <= _RARE_ENOUGH or line_start == 0:
                 break
             line_end = line_start - 1
-        if anchor_start < 0:
-            if prefix.rfind("\n", 0, last_newline) < 0:
-                # Only the (perhaps cut) first line is complete: search for the whole prefix instead.
-                return self._find_all(prefix)
-            # The prefix's last complete line occurs nowhere in the truth.
-            return []
-        rest = prefix[anchor_start:]
-        places = self._lines[hash(prefix[anchor_start : prefix.find("\n", anchor_start)])]
-        corpus = self._corpus
-        return [p + len(rest) for p in places[:_MAX_CANDIDATES] if corpus.startswith(rest, p)]
+        found: list[int] = []
+        if anchor_start >= 0:
+            rest = prefix[anchor_start:]
+            places = self._lines[hash(prefix[anchor_start : prefix.find("\n", anchor_start)])]
+            corpus = self._corpus
+            found = [p + len(rest) for p in places[:_MAX_CANDIDATES] if corpus.startswith(rest, p)]
+        if not found and prefix.rfind("\n", 0, last_newline) < 0:
+            # The only complete line is the prefix's first, which may be cut anywhere (then it is no
+            # whole line of the truth): search for the whole prefix, the slow way.
+            return self._find_all(prefix)
+        return found
 
     def _find_all(self, prefix: str) -> list[int]:
         if not prefix:
