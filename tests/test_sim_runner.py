@@ -37,7 +37,8 @@ def run_cli(*args: str) -> subprocess.Popen[str]:
     )
 
 
-def test_cli_prints_its_url_serves_and_exits_0_on_ctrl_c(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+def test_cli_prints_its_url_serves_and_exits_0_when_stopped(tmp_path: Path, stop_signal: signal.Signals) -> None:
     (tmp_path / "truth.py").write_text("def one():\n    return 1\n")
     process = run_cli("--port", "0", "--profile", "codex", "--ttft-ms", "0", "--truth", str(tmp_path))
     try:
@@ -50,7 +51,7 @@ def test_cli_prints_its_url_serves_and_exits_0_on_ctrl_c(tmp_path: Path) -> None
         choice = httpx.post(f"{base_url}/completions", json=body).json()["choices"][0]
         assert choice["text"] == "    return 1\n"
         assert httpx.get(f"{base_url}/models").json()["data"][0]["id"] == "sim-codex"
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop_signal)
         stdout, _ = process.communicate(timeout=20)
     finally:
         if process.poll() is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import socket
 import sys
 import threading
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def serve_forever(settings: SimSettings) -> None:
-    """Serve until Ctrl-C (then return normally). Prints exactly one line to stdout once listening:
+    """Serve until Ctrl-C or SIGTERM (then return normally). Prints exactly one line to stdout once listening:
     `tandem sim (simulated provider, profile NAME) listening on http://HOST:PORT/v1`.
 
     Raises SimConfigError for an unreadable truth path, OSError if the address cannot be bound.
@@ -110,13 +111,22 @@ def serve_forever(settings: SimSettings) -> None:
         print(f"tandem sim (simulated provider, profile {settings.profile}) listening on {base_url}", flush=True)
 
     server.on_ready = announce
+    # uvicorn shuts down gracefully on SIGINT or SIGTERM, then raises the signal again for the caller.
+    # Both mean "stop" here: turn SIGTERM into the same KeyboardInterrupt, so either ends with status 0.
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _interrupt) if in_main_thread else None
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:
-        # uvicorn shuts down gracefully on SIGINT, then raises it again for the caller: we are done.
         pass
     finally:
         sock.close()
+        if in_main_thread:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class SimHandle:
