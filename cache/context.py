@@ -130,8 +130,13 @@ class ContextBuilder:
         """Drop memoised rankings: call when `may_send` starts answering differently."""
         self._finder.forget()
 
-    def note_edit(self, path: str, line: int) -> None:
-        """Remember an edit at `line` of `path` (recent edits become snippets in other windows)."""
+    def note_edit(self, path: str, line: int, *, lines_added: int = 0) -> None:
+        """Remember an edit at `line` of `path` (recent edits become snippets in other windows).
+        `lines_added` (negative for removed lines) moves the remembered edits below it along."""
+        if lines_added:
+            self._edits = deque(
+                ((p, n + lines_added if p == path and n > line else n) for p, n in self._edits), maxlen=_RECENT_EDITS
+            )
         if self._edits and self._edits[-1][0] == path and abs(self._edits[-1][1] - line) <= 2:
             self._edits.pop()  # the same place again: keep one entry, the newest
         self._edits.append((path, line))

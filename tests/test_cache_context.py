@@ -160,6 +160,23 @@ def test_recent_edits_in_other_documents_become_snippets() -> None:
     assert window.snippets[-1].kind == "recent_edit"  # the most volatile material goes last
 
 
+def test_remembered_edits_move_with_inserted_lines() -> None:
+    builder = ContextBuilder(counter=get_counter(), symbols=SymbolIndex())
+    other_lines = read("json/decoder.py").splitlines()
+    other = TokenIndex(get_counter(), other_lines)
+    builder.open_document("json/decoder.py", other)
+    other.replace_lines(300, 301, ["    edited_here = True"])
+    builder.note_edit("json/decoder.py", 300)
+    other.replace_lines(10, 10, ["# one", "# two", "# three"])  # three lines inserted above it
+    builder.note_edit("json/decoder.py", 10, lines_added=3)
+    current = TokenIndex(get_counter(), RENDER.splitlines())
+    window = builder.build(path="pkg/render.py", index=current, line=5, character=4)
+    moved = [s for s in window.snippets if s.kind == "recent_edit" and "edited_here = True" in s.text]
+    assert moved and moved[0].start_line <= 303 < moved[0].end_line
+    # The edit near the top lies in the head of the open document, which the window shows whole.
+    assert any("# three" in s.text for s in window.snippets)
+
+
 def test_consecutive_keystrokes_share_the_stable_prefix() -> None:
     symbols = workspace()
     lines = read("asyncio/base_events.py").splitlines()
