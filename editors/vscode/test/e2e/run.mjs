@@ -365,6 +365,29 @@ try {
   } else {
     console.log("[e2e] latency report step skipped: this checkout has no `tandem trace report` yet");
   }
+
+  // A wrong tandem.serverPath, set in the workspace's .vscode/settings.json: the extension restarts the
+  // client, and the status item and a notification say what is wrong.
+  const missing = path.join(work, "no-such-dir", "tandem");
+  mkdirSync(path.join(dirs.workspace, ".vscode"), { recursive: true });
+  writeFileSync(path.join(dirs.workspace, ".vscode", "settings.json"), JSON.stringify({ "tandem.serverPath": missing }));
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
+      ),
+    { polling: 100 },
+  );
+  await page.waitForFunction(
+    (file) =>
+      [...document.querySelectorAll(".notification-toast, .notifications-toasts .monaco-list-row")].some((el) =>
+        el.textContent.includes(`tandem.serverPath points to ${file}`),
+      ),
+    { polling: 100 },
+    missing,
+  );
+  await page.screenshot({ path: path.join(artifacts, "server-not-found.png") });
+  step("wrong tandem.serverPath reported");
   ok = true;
 } finally {
   if (!ok && page !== undefined) {
