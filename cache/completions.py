@@ -153,7 +153,9 @@ class CompletionCache:
         if bucket:
             suffix_window = suffix[: self.suffix_window_chars]
             for entry_id, offset in reversed(bucket):
-                entry = self._live[entry_id]
+                entry = self._live.get(entry_id)
+                if entry is None:
+                    continue
                 typed = self._typed_through(entry, offset, current_line, window, suffix_window)
                 if typed is not None:
                     self._recency[entry_id] = None  # a hit makes the entry recently used
@@ -219,8 +221,13 @@ class CompletionCache:
     def _drop_same_anchor(self, model: str, prefix_window: str, suffix_window: str) -> None:
         line_start = prefix_window.rfind("\n") + 1
         for entry_id, offset in list(self._lines.get((model, prefix_window[:line_start][-_LINE_KEY_CHARS:]), ())):
-            entry = self._live[entry_id]
-            if offset == 0 and entry.prefix_window == prefix_window and entry.suffix_window == suffix_window:
+            entry = self._live.get(entry_id)
+            if (
+                entry is not None
+                and offset == 0
+                and entry.prefix_window == prefix_window
+                and entry.suffix_window == suffix_window
+            ):
                 self.discard(entry_id)
 
     def _evicted(self, entry_id: int, _value: None) -> None:
