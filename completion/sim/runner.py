@@ -1,6 +1,6 @@
 """Running the simulator: `tandem sim` in the foreground, or a background thread for tests and benchmarks.
 
-    serve_forever(settings)      blocks; prints one line with the URL once listening; Ctrl-C exits
+    serve_forever(settings)      blocks; prints one line with the URL once listening; Ctrl-C or SIGTERM stop it
     start_in_thread(settings)    returns a SimHandle (base_url, root_url, stop(), arm_fault(), stats())
     add_arguments / settings_from_args / main    the command line
 
