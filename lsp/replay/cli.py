@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from lsp.replay.session import Tally
 
 DEMO_SECONDS = 20.0
-DEMO_SESSIONS = 24
+DEMO_SESSIONS = 32
 _BAR_WIDTH = 30
 
 
@@ -62,7 +62,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cps", type=_positive(float), default=6.0, metavar="CHARS_PER_S", help="typing speed (default 6)"
     )
-    parser.add_argument("--profile", choices=("spark", "codex"), default="spark", help="simulator speed profile")
+    parser.add_argument(
+        "--profile", choices=("spark", "codex"), default="spark", help="speed profile of the built-in simulator"
+    )
     parser.add_argument(
         "--error-rate",
         type=_fraction,

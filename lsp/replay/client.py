@@ -17,7 +17,7 @@ import pathlib
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,8 +106,16 @@ class _Client(LanguageClient):
 class ReplayClient:
     """One `tandem serve` process and the documents open in it."""
 
-    def __init__(self, *, trace_path: pathlib.Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        trace_path: pathlib.Path,
+        env: Mapping[str, str] | None = None,
+        python_args: Sequence[str] = ("-m", "lsp.cli"),
+    ) -> None:
+        """`python_args` start the CLI (a benchmark may run it under a profiler: `-m cProfile -o F -m lsp.cli`)."""
         self.trace_path = trace_path
+        self._python_args = list(python_args)
         self._env = dict(os.environ if env is None else env)
         # Put the checkout first, so the server runs this same code whether or not it is installed.
         self._env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), self._env.get("PYTHONPATH")]))
@@ -129,7 +137,7 @@ class ReplayClient:
 
     async def start(self, initialization_options: Mapping[str, Any]) -> types.InitializeResult:
         """Start the server and initialize it as VS Code does. ServerFailed if it does not answer."""
-        args = ["-m", "lsp.cli", "serve", "--trace", str(self.trace_path)]
+        args = [*self._python_args, "serve", "--trace", str(self.trace_path)]
         await self._client.start_io(sys.executable, *args, env=self._env)
         process = self._client._server
         if process is not None and process.stderr is not None:
@@ -214,6 +222,11 @@ class ReplayClient:
         self._client.text_document_did_close(
             types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=document.uri))
         )
+
+    @property
+    def server_pid(self) -> int | None:
+        process = self._client._server
+        return process.pid if process is not None else None
 
     @property
     def exit_code(self) -> int | None:
