@@ -9,6 +9,7 @@ import pathlib
 import pytest
 
 from lsp.cli import main
+from lsp.replay.client import ReplayClient, ServerFailed
 from lsp.replay.runner import ReplayOptions, replay
 from lsp.replay.sources import Task
 
@@ -126,3 +127,10 @@ def test_replay_errors_are_one_line(argv: list[str], expected: str, capsys: pyte
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and expected in err
+
+
+async def test_a_server_that_dies_at_start_is_one_clear_error(tmp_path: pathlib.Path) -> None:
+    crash = "import sys; sys.stderr.write('cannot start: broken install\\n'); sys.exit(3)"
+    client = ReplayClient(trace_path=tmp_path / "t.jsonl", python_args=("-c", crash))
+    with pytest.raises(ServerFailed, match=r"did not answer initialize.*cannot start: broken install"):
+        await client.start({})
