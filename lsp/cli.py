@@ -55,9 +55,12 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _sim(args: argparse.Namespace) -> int:
-    from completion.sim.runner import serve_forever, settings_from_args
+    from completion.sim.runner import SimConfigError, serve_forever, settings_from_args
 
-    serve_forever(settings_from_args(args))
+    try:
+        serve_forever(settings_from_args(args))
+    except (SimConfigError, OSError) as error:  # a bad setting, an unreadable truth path, a port in use
+        raise CliError(str(error)) from None
     return 0
 
 

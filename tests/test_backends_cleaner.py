@@ -113,3 +113,11 @@ def test_hole_marker_split_across_chunks_is_removed() -> None:
     cleaner = AnswerCleaner()
     out = cleaner.feed("a<|tan") + cleaner.feed("dem:ho") + cleaner.feed("le|>b") + cleaner.finish()
     assert out == "ab"
+
+
+def test_raw_cleaner_passes_edit_answers_through_untouched() -> None:
+    from completion.backends.openai_chat import AnswerCleaner
+
+    cleaner = AnswerCleaner(raw=True)
+    answer = "Here is the edit:\n```python\nx = 1\n```\n<<<<<<< SEARCH\n"
+    assert "".join(cleaner.feed(answer[i : i + 3]) for i in range(0, len(answer), 3)) + cleaner.finish() == answer

@@ -24,6 +24,9 @@ class ModelRequest:
     stop: tuple[str, ...] = ()
     # Free-form instruction for edits; empty for completions.
     instruction: str = ""
+    # A whole conversation (role, content) for chat backends, sent as is and streamed back raw (no
+    # hole-filling cleanup): the edit path builds its own prompt. Empty for completions.
+    messages: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(kw_only=True)

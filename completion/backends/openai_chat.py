@@ -44,7 +44,11 @@ class OpenAIChatBackend:
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
         body: dict[str, object] = {
-            "messages": chat_messages(request.prefix, request.suffix, path=request.path, language=request.language),
+            "messages": (
+                [{"role": role, "content": content} for role, content in request.messages]
+                if request.messages
+                else chat_messages(request.prefix, request.suffix, path=request.path, language=request.language)
+            ),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,
             "stream": True,
@@ -66,7 +70,7 @@ class OpenAIChatBackend:
             timeout=request_timeout(self._config),
             api_key=api_key(self._config, self._env),
         )
-        cleaner = AnswerCleaner()
+        cleaner = AnswerCleaner(raw=bool(request.messages))
         try:
             async with aclosing(stream_chunks(self._client, call, stats)) as chunks:
                 async for chunk in chunks:
@@ -130,8 +134,10 @@ class AnswerCleaner:
     chatter lines are dropped, not one; an answer that is only an opening fence line gives "".
     """
 
-    def __init__(self) -> None:
-        self._state = "head"  # head -> plain | fenced -> done
+    def __init__(self, *, raw: bool = False) -> None:
+        # raw: pass everything through untouched (the edit path parses whole answers itself).
+        self._state = "plain" if raw else "head"  # head -> plain | fenced -> done
+        self._raw = raw
         self._blank = ""  # blank lines seen at the head; code if the answer turns out plain
         self._line = ""  # the head's current, unfinished line
         self._pending = ""  # fenced text that might be the start of the closing fence
@@ -146,6 +152,8 @@ class AnswerCleaner:
         """The part of the answer that is certain now, given the next piece of it."""
         if self._state == "done" or not text:
             return ""
+        if self._raw:
+            return text
         if self._state == "plain":
             return self._holes.feed(text)
         if self._state == "fenced":
@@ -154,6 +162,9 @@ class AnswerCleaner:
 
     def finish(self) -> str:
         """The rest, at the end of the answer (or when the stream failed)."""
+        if self._raw:
+            self._state = "done"
+            return ""
         out = ""
         if self._state == "head":
             if not self._line.strip().startswith(_FENCE):
