@@ -17,7 +17,8 @@ mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 bin="$dir/node_modules/.bin/code-server"
 
-if [[ -x "$bin" ]] && "$bin" --version 2>/dev/null | grep -q "^$CODE_SERVER_VERSION"; then
+installed="$(node -p "require('$dir/node_modules/code-server/package.json').version" 2>/dev/null || true)"
+if [[ -x "$bin" && "$installed" == "$CODE_SERVER_VERSION" ]]; then
   echo "$bin"
   exit 0
 fi
