@@ -56,8 +56,10 @@ class ModelsConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class CompletionConfig:
-    # Wait this long before asking a model (cache hits never wait). 0 = ask at once.
-    debounce_ms: int = 0
+    # Misses wait before asking a model (cache hits never wait). "adaptive" follows the user's typing
+    # rhythm and the model's recent latency, up to `debounce_ms`; "fixed" always waits `debounce_ms`.
+    debounce: Literal["adaptive", "fixed"] = "adaptive"
+    debounce_ms: int = 150
     multiline: Literal["auto", "always", "never"] = "auto"
     # The whole completion, first byte to answer, may take no longer than this.
     deadline_s: float = 10.0
@@ -65,6 +67,44 @@ class CompletionConfig:
     prefix_chars: int = 6000
     suffix_chars: int = 2000
     max_lines: int = 12
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextConfig:
+    # tiktoken encoding: cl100k_base ships with tandem; o200k_base only where tiktoken's cache holds it.
+    encoding: Literal["cl100k_base", "o200k_base"] = "cl100k_base"
+    # Prompt budget for completions (hard maximum 128K tokens).
+    budget_tokens: int = 2048
+    suffix_share: float = 0.25
+    snippet_share: float = 0.3
+    # Index the workspace in the background for cross-file snippets (imports, definitions).
+    scan_workspace: bool = True
+    max_files: int = 20000
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrivacyConfig:
+    # gitignore-style paths the user allows although they look like secrets (never overrides credential
+    # patterns found in content).
+    opt_in: tuple[str, ...] = ()
+    max_file_bytes: int = 1_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheConfig:
+    enabled: bool = True
+    max_entries: int = 4096
+    max_bytes: int = 32 * 1024 * 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefetchConfig:
+    enabled: bool = True
+    # Speculate after a suggestion is shown (the state after accepting it) and when one is accepted.
+    on_shown: bool = True
+    # A prefetcher must not burn the user's quota: tokens (in + out) it may spend per minute.
+    tokens_per_minute: int = 20000
+    max_concurrent: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,6 +118,10 @@ class TraceConfig:
 class Config:
     models: ModelsConfig = field(default_factory=ModelsConfig)
     completion: CompletionConfig = field(default_factory=CompletionConfig)
+    context: ContextConfig = field(default_factory=ContextConfig)
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    prefetch: PrefetchConfig = field(default_factory=PrefetchConfig)
     trace: TraceConfig = field(default_factory=TraceConfig)
     trusted_workspaces: tuple[str, ...] = ()
     # Sent by an editor that has its own notion of trust (VS Code's workspace trust).
