@@ -78,6 +78,8 @@ export class Controller implements vscode.Disposable {
   }
 
   async restart(): Promise<void> {
+    // A start in flight would otherwise finish after the stop with the old executable.
+    await this.starting;
     await this.stop();
     this.discovery = undefined;
     await this.start();
