@@ -181,10 +181,12 @@ def _table_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
 
 def format_text(report: Mapping[str, Any], *, path: pathlib.Path) -> str:
     """The report as an aligned plain-text table."""
-    header = f"  {'ms since received':<28}{'count':>7}" + "".join(f"{q:>11}" for q, _ in QUANTILES)
-    lines = [f"trace report: {path} ({report['records']} records)", "", "phases", header]
+    def header(label: str) -> str:
+        return f"  {label:<28}{'count':>7}" + "".join(f"{q:>11}" for q, _ in QUANTILES)
+
+    lines = [f"trace report: {path} ({report['records']} records)", "", "phases", header("ms since received")]
     lines += _table_rows((phase, report["phases_ms"][phase]) for phase in report["phases_ms"])
-    lines += ["", "derived intervals", header.replace("ms since received", "ms")]
+    lines += ["", "derived intervals", header("ms")]
     intervals = report["intervals_ms"]
     lines += _table_rows((name, intervals[name]) for name in INTERVALS)
     lines += _table_rows((f"answered ({source})", d) for source, d in intervals["answered_by_source"].items())
