@@ -12,6 +12,11 @@ JSON object) with the same shape:
     max_tokens = 256
     timeout_s = 10.0
 
+    [router]                            [edit]
+    force = ""   # "fast" | "accurate"  max_tokens = 4096
+    large_selection_lines = 30          deadline_s = 300.0
+    span_files = 2.0 ...                context_files = 4
+
 A workspace's tandem.toml comes from whoever wrote the repository: unless the user trusts it, it may not
 set the keys that decide where code and keys go (`WORKSPACE_GUARDED`).
 """
@@ -92,7 +97,10 @@ class PrivacyConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class CacheConfig:
-    enabled: bool = True
+    # How suggestions are reused: "typed-through" serves the rest of a completion (streaming or finished)
+    # the user is typing through; "exact" only where the cursor is exactly at an anchor (a prefetched
+    # state); "off" asks the model on every miss. The last two exist to measure what the first is worth.
+    reuse: Literal["typed-through", "exact", "off"] = "typed-through"
     max_entries: int = 4096
     max_bytes: int = 32 * 1024 * 1024
 
@@ -105,6 +113,33 @@ class PrefetchConfig:
     # A prefetcher must not burn the user's quota: tokens (in + out) it may spend per minute.
     tokens_per_minute: int = 20000
     max_concurrent: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouterConfig:
+    """`[router]`: where an edit goes (the fields of `completion.router.RouterThresholds`), and a
+    per-project override. `force = "fast"` or `"accurate"` sends every edit there; "" lets the router decide."""
+
+    force: Literal["", "fast", "accurate"] = ""
+    large_selection_lines: int = 30
+    span_files: float = 2.0
+    working_diff_files: int = 3
+    working_diff_lines: int = 150
+    common_name_share: float = 0.3
+    accurate_score: float = 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditConfig:
+    """`[edit]`: limits of one `tandem.edit`."""
+
+    # An edit answer is whole SEARCH/REPLACE blocks: far longer than a completion.
+    max_tokens: int = 4096
+    # The whole edit, escalation included (an accurate model at ~65 tokens/s needs a minute for 4K tokens).
+    deadline_s: float = 300.0
+    # Other files shown to the model beside the one being edited (the route's cross-file reach).
+    context_files: int = 4
+    context_chars: int = 60_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +158,8 @@ class Config:
     cache: CacheConfig = field(default_factory=CacheConfig)
     prefetch: PrefetchConfig = field(default_factory=PrefetchConfig)
     trace: TraceConfig = field(default_factory=TraceConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    edit: EditConfig = field(default_factory=EditConfig)
     trusted_workspaces: tuple[str, ...] = ()
     # Sent by an editor that has its own notion of trust (VS Code's workspace trust).
     trust_workspace: bool = False

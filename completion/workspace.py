@@ -1,0 +1,264 @@
+"""The workspace as the model side sees it: what may be sent, the symbols of every file, the open
+documents' token indexes, and context windows built from them.
+
+The LSP edge feeds it document events (`open`, `change`, `close`); `start()` loads the tokenizer and scans
+the workspace in a worker thread (files read here, never in `cache/`), then swaps the finished index in, so
+the event loop never waits for the disk. Until then completions use a plain character window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pathlib
+import time
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
+
+from cache.context import ContextBuilder, ContextOptions, ContextWindow
+from cache.lines import Edit, LineBuffer
+from cache.privacy import IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
+from cache.symbols import SymbolIndex
+from cache.token_index import TokenIndex
+from cache.tokens import EncodingUnavailable, TokenCounter, get_counter
+from completion.config import ContextConfig, PrivacyConfig
+
+log = logging.getLogger(__name__)
+
+# Files the symbol index reads: source code, by extension.
+SOURCE_SUFFIXES = frozenset(
+    ".py .pyi .js .jsx .mjs .ts .tsx .go .rs .java .kt .c .h .cc .cpp .hpp .cs .rb .php .lua .el .swift .scala"
+    " .sh .ex .exs .hs .ml .zig .dart .vue .svelte".split()
+)
+# Directories never worth walking (dependencies, build output, caches); ignore files prune the rest.
+SKIP_DIRS = frozenset(
+    ".git .hg .svn node_modules __pycache__ .venv venv .tox .mypy_cache .ruff_cache .pytest_cache dist build"
+    " target .idea .vscode .cache site-packages".split()
+)
+# Re-index an edited document's symbols this long after its last change (not on every keystroke).
+SYMBOLS_AFTER_EDIT_S = 2.0
+
+
+@dataclass
+class ScanResult:
+    symbols: SymbolIndex
+    privacy: PrivacyFilter
+    files: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def uri_path(uri: str) -> pathlib.Path | None:
+    parsed = urlparse(uri)
+    return pathlib.Path(unquote(parsed.path)) if parsed.scheme == "file" else None
+
+
+def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int) -> ScanResult:
+    """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules."""
+    started = time.perf_counter()
+    privacy = PrivacyFilter(policy=policy)
+    symbols = SymbolIndex()
+    result = ScanResult(symbols=symbols, privacy=privacy)
+    for directory, dirs, files in os.walk(root):
+        relative_dir = os.path.relpath(directory, root)
+        relative_dir = "" if relative_dir == "." else relative_dir.replace(os.sep, "/")
+        for name in IGNORE_FILE_NAMES:
+            if name in files:
+                try:
+                    privacy.set_ignore_file(
+                        f"{relative_dir}/{name}".lstrip("/"), (pathlib.Path(directory) / name).read_text()
+                    )
+                except (OSError, UnicodeDecodeError):
+                    log.info("cannot read %s/%s; its rules are not applied", relative_dir, name)
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and privacy.check_path(f"{relative_dir}/{d}/x".lstrip("/"))
+        )
+        for name in sorted(files):
+            if os.path.splitext(name)[1] not in SOURCE_SUFFIXES:
+                continue
+            if result.files >= max_files:
+                result.refused["over max_files"] = result.refused.get("over max_files", 0) + 1
+                continue
+            relative = f"{relative_dir}/{name}".lstrip("/")
+            verdict = privacy.check_path(relative)
+            data = b""
+            if verdict:
+                try:
+                    path = pathlib.Path(directory) / name
+                    if path.stat().st_size > policy.max_file_bytes:
+                        verdict = Verdict(allowed=False, reason="too large")
+                    else:
+                        data = path.read_bytes()
+                        verdict = privacy.check_content(relative, data)
+                except OSError as error:
+                    verdict = Verdict(allowed=False, reason=f"unreadable ({error.strerror})")
+            if not verdict:
+                kind = verdict.reason.split(" (")[0]
+                result.refused[kind] = result.refused.get(kind, 0) + 1
+                continue
+            symbols.update(relative, data.decode("utf-8"))
+            result.files += 1
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+@dataclass
+class _Open:
+    path: str
+    buffer: LineBuffer
+    index: TokenIndex | None = None
+    # Edits that arrived while the index was being built in a thread: (start, end, new lines).
+    pending: list[tuple[int, int, list[str]]] | None = None
+    verdict: Verdict = field(default_factory=lambda: Verdict(allowed=True))
+    symbols_timer: asyncio.TimerHandle | None = None
+
+
+class WorkspaceIndex:
+    """One per server. Not thread-safe: call it from the event loop (it uses threads itself)."""
+
+    def __init__(self, *, root: pathlib.Path | None, context: ContextConfig, privacy: PrivacyConfig) -> None:
+        self.root = root
+        self.settings = context
+        self.privacy = PrivacyFilter(policy=PrivacyPolicy(opt_in=privacy.opt_in, max_file_bytes=privacy.max_file_bytes))
+        self.symbols = SymbolIndex()
+        self.counter: TokenCounter | None = None
+        self.scan: ScanResult | None = None
+        self._builder: ContextBuilder | None = None
+        self._docs: dict[str, _Open] = {}
+
+    # -- start-up -------------------------------------------------------------------------------
+
+    async def start(self) -> list[str]:
+        """Load the tokenizer and scan the workspace off the event loop; returns problems to show."""
+        problems: list[str] = []
+        try:
+            self.counter = await asyncio.to_thread(get_counter, self.settings.encoding)
+        except EncodingUnavailable as error:
+            problems.append(f"context.encoding: {error}; using cl100k_base")
+            self.counter = await asyncio.to_thread(get_counter, "cl100k_base")
+        self._builder = self._make_builder()
+        for uri, doc in self._docs.items():
+            if doc.index is None and doc.pending is None:
+                self._index_later(uri, doc)
+        if self.root is not None and self.settings.scan_workspace and self.root.is_dir():
+            policy = self.privacy.policy
+            scan = await asyncio.to_thread(scan_workspace, self.root, policy=policy, max_files=self.settings.max_files)
+            self.scan, self.symbols, self.privacy = scan, scan.symbols, scan.privacy
+            self._builder = self._make_builder()
+            log.info(
+                "workspace indexed: %d files in %.1f s; not sent: %s", scan.files, scan.seconds, scan.refused or "none"
+            )
+        return problems
+
+    def _make_builder(self) -> ContextBuilder:
+        assert self.counter is not None
+        options = ContextOptions(
+            budget_tokens=self.settings.budget_tokens,
+            suffix_share=self.settings.suffix_share,
+            snippet_share=self.settings.snippet_share,
+        )
+        builder = ContextBuilder(
+            counter=self.counter, symbols=self.symbols, options=options, may_send=lambda p: bool(self.may_send(p))
+        )
+        for doc in self._docs.values():
+            if doc.index is not None and doc.verdict:
+                builder.open_document(doc.path, doc.index)
+        return builder
+
+    # -- documents ------------------------------------------------------------------------------
+
+    def relative(self, uri: str) -> str:
+        """The path the privacy rules and the symbol index use: POSIX, relative to the root."""
+        path = uri_path(uri)
+        if path is None:
+            return uri
+        if self.root is not None:
+            try:
+                return path.relative_to(self.root).as_posix()
+            except ValueError:
+                pass
+        return path.as_posix()
+
+    def may_send(self, path: str) -> Verdict:
+        return self.privacy.check_path(path)
+
+    def verdict(self, uri: str) -> Verdict:
+        """Whether this open document may be sent to a model at all (checked at open, by name and content)."""
+        doc = self._docs.get(uri)
+        return doc.verdict if doc is not None else self.may_send(self.relative(uri))
+
+    def open(self, uri: str, buffer: LineBuffer) -> Verdict:
+        """A document opened (or replaced whole): check it may be sent, then index it in the background."""
+        self.close(uri)
+        path = self.relative(uri)
+        verdict = self.privacy.check_path(path)
+        if verdict:
+            verdict = self.privacy.check_content(path, buffer.text())
+        if not verdict:
+            log.info("%s will not be sent to a model: %s", path, verdict.reason)
+        doc = _Open(path=path, buffer=buffer, verdict=verdict)
+        self._docs[uri] = doc
+        if verdict and self.counter is not None:
+            self._index_later(uri, doc)
+        return verdict
+
+    def _index_later(self, uri: str, doc: _Open) -> None:
+        """Build the token index in a thread (a 1 MB file takes ~0.2 s); edits meanwhile are queued."""
+        counter = self.counter
+        assert counter is not None
+        snapshot = doc.buffer.lines(0, doc.buffer.line_count)
+        doc.pending = []
+
+        def done(task: asyncio.Future[TokenIndex]) -> None:
+            if self._docs.get(uri) is not doc or task.cancelled() or task.exception() is not None:
+                return
+            index = task.result()
+            for start, end, new_lines in doc.pending or ():
+                index.replace_lines(start, end, new_lines)
+            doc.index, doc.pending = index, None
+            if self._builder is not None:
+                self._builder.open_document(doc.path, index)
+
+        future = asyncio.ensure_future(asyncio.to_thread(TokenIndex, counter, snapshot))
+        future.add_done_callback(done)
+
+    def change(self, uri: str, edit: Edit) -> None:
+        """`edit` was just applied to the document's buffer."""
+        doc = self._docs.get(uri)
+        if doc is None or not doc.verdict:
+            return
+        end = edit.start_line + edit.old_line_count
+        new_lines = doc.buffer.lines(edit.start_line, edit.start_line + edit.new_line_count)
+        if doc.index is not None:
+            doc.index.replace_lines(edit.start_line, end, new_lines)
+        elif doc.pending is not None:
+            doc.pending.append((edit.start_line, end, new_lines))
+        if self._builder is not None:
+            self._builder.note_edit(doc.path, edit.start_line, lines_added=edit.new_line_count - edit.old_line_count)
+        if doc.symbols_timer is not None:
+            doc.symbols_timer.cancel()
+        doc.symbols_timer = asyncio.get_running_loop().call_later(SYMBOLS_AFTER_EDIT_S, self._reindex, uri)
+
+    def _reindex(self, uri: str) -> None:
+        doc = self._docs.get(uri)
+        if doc is not None:
+            doc.symbols_timer = None
+            self.symbols.update(doc.path, doc.buffer.text())
+
+    def close(self, uri: str) -> None:
+        doc = self._docs.pop(uri, None)
+        if doc is not None:
+            if doc.symbols_timer is not None:
+                doc.symbols_timer.cancel()
+            if self._builder is not None:
+                self._builder.close_document(doc.path)
+
+    # -- context --------------------------------------------------------------------------------
+
+    def window(self, uri: str, line: int, character: int) -> ContextWindow | None:
+        """The token-budgeted window at a cursor, or None while the document's index is not ready."""
+        doc = self._docs.get(uri)
+        if doc is None or doc.index is None or self._builder is None or not doc.verdict:
+            return None
+        return self._builder.build(path=doc.path, index=doc.index, line=line, character=character)
