@@ -1,0 +1,427 @@
+"""The path of one edit, top to bottom: `EditFlow.run`. No LSP here: plain dataclasses in and out.
+
+    route -> context -> prompt -> stream -> parse -> validate -> rebase -> outcome
+                                   ^                   |
+                                   +--- escalate ------+   (fast answer unusable: ask the accurate model)
+
+1. Route: `completion.router` decides from what it can see before generating (selection, instruction,
+   cross-file reach from the symbol index, the user's change in progress); the user's or the project's
+   override wins, and the reasons are kept either way.
+2. Context: the files the route found in the edit's reach are shown to the model beside the edited file.
+3. Stream the answer (a whole conversation through `ModelRequest.messages`, raw), reporting progress.
+4. Check it (`completion.edits.checked_edits`): parse, validate (still parses; for the fast model, not
+   far larger than predicted), rebase over what the user typed meanwhile.
+5. A fast answer that fails 4 (or a fast model that times out) is re-run on the accurate model; a tier
+   that is down hands the edit to the other, and the user is told once. An edit the user typed over is
+   refused, never escalated: the answer was fine, the text moved.
+
+The caller applies `EditOutcome.edits` and then calls `EditFlow.finish`, which writes the one trace
+record of the edit (`kind: "edit"`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from completion.backends.base import ModelRequest, StreamStats
+from completion.config import Config, RouterConfig
+from completion.edit_models import EditModels, ModelTier
+from completion.edit_types import (
+    Attempt,
+    AttemptOutcome,
+    EditInputs,
+    EditOutcome,
+    EditProgress,
+    EditRequest,
+    EditTraceRecord,
+    ProgressSink,
+)
+from completion.edits import (
+    AnswerParseError,
+    EditConflict,
+    EditError,
+    EditPrompt,
+    EditTarget,
+    FileEdit,
+    checked_edits,
+    edit_messages,
+    selection_lines,
+)
+from completion.errors import BackendTimeout, BackendUnavailable, CompletionError, NotConfigured, describe
+from completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
+from completion.trace import Tracer
+
+__all__ = ["EditFlow", "EditInputs", "EditModels", "EditOutcome", "EditProgress", "EditRequest", "route_message"]
+# Progress is reported at most every this many characters of answer (a report per token floods the client).
+_PROGRESS_EVERY_CHARS = 400
+
+
+def thresholds_of(router: RouterConfig) -> RouterThresholds:
+    """The router's thresholds from the `[router]` configuration table."""
+    return RouterThresholds(
+        large_selection_lines=router.large_selection_lines,
+        span_files=router.span_files,
+        working_diff_files=router.working_diff_files,
+        working_diff_lines=router.working_diff_lines,
+        common_name_share=router.common_name_share,
+        accurate_score=router.accurate_score,
+    )
+
+
+def _other(tier: Tier) -> Tier:
+    return "accurate" if tier == "fast" else "fast"
+
+
+def _classify(error: CompletionError) -> AttemptOutcome:
+    if isinstance(error, EditConflict):
+        return "conflict"
+    if isinstance(error, AnswerParseError):
+        return "unparsable"
+    if isinstance(error, EditError):
+        return "invalid"
+    if isinstance(error, BackendUnavailable | NotConfigured):
+        return "unavailable"
+    if isinstance(error, BackendTimeout):
+        return "timeout"
+    return "failed"
+
+
+def _feature_counts(decision: RouteDecision) -> dict[str, Any]:
+    f = decision.features
+    return {
+        "selection_lines": f.selection_lines,
+        "selection_chars": f.selection_chars,
+        "new_file": f.new_file,
+        "broad_words": list(f.broad_words),
+        "wide_words": list(f.wide_words),
+        "small_words": list(f.small_words),
+        "instruction_items": f.instruction_items,
+        "mentioned_files": len(f.mentioned_files),
+        "caller_files": len(f.caller_files),
+        "dependency_files": len(f.dependency_files),
+        "working_diff_lines": f.working_diff.lines,
+        "working_diff_files": len(f.working_diff.files),
+        "overridden": decision.overridden,
+    }
+
+
+def route_message(decision: RouteDecision) -> str:
+    """The route in one line for the user: "accurate: reaches 3 other files (models.py, views.py, urls.py)"."""
+    return f"{decision.tier}: " + ("; ".join(decision.reasons[:2]) or "no signal")
+
+
+class EditFlow:
+    """Runs edits: one instance per server (or per evaluation), sharing the models and the tracer."""
+
+    def __init__(self, *, models: EditModels, tracer: Tracer, config: Config) -> None:
+        self.models = models
+        self.tracer = tracer
+        self.config = config
+        # Tiers the user has been told are down or missing, so each is told once.
+        self._told: set[str] = set()
+
+    def decide(self, request: EditRequest, inputs: EditInputs) -> RouteDecision:
+        """The route of `request`, with its reasons; the request's override, then the project's, win."""
+        thresholds = thresholds_of(self.config.router)
+        features = route_features(
+            mode="edit",
+            path=request.path,
+            selection=request.text[request.start : request.end],
+            instruction=request.instruction,
+            new_file=not request.text,
+            symbols=inputs.symbols,
+            working_diff=inputs.working_diff,
+            thresholds=thresholds,
+        )
+        override: Tier | None = request.override or (self.config.router.force or None)
+        return route(features, thresholds, override=override)
+
+    async def run(
+        self, request: EditRequest, inputs: EditInputs, *, on_progress: ProgressSink | None = None
+    ) -> EditOutcome:
+        """Route, ask, check, escalate; see the module docstring. Cancelling the task stops the model stream."""
+        progress = on_progress or (lambda _: None)
+        record = EditTraceRecord(
+            kind="edit",
+            received_ns=request.received_ns or time.perf_counter_ns(),
+            file=request.path.rsplit("/", 1)[-1],
+            language=request.language,
+            client=request.client,
+            mode="edit",
+        )
+        decision = self.decide(request, inputs)
+        record.route_score, record.features = decision.score, _feature_counts(decision)
+        record.route_reasons = list(decision.reasons)
+        progress(EditProgress(message=route_message(decision), tier=decision.tier))
+        context = self._context(request, decision, inputs)
+        record.context_files = len(context)
+        first, end = selection_lines(request.text, request.start, request.end)
+        prompt = EditPrompt(
+            path=request.path,
+            text=request.text,
+            first_line=first,
+            end_line=end,
+            instruction=request.instruction,
+            context=context,
+            language=request.language,
+        )
+        messages = tuple((m["role"], m["content"]) for m in edit_messages(prompt))
+        record.prompt_chars = sum(len(content) for _, content in messages)
+        record.mark("context_built")
+        target = EditTarget(
+            originals={request.path: request.text, **context},
+            primary=request.path,
+            selection=(request.start, request.end) if request.end > request.start else None,
+        )
+        deadline_s = time.monotonic() + self.config.edit.deadline_s
+        attempts: list[Attempt] = []
+        notices: list[str] = []
+        escalation = ""
+        tier_name: Tier = decision.tier
+        try:
+            while True:
+                tier = self.models.get(tier_name)
+                other = _other(tier_name)
+                if tier is None:
+                    if any(a.tier == other for a in attempts) or self.models.get(other) is None:
+                        return self._failed(
+                            record, decision, attempts, notices, escalation, _no_model(tier_name), plain=True
+                        )
+                    notices += self._tell_once(tier_name, f"no {tier_name} model is configured")
+                    escalation = escalation or f"no {tier_name} model configured: the {other} model served"
+                    tier_name = other
+                    continue
+                attempt, checked = await self._attempt(
+                    tier_name, tier, messages, target, request, decision, inputs, record, progress, deadline_s
+                )
+                attempts.append(attempt)
+                if checked is not None:
+                    edits, current, rebased = checked
+                    record.tier, record.model = tier_name, tier.label
+                    return EditOutcome(
+                        decision=decision,
+                        edits=edits,
+                        current=current,
+                        tier=tier_name,
+                        attempts=tuple(attempts),
+                        rebased=rebased,
+                        notices=tuple(notices),
+                        escalation=escalation,
+                        record=self._close(record, attempts, escalation, "ready"),
+                    )
+                tried_other = any(a.tier == other for a in attempts)
+                other_tier = self.models.get(other)
+                if attempt.outcome == "conflict":
+                    return self._failed(record, decision, attempts, notices, escalation, attempt.error, conflict=True)
+                if attempt.outcome == "unavailable" and other_tier is not None and not tried_other:
+                    notices += self._tell_once(tier_name, f"the {tier_name} model is unavailable ({attempt.error})")
+                    escalation = f"{tier_name} model unavailable ({attempt.error}): the {other} model served"
+                    tier_name = other
+                    continue
+                if attempt.outcome == "timeout" and other_tier is not None and not tried_other:
+                    escalation = f"{tier_name} model timed out ({attempt.error}): re-run on the {other} model"
+                    tier_name = other
+                    continue
+                if tier_name == "fast" and other_tier is not None and not tried_other:
+                    escalation = (
+                        f"fast answer rejected ({attempt.outcome}: {attempt.error}): re-run on the accurate model"
+                    )
+                    progress(EditProgress(message=f"escalating to the accurate model: {attempt.error}", tier=other))
+                    tier_name = other
+                    continue
+                return self._failed(record, decision, attempts, notices, escalation, attempt.error)
+        except asyncio.CancelledError:
+            # Cancelled by the user (or the server stopping): the trace still says what was tried.
+            record.outcome = "cancelled"
+            self._close(record, attempts, escalation, "cancelled")
+            self.tracer.write(record)
+            raise
+
+    def finish(self, outcome: EditOutcome, *, applied: bool = False, error: str = "") -> None:
+        """Write the edit's trace record, once the caller knows whether its edits were applied (call it
+        for failed outcomes too)."""
+        record = outcome.record
+        if record is None:
+            return
+        if outcome.ok:
+            record.outcome = "applied" if applied else "rejected"
+            record.error = error
+            record.applied_files = len({e.path for e in outcome.edits}) if applied else 0
+        record.mark("done")
+        self.tracer.write(record)
+
+    # -- steps ---------------------------------------------------------------------------------
+
+    def _context(self, request: EditRequest, decision: RouteDecision, inputs: EditInputs) -> dict[str, str]:
+        """Other files to show the model: the caller's extra files, then the route's reach, within limits."""
+        f = decision.features
+        limits = self.config.edit
+        budget = limits.context_chars
+        context: dict[str, str] = {}
+        reach = [*f.mentioned_files, *f.caller_files, *f.dependency_files]
+        for index, path in enumerate([*inputs.extra_context, *reach]):
+            extra = index < len(inputs.extra_context)
+            if path == request.path or path in context or (not extra and len(context) >= limits.context_files):
+                continue
+            text = inputs.read_text(path)
+            if text is None or len(text) > budget:
+                continue
+            context[path] = text
+            budget -= len(text)
+        return context
+
+    async def _attempt(
+        self,
+        tier_name: Tier,
+        tier: ModelTier,
+        messages: tuple[tuple[str, str], ...],
+        target: EditTarget,
+        request: EditRequest,
+        decision: RouteDecision,
+        inputs: EditInputs,
+        record: EditTraceRecord,
+        progress: ProgressSink,
+        deadline_s: float,
+    ) -> tuple[Attempt, tuple[tuple[FileEdit, ...], Mapping[str, str], bool] | None]:
+        """Ask `tier`, then check its answer; (what happened, (edits, current texts, rebased) or None)."""
+        model_request = ModelRequest(
+            prefix="",
+            suffix="",
+            language=request.language,
+            path=request.path,
+            max_tokens=self.config.edit.max_tokens,
+            temperature=tier.config.temperature,
+            instruction=request.instruction,
+            messages=messages,
+        )
+        stats = StreamStats()
+        parts: list[str] = []
+        started_ns = time.perf_counter_ns()
+        where = f"{route_message(decision)} — {tier_name} model ({tier.short})"
+        progress(EditProgress(message=f"{where}: asking", tier=tier_name))
+        error: CompletionError | None = None
+        received = reported = 0
+        try:
+            with anyio.fail_after(max(0.0, deadline_s - time.monotonic())):
+                chunks = tier.backend.stream(model_request, stats)
+                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                    async for chunk in chunks:
+                        parts.append(chunk)
+                        received += len(chunk)
+                        if received - reported >= _PROGRESS_EVERY_CHARS:
+                            reported = received
+                            lines = sum(part.count("\n") for part in parts)
+                            progress(EditProgress(message=f"{where}: {lines} lines received", tier=tier_name))
+        except TimeoutError:
+            error = BackendTimeout(f"no complete answer within {self.config.edit.deadline_s:g} s")
+        except CompletionError as exc:
+            error = exc
+        record.mark("request_sent", stats.request_sent_ns)
+        record.mark("first_token", stats.first_token_ns)
+        record.mark("answered")
+        record.tokens_in += stats.usage.input_tokens
+        record.tokens_out += stats.usage.output_tokens
+        record.tokens_cached += stats.usage.cached_tokens
+        answer = "".join(parts)
+        record.chars = len(answer)
+        checked = None
+        changed = 0
+        if error is None:
+            progress(EditProgress(message=f"{where}: checking the answer", tier=tier_name))
+            current = inputs.current_texts(list(target.originals))
+            try:
+                result = checked_edits(
+                    answer,
+                    target,
+                    current=current,
+                    # Only the fast model's answers are held to the predicted size: it is the one that
+                    # rambles when a task is beyond it.
+                    predicted_lines=decision.features.expected_lines() if tier_name == "fast" else None,
+                )
+            except CompletionError as exc:
+                error = exc
+            else:
+                changed = result.validation.changed_lines
+                checked = (result.edits, dict(current), result.rebased)
+        attempt = Attempt(
+            tier=tier_name,
+            model=tier.label,
+            outcome="ok" if error is None else _classify(error),
+            error="" if error is None else str(error) or describe(error),
+            answer_chars=len(answer),
+            changed_lines=changed,
+            elapsed_ms=round((time.perf_counter_ns() - started_ns) / 1e6, 3),
+            tokens_in=stats.usage.input_tokens,
+            tokens_out=stats.usage.output_tokens,
+        )
+        return attempt, checked
+
+    # -- endings -------------------------------------------------------------------------------
+
+    def _tell_once(self, tier: Tier, why: str) -> list[str]:
+        if tier in self._told:
+            return []
+        self._told.add(tier)
+        return [f"tandem: {why}; the {_other(tier)} model serves edits instead."]
+
+    def _close(
+        self, record: EditTraceRecord, attempts: list[Attempt], escalation: str, outcome: str
+    ) -> EditTraceRecord:
+        record.attempts = [
+            {
+                "tier": a.tier,
+                "outcome": a.outcome,
+                "error": a.error[:300],
+                "answer_chars": a.answer_chars,
+                "changed_lines": a.changed_lines,
+                "ms": a.elapsed_ms,
+                "tokens": {"in": a.tokens_in, "out": a.tokens_out},
+            }
+            for a in attempts
+        ]
+        record.escalation = escalation
+        record.outcome = outcome
+        record.source = "model" if attempts else "none"
+        return record
+
+    def _failed(
+        self,
+        record: EditTraceRecord,
+        decision: RouteDecision,
+        attempts: list[Attempt],
+        notices: list[str],
+        escalation: str,
+        message: str,
+        *,
+        conflict: bool = False,
+        plain: bool = False,
+    ) -> EditOutcome:
+        self._close(record, attempts, escalation, "conflict" if conflict else "failed")
+        record.error = message[:300]
+        last = attempts[-1] if attempts else None
+        if last is not None:
+            record.tier, record.model = last.tier, last.model
+        if not (conflict or plain) and last is not None:
+            message = f"the {last.tier} model's edit could not be used: {message}"
+        return EditOutcome(
+            decision=decision,
+            attempts=tuple(attempts),
+            message=message,
+            conflict=conflict,
+            notices=tuple(notices),
+            escalation=escalation,
+            record=record,
+        )
+
+
+def _no_model(tier: Tier) -> str:
+    return (
+        f"no model is configured for edits (the route chose {tier}). Add [models.fast] and [models.accurate] "
+        "tables to ~/.config/tandem/config.toml, or run `tandem demo` to see tandem work against its simulator."
+    )

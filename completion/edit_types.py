@@ -1,0 +1,131 @@
+"""The values an edit is made of, in and out of `completion.edit_flow.EditFlow.run` (no LSP, no I/O).
+
+EditRequest      the instruction over a range of one file, as the user gave it
+EditInputs       what the server knows besides: symbols, the working diff, how to read other files
+EditProgress     one progress line for the user
+Attempt          one model's try: its outcome and error in words
+EditOutcome      edits ready to apply (or why there are none), with the route and the attempts
+EditTraceRecord  the edit's trace record: route score, feature counts, attempts (never text)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from completion.edits import FileEdit
+from completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
+from completion.trace import TraceRecord
+
+AttemptOutcome = Literal["ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "failed"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditRequest:
+    """One edit: an instruction over `[start, end)` (code-point offsets) of `text`, the file at `path`
+    (workspace-relative: the name the model sees and the edits carry)."""
+
+    path: str
+    text: str
+    start: int
+    end: int
+    instruction: str
+    language: str = ""
+    # The user's choice for this edit (`tandem.edit`'s `model`), or None to let the project/router decide.
+    override: Tier | None = None
+    client: str = ""
+    received_ns: int = 0
+
+
+def _no_text(path: str) -> str | None:
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditInputs:
+    """What the server knows besides the request."""
+
+    # Current texts of files, by workspace-relative path (absent: unknown); read again at rebase time.
+    current_texts: Callable[[Collection[str]], Mapping[str, str]]
+    # Text of another workspace file to show the model, or None (unreadable, or private).
+    read_text: Callable[[str], str | None] = _no_text
+    symbols: SymbolLookup | None = None
+    working_diff: WorkingDiff = field(default_factory=WorkingDiff)
+    # Files to show whatever the route found (the evaluation shows the commit's files).
+    extra_context: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Attempt:
+    """One model's try at the edit."""
+
+    tier: Tier
+    model: str
+    outcome: AttemptOutcome
+    error: str = ""
+    answer_chars: int = 0
+    changed_lines: int = 0
+    elapsed_ms: float = 0.0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+@dataclass(kw_only=True)
+class EditTraceRecord(TraceRecord):
+    """A trace record with the edit's route score, features (counts, never text) and attempts."""
+
+    route_score: float = 0.0
+    features: dict[str, Any] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    escalation: str = ""
+    context_files: int = 0
+    applied_files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data["edit"] = {
+            "route_score": round(self.route_score, 4),
+            "features": self.features,
+            "attempts": self.attempts,
+            "escalation": self.escalation,
+            "context_files": self.context_files,
+            "applied_files": self.applied_files,
+        }
+        return data
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditOutcome:
+    """The result of `EditFlow.run`: edits over `current` (empty when there is nothing to apply) and why."""
+
+    decision: RouteDecision
+    edits: tuple[FileEdit, ...] = ()
+    # The texts the edits apply to: each file as it was when the answer was checked.
+    current: Mapping[str, str] = field(default_factory=dict)
+    # The tier whose answer this is (None when no answer could be used).
+    tier: Tier | None = None
+    attempts: tuple[Attempt, ...] = ()
+    # For the user: what went wrong, when `edits` is empty.
+    message: str = ""
+    conflict: bool = False
+    rebased: bool = False
+    # Things to tell the user once (a tier that is down or missing).
+    notices: tuple[str, ...] = ()
+    escalation: str = ""
+    record: EditTraceRecord | None = None
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.edits)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditProgress:
+    """A progress report: one line for the user, and the tier at work."""
+
+    message: str
+    tier: Tier | None = None
+
+
+ProgressSink = Callable[[EditProgress], None]

@@ -1,0 +1,279 @@
+"""Unit tests of the edit path's logic (`completion.edit_flow`): routing with reasons, escalation of a fast
+answer that fails its checks, a tier that is down, refusal when the user typed over the range, and the
+trace record. Model answers come from `httpx.MockTransport` (fixed answers, to drive each branch); the
+same path against the real simulator over loopback is in test_e2e_edits.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pathlib
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
+from typing import Any
+
+import httpx
+import pytest
+
+from completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
+from completion.edit_flow import EditFlow, EditInputs, EditModels, EditRequest, route_message
+from completion.edit_types import EditOutcome, EditProgress
+from completion.edits import apply_all, read_edit_prompt
+from completion.router import SymbolIndex, WorkingDiff
+from completion.trace import Tracer
+
+VIEWS = "def show(invoice):\n    return invoice.total\n\n\ndef other():\n    return 1\n"
+FIXED = "def show(invoice):\n    return invoice.total * 2\n\n\ndef other():\n    return 1\n"
+GOOD = "views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n    return invoice.total * 2\n>>>>>>> REPLACE\n"
+BROKEN_SYNTAX = (
+    "views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n    return (invoice.total\n>>>>>>> REPLACE\n"
+)
+CUT_OFF = "views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n    return invoice"
+
+
+def sse(text: str) -> bytes:
+    chunks = [text[i : i + 7] for i in range(0, len(text), 7)]
+    body = "".join(
+        "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": c}, "finish_reason": None}]}) + "\n\n"
+        for c in chunks
+    )
+    usage = {"choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": len(chunks)}}
+    return (body + "data: " + json.dumps(usage) + "\n\ndata: [DONE]\n\n").encode()
+
+
+class Provider:
+    """Answers by host: fast.test / accurate.test, each a list of answers (str) or status codes (int)."""
+
+    def __init__(self, answers: Mapping[str, list[str | int]]) -> None:
+        self.answers = {host: list(items) for host, items in answers.items()}
+        self.asked: list[str] = []
+        self.bodies: list[dict[str, object]] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        self.asked.append(host.split(".")[0])
+        self.bodies.append(json.loads(request.content))
+        answer = self.answers[host].pop(0)
+        if isinstance(answer, int):
+            return httpx.Response(answer, json={"error": {"message": "simulated failure"}})
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=sse(answer))
+
+
+def config(*, fast: bool = True, accurate: bool = True, force: str = "") -> Config:
+    models = ModelsConfig(
+        fast=ModelConfig(base_url="http://fast.test/v1", model="sim-spark") if fast else None,
+        accurate=ModelConfig(base_url="http://accurate.test/v1", model="sim-codex") if accurate else None,
+    )
+    return Config(models=models, router=RouterConfig(force=force), edit=EditConfig(deadline_s=30.0))  # type: ignore[arg-type]
+
+
+class Files:
+    """The workspace as the server would see it: current texts, changeable mid-edit."""
+
+    def __init__(self, texts: Mapping[str, str]) -> None:
+        self.texts = dict(texts)
+        self.on_read: Callable[[], None] = lambda: None
+
+    def current(self, paths: Collection[str]) -> Mapping[str, str]:
+        self.on_read()
+        return {p: self.texts[p] for p in paths if p in self.texts}
+
+    def inputs(self, **fields: object) -> EditInputs:
+        return EditInputs(current_texts=self.current, read_text=self.texts.get, **fields)  # type: ignore[arg-type]
+
+
+async def run(
+    provider: Provider,
+    cfg: Config,
+    request: EditRequest,
+    files: Files,
+    tmp_path: pathlib.Path,
+    **inputs: object,
+) -> tuple[EditFlow, EditOutcome, list[dict[str, Any]], list[EditProgress]]:
+    async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as client:
+        models = EditModels(client, env={})
+        assert models.configure(cfg) == []
+        tracer = Tracer(tmp_path / "trace.jsonl")
+        flow = EditFlow(models=models, tracer=tracer, config=cfg)
+        seen: list[EditProgress] = []
+        outcome = await flow.run(request, files.inputs(**inputs), on_progress=seen.append)
+        flow.finish(outcome, applied=outcome.ok)
+        tracer.close()
+    records = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    return flow, outcome, records, seen
+
+
+def small_request(**fields: object) -> EditRequest:
+    start = VIEWS.index("    return invoice.total")
+    end = VIEWS.index("\n\n\ndef other") + 1
+    base: dict[str, object] = {
+        "path": "views.py",
+        "text": VIEWS,
+        "start": start,
+        "end": end,
+        "instruction": "double it",
+        "language": "python",
+    }
+    base.update(fields)
+    return EditRequest(**base)  # type: ignore[arg-type]
+
+
+async def test_small_edit_goes_fast_and_is_applied(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [GOOD]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, [record], seen = await run(provider, config(), small_request(), files, tmp_path)
+    assert outcome.ok and outcome.tier == "fast" and not outcome.escalation
+    assert apply_all(files.texts, outcome.edits)["views.py"] == FIXED
+    assert provider.asked == ["fast"]
+    assert record["kind"] == "edit" and record["outcome"] == "applied" and record["tier"] == "fast"
+    assert record["edit"]["attempts"][0]["outcome"] == "ok"
+    assert record["route_reasons"] and seen[0].message.startswith("fast: ")
+    # The model was asked with the edit conversation, and the trace holds no text of the file.
+    sent = provider.bodies[0]["messages"]
+    assert read_edit_prompt(sent) is not None  # type: ignore[arg-type]
+    assert "invoice" not in json.dumps(record)
+
+
+@pytest.mark.parametrize(("answer", "why"), [(BROKEN_SYNTAX, "invalid"), (CUT_OFF, "unparsable")])
+async def test_fast_answer_that_fails_its_checks_escalates(tmp_path: pathlib.Path, answer: str, why: str) -> None:
+    provider = Provider({"fast.test": [answer], "accurate.test": [GOOD]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, [record], seen = await run(provider, config(), small_request(), files, tmp_path)
+    assert outcome.ok and outcome.tier == "accurate"
+    assert provider.asked == ["fast", "accurate"]
+    assert [a["outcome"] for a in record["edit"]["attempts"]] == [why, "ok"]
+    assert record["edit"]["escalation"].startswith(f"fast answer rejected ({why}")
+    assert any(p.message.startswith("escalating to the accurate model") for p in seen)
+
+
+async def test_fast_answer_far_larger_than_predicted_escalates(tmp_path: pathlib.Path) -> None:
+    rewrite = "\n".join(f"    x{i} = {i}" for i in range(60))
+    huge = f"views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n{rewrite}\n    return x0\n>>>>>>> REPLACE\n"
+    provider = Provider({"fast.test": [huge], "accurate.test": [huge]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, [record], _ = await run(provider, config(), small_request(), files, tmp_path)
+    # Only the fast model is held to the predicted size: the accurate model's same answer is applied.
+    assert outcome.ok and outcome.tier == "accurate"
+    assert "far more than" in record["edit"]["attempts"][0]["error"]
+
+
+async def test_without_an_accurate_model_a_bad_fast_answer_is_refused(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [BROKEN_SYNTAX]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, [record], _ = await run(provider, config(accurate=False), small_request(), files, tmp_path)
+    assert not outcome.ok and "would no longer parse" in outcome.message
+    assert record["outcome"] == "failed"
+
+
+async def test_a_tier_that_is_down_hands_over_and_the_user_is_told_once(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [503, 503], "accurate.test": [GOOD, GOOD]})
+    files = Files({"views.py": VIEWS})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as client:
+        models = EditModels(client, env={})
+        models.configure(config())
+        flow = EditFlow(models=models, tracer=Tracer(None), config=config())
+        first = await flow.run(small_request(), files.inputs())
+        second = await flow.run(small_request(), files.inputs())
+    assert first.ok and first.tier == "accurate" and second.ok
+    assert len(first.notices) == 1 and "fast model is unavailable" in first.notices[0]
+    assert second.notices == ()
+    assert "fast model unavailable" in first.escalation
+
+
+async def test_a_missing_tier_is_served_by_the_other(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [GOOD]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, _, _ = await run(provider, config(accurate=False, force="accurate"), small_request(), files, tmp_path)
+    assert outcome.ok and outcome.tier == "fast"
+    assert "no accurate model is configured" in outcome.notices[0]
+
+
+async def test_user_typing_elsewhere_is_rebased_over(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [GOOD]})
+    files = Files({"views.py": VIEWS})
+
+    def user_types_above() -> None:
+        files.texts["views.py"] = "import os\n" + VIEWS
+
+    files.on_read = user_types_above
+    _, outcome, _, _ = await run(provider, config(), small_request(), files, tmp_path)
+    assert outcome.ok and outcome.rebased
+    assert apply_all(outcome.current, outcome.edits)["views.py"] == "import os\n" + FIXED
+
+
+async def test_user_typing_over_the_range_refuses_without_escalating(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [GOOD]})
+    files = Files({"views.py": VIEWS})
+
+    def user_types_inside() -> None:
+        files.texts["views.py"] = VIEWS.replace("invoice.total\n", "invoice.total + tax\n", 1)
+
+    files.on_read = user_types_inside
+    _, outcome, [record], _ = await run(provider, config(), small_request(), files, tmp_path)
+    assert not outcome.ok and outcome.conflict
+    assert "you changed line 2" in outcome.message
+    assert provider.asked == ["fast"] and record["outcome"] == "conflict"
+
+
+async def test_cross_file_edit_routes_accurate_with_reasons_and_shows_the_files(tmp_path: pathlib.Path) -> None:
+    models_py = "def compute_total(invoice):\n    return invoice.total\n"
+    views_py = "from models import compute_total\n\ndef show(i):\n    return compute_total(i)\n"
+    urls_py = "from views import show\nfrom models import compute_total\nroutes = [show, compute_total]\n"
+    files = Files({"models.py": models_py, "views.py": views_py, "urls.py": urls_py})
+    symbols = SymbolIndex.from_texts(files.texts.items())
+    answer = (
+        "models.py\n<<<<<<< SEARCH\ndef compute_total(invoice):\n=======\ndef invoice_total(invoice):\n"
+        ">>>>>>> REPLACE\n"
+        "views.py\n<<<<<<< SEARCH\nfrom models import compute_total\n=======\nfrom models import invoice_total\n"
+        ">>>>>>> REPLACE\n"
+    )
+    provider = Provider({"accurate.test": [answer]})
+    request = EditRequest(
+        path="models.py", text=models_py, start=0, end=len(models_py), instruction="rename compute_total"
+    )
+    _, outcome, [record], seen = await run(provider, config(), request, files, tmp_path, symbols=symbols)
+    assert outcome.ok and outcome.tier == "accurate"
+    assert {e.path for e in outcome.edits} == {"models.py", "views.py"}
+    assert seen[0].message.startswith("accurate: reaches 2 other files (urls.py, views.py)")
+    shown = read_edit_prompt(provider.bodies[0]["messages"])  # type: ignore[arg-type]
+    assert shown is not None and set(shown.context) == {"views.py", "urls.py"}
+    assert record["edit"]["features"]["mentioned_files"] == 2 and record["edit"]["context_files"] == 2
+
+
+async def test_working_diff_and_overrides_reach_the_decision(tmp_path: pathlib.Path) -> None:
+    files = Files({"views.py": VIEWS})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(Provider({}))) as client:
+        flow = EditFlow(models=EditModels(client, env={}), tracer=Tracer(None), config=config())
+        busy = WorkingDiff(lines=400, files=("a.py", "b.py", "c.py", "d.py"))
+        decision = flow.decide(small_request(), files.inputs(working_diff=busy))
+        assert decision.tier == "accurate" and "your change in progress spans 4 file(s)" in route_message(decision)
+        forced = flow.decide(small_request(override="fast"), files.inputs(working_diff=busy))
+        assert forced.tier == "fast" and forced.reasons[0].startswith("requested by the user")
+        flow.config = config(force="accurate")
+        assert flow.decide(small_request(), files.inputs()).tier == "accurate"
+
+
+async def test_cancelling_stops_the_stream_and_traces_it(tmp_path: pathlib.Path) -> None:
+    started = asyncio.Event()
+
+    async def endless() -> AsyncIterator[bytes]:
+        started.set()
+        await asyncio.Event().wait()  # a model that never answers
+        yield b""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=endless())
+
+    files = Files({"views.py": VIEWS})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        models = EditModels(client, env={})
+        models.configure(config())
+        tracer = Tracer(tmp_path / "trace.jsonl")
+        flow = EditFlow(models=models, tracer=tracer, config=config())
+        task = asyncio.create_task(flow.run(small_request(), files.inputs()))
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        tracer.close()
+    [record] = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    assert record["outcome"] == "cancelled" and record["kind"] == "edit"
