@@ -181,6 +181,7 @@ def _table_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
 
 def format_text(report: Mapping[str, Any], *, path: pathlib.Path) -> str:
     """The report as an aligned plain-text table."""
+
     def header(label: str) -> str:
         return f"  {label:<28}{'count':>7}" + "".join(f"{q:>11}" for q, _ in QUANTILES)
 
