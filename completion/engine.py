@@ -1,16 +1,16 @@
 """The path of one completion, top to bottom: `Engine.complete`.
 
-    stream reuse -> debounce -> context -> route -> stream -> answer early -> post-process -> trace
+    reuse (live streams, then the completion cache) -> debounce -> context -> route -> stream
+    -> answer early -> post-process -> speculate -> trace
 
 Everything before "stream" costs microseconds; a request the user is typing through an existing
-suggestion never reaches the model. A newer request for the same document supersedes the older one:
+suggestion never waits for a model. A newer request for the same document supersedes the older one:
 the older is answered empty at once, and model streams the user moved away from are cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import time
@@ -20,15 +20,19 @@ from dataclasses import dataclass
 import anyio
 import httpx
 
-from completion.backends.base import Backend, ModelRequest
-from completion.backends.factory import describe_model, make_backend
-from completion.config import Config, ModelConfig
-from completion.errors import BackendTimeout, CompletionError, RateLimited, describe
+from cache.completions import CompletionCache
+from completion.backends.base import ModelRequest
+from completion.config import Config
+from completion.debounce import AdaptiveDebounce
+from completion.errors import BackendTimeout, describe
 from completion.postprocess import Surroundings, clean
+from completion.prefetch import AfterAccepting, TokenBudget
 from completion.request import CompletionRequest, CompletionResult
-from completion.streams import Stream, StreamStore, log_failure
+from completion.streams import Stream, StreamStore
+from completion.tiers import Tier, Tiers
 from completion.trace import Tracer, TraceRecord
 from completion.units import UnitContext, useful_unit, wants_multiline
+from completion.workspace import WorkspaceIndex
 
 log = logging.getLogger(__name__)
 
@@ -39,19 +43,8 @@ NO_MODEL_NOTICE = (
 )
 # Following lines compared by post-processing to catch a suggestion that repeats them.
 _FOLLOWING_LINES = 3
-
-
-class Cancelled(CompletionError):
-    """The stream was stopped because the user moved on (not a provider failure)."""
-
-
-@dataclass
-class _Tier:
-    config: ModelConfig
-    backend: Backend
-    label: str
-    # After a 429 the tier is left alone until this time (perf_counter seconds).
-    not_before_s: float = 0.0
+# Rough prompt size when no token count is at hand (prefetch budgeting only).
+_CHARS_PER_TOKEN = 4
 
 
 @dataclass
@@ -74,6 +67,15 @@ class _Ticket:
             self._scope.cancel()
 
 
+@dataclass(frozen=True)
+class _Reuse:
+    """Where a request's answer comes from without a new model call."""
+
+    stream: Stream | None  # a live or finished stream to read (and maybe wait for)
+    typed: int  # characters of it the user has typed through
+    text: str = ""  # a finished cache entry's text, when there is no stream
+
+
 class Engine:
     def __init__(
         self,
@@ -81,49 +83,42 @@ class Engine:
         config: Config,
         client: httpx.AsyncClient,
         tracer: Tracer,
+        workspace: WorkspaceIndex | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        self._client = client
         self._tracer = tracer
-        self._env = env if env is not None else os.environ
+        self.workspace = workspace
+        self.tiers = Tiers(client, env if env is not None else os.environ)
         self._streams = StreamStore()
         self._tickets: dict[str, _Ticket] = {}
-        self._tiers: dict[str, _Tier] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self.config = config
+        self._cache = self._make_cache(config)
+        self._debounce = AdaptiveDebounce(ceiling_s=config.completion.debounce_ms / 1000)
+        self._budget = TokenBudget(per_minute=config.prefetch.tokens_per_minute)
 
     # -- configuration -------------------------------------------------------------------------
 
     def configure(self, config: Config) -> list[str]:
         """Adopt a configuration (call once after construction, then on every change); returns
         problems to show, such as an unusable provider."""
+        if (config.cache.max_entries, config.cache.max_bytes) != (
+            self.config.cache.max_entries,
+            self.config.cache.max_bytes,
+        ):
+            self._cache = self._make_cache(config)
         self.config = config
-        problems: list[str] = []
-        for name in ("fast", "accurate"):
-            model: ModelConfig | None = getattr(config.models, name)
-            current = self._tiers.get(name)
-            if current is not None and current.config == model:
-                continue
-            self._tiers.pop(name, None)
-            if current is not None:
-                self._spawn(current.backend.aclose())
-            if model is None or not model.base_url:
-                continue
-            try:
-                backend = make_backend(model, self._client, env=self._env)
-            except CompletionError as error:
-                problems.append(f"models.{name}: {describe(error)}")
-                continue
-            self._tiers[name] = _Tier(model, backend, describe_model(model))
-        return problems
+        self._debounce.ceiling_s = config.completion.debounce_ms / 1000
+        self._debounce.fixed = config.completion.debounce == "fixed"
+        self._budget.per_minute = config.prefetch.tokens_per_minute
+        return self.tiers.configure(config.models)
 
-    @property
-    def has_model(self) -> bool:
-        return bool(self._tiers)
+    @staticmethod
+    def _make_cache(config: Config) -> CompletionCache:
+        return CompletionCache(max_entries=config.cache.max_entries, max_bytes=config.cache.max_bytes)
 
     async def warm(self) -> None:
         """Open connections to the configured providers before the first keystroke needs them."""
-        await asyncio.gather(*(tier.backend.warm() for tier in self._tiers.values()))
+        await self.tiers.warm()
 
     # -- the request path ----------------------------------------------------------------------
 
@@ -156,103 +151,153 @@ class Engine:
             max_lines=settings.max_lines,
         )
         record.mode = "multi" if unit_ctx.multiline else "single"
+        self._debounce.keystroke(request.uri, record.received_ns / 1e9)
 
-        # 1. A stream the user is typing through answers before any debounce.
-        found = self._streams.find(request)
-        if found is not None and found[0].done and found[0].error is not None:
-            # A stream that failed part-way serves only units it completed; otherwise ask again.
-            if useful_unit(found[0].text[found[1] :], False, unit_ctx) is None:
-                found = None
+        # 1. Reuse: a stream or cached completion the user is typing through answers before any debounce.
+        reuse = self._find(request, unit_ctx)
         record.mark("cache_lookup")
-        self._streams.cancel_others(request.uri, keep=found[0] if found else None)
-        if found is not None:
-            stream, typed = found
-            record.source, record.stream_id, record.model = "stream", stream.id, stream.model
-            return await self._answer(request, record, ticket, stream, typed, unit_ctx, deferred=False)
+        self._streams.cancel_others(request.uri, keep=reuse.stream if reuse else None, keep_prefetch=reuse is not None)
+        if reuse is not None:
+            record.source = "stream" if reuse.stream is not None else "cache"
+            if reuse.stream is not None:
+                record.stream_id, record.model = reuse.stream.id, reuse.stream.model
+                record.prefetched = reuse.stream.prefetch
+            return await self._answer(request, record, ticket, reuse, unit_ctx, deferred=False)
 
-        tier = self._tiers.get("fast") or self._tiers.get("accurate")
+        tier = self.tiers.for_completion()
         if tier is None:
             record.outcome = "not-configured"
             self._tracer.write(record)
             return CompletionResult.empty(notice=NO_MODEL_NOTICE, trace_id=record.id)
-        record.model, record.tier = tier.label, "fast" if tier is self._tiers.get("fast") else "accurate"
+        record.model, record.tier = tier.label, tier.name
         record.route_reasons = ["completion: inline completions use the fast model"]
-        if time.perf_counter() < tier.not_before_s:
+        if tier.holding_off():
             record.outcome, record.error = "error", "rate limited: waiting out the provider's Retry-After"
             self._tracer.write(record)
             return CompletionResult.empty(trace_id=record.id)
 
         # 2. Debounce: only misses wait, and a newer keystroke cancels the wait.
-        if settings.debounce_ms > 0:
+        delay_s = self._debounce.delay_s()
+        if delay_s > 0:
             with ticket.waiting():
-                await anyio.sleep(settings.debounce_ms / 1000)
+                await anyio.sleep(delay_s)
             if ticket.superseded:
                 record.outcome = "superseded"
                 self._tracer.write(record)
                 return CompletionResult.empty(trace_id=record.id)
         record.mark("debounce_end")
 
-        # 3. Context: the text around the cursor (token-budgeted windows come with cache/).
+        # 3. Context, 4. stream in the background: it outlives this request and serves the next keystrokes.
+        stream = self._start(request, tier, record)
+        return await self._answer(request, record, ticket, _Reuse(stream, 0), unit_ctx, deferred=True)
+
+    def _find(self, request: CompletionRequest, unit_ctx: UnitContext) -> _Reuse | None:
+        mode = self.config.cache.reuse
+        if mode == "off":
+            return None
+        exact = mode == "exact"
+        found = self._streams.find(request, exact=exact)
+        if found is not None:
+            stream, typed = found
+            # A stream that failed part-way serves only units it completed; otherwise ask again.
+            if stream.error is None or useful_unit(stream.text[typed:], False, unit_ctx) is not None:
+                return _Reuse(stream, typed)
+        tier = self.tiers.for_completion()
+        if tier is None:
+            return None
+        hit = self._cache.lookup(
+            model=tier.label,
+            prefix=request.prefix(self._cache.prefix_window_chars),
+            suffix=request.suffix(self._cache.suffix_window_chars),
+        )
+        if hit is None or (exact and hit.typed_chars):
+            return None
+        return _Reuse(None, hit.typed_chars, hit.text)
+
+    def _start(self, request: CompletionRequest, tier: Tier, record: TraceRecord, *, prefetch: bool = False) -> Stream:
+        """Build the prompt for `request` and start its model stream in the background."""
+        settings = self.config.completion
+        window = self.workspace.window(request.uri, request.line, request.character) if self.workspace else None
+        if window is not None:
+            prefix, suffix, context = window.prefix, window.suffix, window.snippet_text
+            record.context_tokens = window.total_tokens
+            record.prefix_reuse = (
+                round(window.reused_prefix_tokens / window.total_tokens, 4) if window.total_tokens else 0.0
+            )
+        else:
+            prefix, suffix, context = request.prefix(settings.prefix_chars), request.suffix(settings.suffix_chars), ""
         model_request = ModelRequest(
-            prefix=request.prefix(settings.prefix_chars),
-            suffix=request.suffix(settings.suffix_chars),
+            prefix=prefix,
+            suffix=suffix,
+            context=context,
             language=request.language,
             path=request.path,
             max_tokens=tier.config.max_tokens,
             temperature=tier.config.temperature,
         )
-        record.prompt_chars = len(model_request.prefix) + len(model_request.suffix)
+        record.prompt_chars = len(prefix) + len(suffix) + len(context)
         record.mark("context_built")
-
-        # 4. Stream in the background: it outlives this request and serves the next keystrokes.
-        stream = self._streams.add(request, tier.label)
+        stream = self._streams.add(request, tier.label, prefetch=prefetch)
         record.source, record.stream_id = "model", stream.id
-        stream.task = asyncio.create_task(self._run_stream(stream, tier, model_request))
-        return await self._answer(request, record, ticket, stream, 0, unit_ctx, deferred=True)
+        stream.task = asyncio.create_task(tier.run(stream, model_request, remember=self._remember))
+        return stream
 
     async def _answer(
         self,
         request: CompletionRequest,
         record: TraceRecord,
         ticket: _Ticket,
-        stream: Stream,
-        typed: int,
+        reuse: _Reuse,
         unit_ctx: UnitContext,
         *,
         deferred: bool,
     ) -> CompletionResult:
-        """Wait for the first useful unit of `stream` after `typed` characters, clean it, answer."""
+        """Wait for the first useful unit after `reuse.typed` characters, clean it, answer."""
+        stream = reuse.stream
         unit: str | None = None
-        with ticket.waiting():
-            try:
-                with anyio.fail_after(self.config.completion.deadline_s):
-                    while True:
-                        complete = stream.done and stream.error is None
-                        unit = useful_unit(stream.text[typed:], complete, unit_ctx)
-                        if unit is not None or stream.done:
-                            break
-                        record.waited_for_model = True
-                        await stream.changed()
-            except TimeoutError:
-                stream.cancel()
-                stream.finish(BackendTimeout(f"no answer within {self.config.completion.deadline_s:g} s"))
+        if stream is None:
+            unit = useful_unit(reuse.text, True, unit_ctx)
+        else:
+            with ticket.waiting():
+                try:
+                    with anyio.fail_after(self.config.completion.deadline_s):
+                        while True:
+                            complete = stream.done and stream.error is None
+                            unit = useful_unit(stream.text[reuse.typed :], complete, unit_ctx)
+                            if unit is not None or stream.done:
+                                break
+                            record.waited_for_model = True
+                            await stream.changed()
+                except TimeoutError:
+                    stream.cancel()
+                    stream.finish(BackendTimeout(f"no answer within {self.config.completion.deadline_s:g} s"))
         if ticket.superseded:
             record.outcome = "superseded"
-        elif unit is None:
-            record.outcome = "error" if stream.error and not isinstance(stream.error, Cancelled) else "empty"
-            record.error = describe(stream.error) if stream.error else ""
-        text = self._clean(request, unit_ctx, unit or "") if record.outcome == "" else ""
-        if record.outcome == "":
-            record.outcome = "shown" if text else "empty"
+        elif unit is None and stream is not None and stream.error is not None and not stream.cancelled:
+            record.outcome, record.error = "error", describe(stream.error)
+        text = self._clean(request, unit_ctx, unit or "") if not record.outcome else ""
+        record.outcome = record.outcome or ("shown" if text else "empty")
         record.chars = len(text)
         record.mark("answered")
-        if deferred:
+        if record.source == "model" and record.waited_for_model and text:
+            self._debounce.model_answered((time.perf_counter_ns() - record.received_ns) / 1e9)
+        if deferred and stream is not None:
             # The request that started the stream is traced when the stream ends, with its usage.
             stream.on_done(lambda s: self._trace_stream(record, s))
         else:
             self._tracer.write(record)
-        streaming = not stream.done
-        return CompletionResult(text=text, streaming=streaming, source=record.source, trace_id=record.id)  # type: ignore[arg-type]
+        if text:
+            self._after_shown(request, reuse, unit or "", text)
+        return CompletionResult(
+            text=text,
+            streaming=stream is not None and not stream.done,
+            source=record.source,  # type: ignore[arg-type]
+            trace_id=record.id,
+            waited_ms=(time.perf_counter_ns() - record.received_ns) / 1e6,
+            tier=record.tier or ("cache" if record.source != "model" else ""),
+            model=record.model,
+            error=record.error,
+        )
 
     def _clean(self, request: CompletionRequest, unit_ctx: UnitContext, unit: str) -> str:
         following = request.suffix(400).split("\n")[1 : 1 + _FOLLOWING_LINES]
@@ -264,6 +309,92 @@ class Engine:
         )
         return clean(unit, around)
 
+    # -- the completion cache and speculation ---------------------------------------------------
+
+    def _remember(self, stream: Stream) -> None:
+        """Keep the stream's text in the completion cache (called as it grows and when it ends)."""
+        text = stream.text
+        if stream.done and stream.error is not None:
+            # A cut-off stream's last line may be partial: keep only whole lines.
+            text = text[: text.rfind("\n") + 1]
+            if stream.entry_id is not None:
+                self._cache.discard(stream.entry_id)
+                stream.entry_id = None
+        if not text:
+            return
+        if stream.entry_id is None or not self._cache.extend(stream.entry_id, text):
+            stream.entry_id = self._cache.put(
+                model=stream.model, prefix=stream.before, suffix=stream.after, completion=text
+            )
+
+    def _after_shown(self, request: CompletionRequest, reuse: _Reuse, raw_unit: str, shown: str) -> None:
+        """Speculate on the state after the user accepts `shown`, unless the stream already covers it."""
+        settings = self.config.prefetch
+        if not (settings.enabled and settings.on_shown):
+            return
+        stream = reuse.stream
+        if stream is not None:
+            rest = stream.text[reuse.typed + len(raw_unit) :]
+            if not stream.done or "\n" in rest.lstrip("\n"):
+                return  # still streaming, or a next line is already there
+        self.speculate(request, shown)
+
+    def accepted(self, trace_id: str, chars: int) -> None:
+        """The user accepted `chars` characters of the suggestion answered by request `trace_id`."""
+        record = TraceRecord(kind="accept", received_ns=time.perf_counter_ns(), chars=chars, outcome="accepted")
+        record.stream_id = trace_id  # the request whose suggestion was accepted
+        self._tracer.write(record)
+
+    def speculate(self, request: CompletionRequest, accepted: str = "", *, after_insert: bool = False) -> bool:
+        """Start a prefetch stream for the state after `accepted` is inserted at `request`'s cursor
+        (or at the cursor itself; `after_insert`: the document already holds it). False when the budget,
+        the concurrency limit or an existing stream says no."""
+        settings = self.config.prefetch
+        tier = self.tiers.for_completion()
+        if not settings.enabled or tier is None or tier.holding_off():
+            return False
+        if sum(1 for s in self._streams.live(request.uri) if s.prefetch) >= settings.max_concurrent:
+            return False
+        view = AfterAccepting(request.document, request.line, request.character, accepted)
+        line, character = view.cursor
+        target = CompletionRequest(
+            uri=request.uri,
+            version=request.version,
+            line=line,
+            character=character,
+            document=request.document if after_insert else view,
+            language=request.language,
+            path=request.path,
+            kind="inline",
+            client=request.client,
+        )
+        if self._streams.find(target) is not None:
+            return False
+        estimate = (
+            self.config.context.budget_tokens
+            if self.workspace
+            else self.config.completion.prefix_chars // _CHARS_PER_TOKEN
+        ) + tier.config.max_tokens
+        if not self._budget.allows(estimate):
+            log.debug("prefetch skipped: %d tokens this minute", self._budget.spent())
+            return False
+        self._budget.charge(estimate)
+        record = TraceRecord(
+            kind="prefetch",
+            received_ns=time.perf_counter_ns(),
+            file=request.path.rsplit("/", 1)[-1],
+            language=request.language,
+            client=request.client,
+            model=tier.label,
+            tier=tier.name,
+        )
+        record.route_reasons = [
+            "prefetch: the state after accepting the suggestion" if accepted else "prefetch: new line"
+        ]
+        stream = self._start(target, tier, record, prefetch=True)
+        stream.on_done(lambda s: self._trace_stream(record, s))
+        return True
+
     def _trace_stream(self, record: TraceRecord, stream: Stream) -> None:
         stats = stream.stats
         record.mark("request_sent", stats.request_sent_ns)
@@ -274,30 +405,11 @@ class Engine:
         record.tokens_in = stats.usage.input_tokens
         record.tokens_out = stats.usage.output_tokens
         record.tokens_cached = stats.usage.cached_tokens
-        if stream.error is not None and not isinstance(stream.error, Cancelled) and not record.error:
+        if record.kind == "prefetch":
+            record.outcome = record.outcome or ("cancelled" if stream.cancelled else "done")
+        if stream.error is not None and not stream.cancelled and not record.error:
             record.error = describe(stream.error)
         self._tracer.write(record)
-
-    async def _run_stream(self, stream: Stream, tier: _Tier, model_request: ModelRequest) -> None:
-        error: CompletionError | None = None
-        try:
-            chunks = tier.backend.stream(model_request, stream.stats)
-            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                async for chunk in chunks:
-                    stream.append(chunk)
-        except RateLimited as exc:
-            error = exc
-            tier.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, 60.0)
-        except CompletionError as exc:
-            error = exc
-        except asyncio.CancelledError:
-            stream.finish(Cancelled("superseded"))
-            raise
-        except Exception as exc:  # a backend bug must end this stream, never the server
-            log.exception("stream %s failed", stream.id)
-            error = CompletionError(f"{type(exc).__name__}: {exc}")
-        stream.finish(error)
-        log_failure(stream)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -311,18 +423,12 @@ class Engine:
 
     def document_closed(self, uri: str) -> None:
         self._streams.forget(uri)
+        self._debounce.forget(uri)
         ticket = self._tickets.pop(uri, None)
         if ticket is not None:
             ticket.supersede()
 
-    def _spawn(self, coro: object) -> None:
-        task: asyncio.Task[None] = asyncio.ensure_future(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
     async def aclose(self) -> None:
         self._streams.close()
-        for tier in self._tiers.values():
-            await tier.backend.aclose()
-        self._tiers.clear()
+        await self.tiers.aclose()
         self._tracer.close()

@@ -23,10 +23,16 @@ SYSTEM_PROMPT = (
 )
 
 
-def chat_messages(prefix: str, suffix: str, *, path: str = "", language: str = "") -> list[dict[str, str]]:
-    """The system and user messages that ask for the text between `prefix` and `suffix`."""
+def chat_messages(
+    prefix: str, suffix: str, *, path: str = "", language: str = "", context: str = ""
+) -> list[dict[str, str]]:
+    """The system and user messages that ask for the text between `prefix` and `suffix`.
+
+    `context` (snippets from other files) comes first: it changes least from one keystroke to the next,
+    so the provider's prompt cache keeps hitting on it; the cursor's neighbourhood comes last."""
     header = f"File: {path or 'untitled'}" + (f" ({language})" if language else "")
-    user = f"{header}\n{_OPEN}\n{prefix}{HOLE}{suffix}\n{_CLOSE}\nFill the hole."
+    related = f"Related code from other files:\n{context}\n" if context else ""
+    user = f"{related}{header}\n{_OPEN}\n{prefix}{HOLE}{suffix}\n{_CLOSE}\nFill the hole."
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 

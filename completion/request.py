@@ -48,7 +48,7 @@ class CompletionRequest:
         return self.document.line_content(self.line)[self.character :]
 
 
-Source = Literal["model", "stream", "none"]
+Source = Literal["model", "stream", "cache", "none"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,11 +58,18 @@ class CompletionResult:
     text: str = ""
     # The model is still streaming into this suggestion (completion menus set isIncomplete).
     streaming: bool = False
-    # "model": a new model call; "stream": served from a stream already running or finished.
+    # "model": a new model call; "stream": a stream already running or finished; "cache": the
+    # completion cache.
     source: Source = "none"
     # A message for the user (shown once by the edge), e.g. how to configure a model.
     notice: str = ""
     trace_id: str = ""
+    # For the editor's status display: server time to this answer, the tier that produced it
+    # ("fast" | "accurate" | "cache"), the model, and the reason it failed, if it did.
+    waited_ms: float = 0.0
+    tier: str = ""
+    model: str = ""
+    error: str = ""
 
     @staticmethod
     def empty(*, notice: str = "", trace_id: str = "") -> CompletionResult:

@@ -3,8 +3,9 @@
 A `Stream` is anchored where it was requested: the document position plus the text just before and
 after it. A later request at (line, char) can use the stream if the text between the anchor and the
 cursor is exactly the start of what the stream produced, and the text around it is unchanged: then the
-rest of the stream is the suggestion, with no new model call. This is the simple store the spine needs;
-the full completion cache (bounded LRU, prefetch) lives in `cache/`.
+rest of the stream is the suggestion, with no new model call. Live streams are few (a handful per
+document); what they produced also goes into the bounded completion cache (`cache.completions`), which
+serves it after the stream is gone.
 """
 
 from __future__ import annotations
@@ -25,9 +26,15 @@ from completion.request import CompletionRequest
 log = logging.getLogger(__name__)
 
 # Characters of context remembered on each side of the anchor; a change inside them voids the stream.
-ANCHOR_CHARS = 256
+# The same windows key the completion cache, so one copy serves both.
+BEFORE_CHARS = 1024
+AFTER_CHARS = 256
 STREAMS_PER_DOCUMENT = 8
 _ids = itertools.count(1)
+
+
+class Cancelled(CompletionError):
+    """The stream was stopped because the user moved on (not a provider failure)."""
 
 
 @dataclass(kw_only=True)
@@ -38,6 +45,10 @@ class Stream:
     before: str
     after: str
     model: str
+    # Started speculatively (not for a request the user made).
+    prefetch: bool = False
+    # The stream's entry in the completion cache, once it has text.
+    entry_id: int | None = None
     id: str = field(default_factory=lambda: f"s{next(_ids)}")
     text: str = ""
     done: bool = False
@@ -67,6 +78,10 @@ class Stream:
         for callback in self._on_done:
             callback(self)
         self._on_done.clear()
+
+    @property
+    def cancelled(self) -> bool:
+        return isinstance(self.error, Cancelled)
 
     def on_done(self, callback: Callable[[Stream], None]) -> None:
         if self.done:
@@ -120,24 +135,29 @@ class StreamStore:
     def __init__(self) -> None:
         self._by_uri: dict[str, deque[Stream]] = {}
 
-    def find(self, request: CompletionRequest) -> tuple[Stream, int] | None:
-        """The newest stream the user is typing through at `request`, with the characters typed."""
+    def find(self, request: CompletionRequest, *, exact: bool = False) -> tuple[Stream, int] | None:
+        """The newest stream the user is typing through at `request`, with the characters typed
+        (`exact`: only a stream anchored exactly at the cursor)."""
         for stream in reversed(self._by_uri.get(request.uri, ())):
             if stream.error is not None and not stream.text:
                 continue
             typed = stream.typed_through(request)
-            if typed is not None:
+            if typed is not None and (typed == 0 or not exact):
                 return stream, typed
         return None
 
-    def add(self, request: CompletionRequest, model: str) -> Stream:
+    def live(self, uri: str) -> list[Stream]:
+        return [stream for stream in self._by_uri.get(uri, ()) if not stream.done]
+
+    def add(self, request: CompletionRequest, model: str, *, prefetch: bool = False) -> Stream:
         stream = Stream(
             uri=request.uri,
             line=request.line,
             character=request.character,
-            before=request.prefix(ANCHOR_CHARS),
-            after=request.suffix(ANCHOR_CHARS),
+            before=request.prefix(BEFORE_CHARS),
+            after=request.suffix(AFTER_CHARS),
             model=model,
+            prefetch=prefetch,
         )
         streams = self._by_uri.setdefault(request.uri, deque())
         streams.append(stream)
@@ -145,10 +165,11 @@ class StreamStore:
             streams.popleft().cancel()
         return stream
 
-    def cancel_others(self, uri: str, keep: Stream | None) -> None:
-        """Stop the model streams of `uri` that the user has moved away from."""
+    def cancel_others(self, uri: str, keep: Stream | None, *, keep_prefetch: bool = False) -> None:
+        """Stop the model streams of `uri` that the user has moved away from (`keep_prefetch`: not the
+        speculative ones, which may still lie ahead of a user typing through a suggestion)."""
         for stream in self._by_uri.get(uri, ()):
-            if stream is not keep and not stream.done:
+            if stream is not keep and not stream.done and not (keep_prefetch and stream.prefetch):
                 stream.cancel()
 
     def forget(self, uri: str) -> None:

@@ -56,6 +56,12 @@ class TraceRecord:
     error: str = ""
     chars: int = 0
     prompt_chars: int = 0
+    # Tokens in the context window sent, and the share of them identical to the previous window's start
+    # (what the provider's prefix cache can reuse).
+    context_tokens: int = 0
+    prefix_reuse: float = 0.0
+    # Served from a speculative (prefetch) stream.
+    prefetched: bool = False
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0
@@ -91,6 +97,9 @@ class TraceRecord:
             "error": self.error,
             "chars": self.chars,
             "prompt_chars": self.prompt_chars,
+            "context_tokens": self.context_tokens,
+            "prefix_reuse": self.prefix_reuse,
+            "prefetched": self.prefetched,
             "tokens": {"in": self.tokens_in, "out": self.tokens_out, "cached": self.tokens_cached},
             "ms": ms,
         }

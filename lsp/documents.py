@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from cache.lines import LineBuffer
+from cache.lines import Edit, LineBuffer
 from lsp.positions import PositionCodec
 
 if TYPE_CHECKING:
@@ -64,21 +64,25 @@ class DocumentStore:
 
     def change(
         self, uri: str, version: int, changes: Sequence[types.TextDocumentContentChangeEvent]
-    ) -> Document | None:
+    ) -> tuple[Document, list[Edit | None]] | None:
+        """Apply `changes` in order; returns the document and, per change, the lines it replaced (None
+        for a whole-text replacement, after which the buffer is a new object)."""
         document = self._docs.get(uri)
         if document is None:
             log.warning("didChange for a document that is not open: %s", uri)
             return None
+        edits: list[Edit | None] = []
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 start = self.to_server(document, change.range.start)
                 end = self.to_server(document, change.range.end)
-                document.buffer.replace(start, end, change.text)
+                edits.append(document.buffer.replace(start, end, change.text))
             else:
                 document.buffer = LineBuffer(change.text)
                 document.skip_reason = skip_reason(change.text)
+                edits.append(None)
         document.version = version
-        return document
+        return document, edits
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)

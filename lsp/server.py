@@ -17,8 +17,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from completion.config import Config
+from completion.edit_flow import EditFlow
 from completion.engine import Engine
 from completion.trace import Tracer
+from completion.workspace import WorkspaceIndex
 from lsp.config_loading import ConfigSources
 from lsp.documents import DocumentStore
 
@@ -57,6 +59,10 @@ class TandemServer(LanguageServer):
     sources: ConfigSources
     config: Config
     engine: Engine | None
+    # The edit path (`tandem.edit`), made on the first edit (lsp.handlers.edits.flow_of).
+    edit_flow: EditFlow | None
+    # The workspace as the model side sees it (privacy, symbols, token indexes); from `initialized` on.
+    workspace_index: WorkspaceIndex | None
     trace_path: pathlib.Path | None
     client_name: str
     http_client: httpx.AsyncClient | None
@@ -69,6 +75,8 @@ class TandemServer(LanguageServer):
         self.sources = ConfigSources() if env is None else ConfigSources(env=dict(env))
         self.config = Config()
         self.engine = None
+        self.edit_flow = None
+        self.workspace_index = None
         self.trace_path = trace_path
         self.client_name = ""
         self.http_client = None
@@ -96,6 +104,10 @@ class TandemServer(LanguageServer):
             await self.http_client.aclose()
             self.http_client = None
 
+    def send_status(self, status: dict[str, Any]) -> None:
+        """`tandem/status` for the editor's status display: state, latency_ms, route, model, cache_hit, error."""
+        self.protocol.notify("tandem/status", status)
+
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """window/showMessage, once per distinct message."""
         if message in self.shown_notices:
@@ -116,10 +128,11 @@ class TandemServer(LanguageServer):
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
     """A fresh server with every handler registered (tests call this for isolation)."""
-    from lsp.handlers import completion, documents, lifecycle
+    from lsp.handlers import completion, documents, edits, lifecycle
 
     server = TandemServer(env=env, trace_path=trace_path)
     lifecycle.register(server)
     documents.register(server)
     completion.register(server)
+    edits.register(server)
     return server

@@ -78,6 +78,8 @@ async def test_replay_types_spans_back_and_accepts_matching_suggestions(
     assert summary.keystrokes_saved is not None and 0 < summary.keystrokes_saved < 1
     assert summary.provider.simulated
     records = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    # Speculative streams and acceptances have records of their own kinds.
+    records = [r for r in records if r["kind"] in ("inline", "completion")]
     assert len(records) == summary.requests
     assert all(r["client"] == "code-server" for r in records)
 

@@ -17,6 +17,8 @@ class ModelRequest:
 
     prefix: str
     suffix: str
+    # Cross-file snippets (stable material: imports' outlines, definitions), sent before the file.
+    context: str = ""
     language: str = ""
     path: str = ""
     max_tokens: int = 256

@@ -50,10 +50,11 @@ class FimBackend:
         if self._config.model:
             body["model"] = self._config.model
         if template:
-            body["prompt"] = fim_templates.render(template, request.prefix, request.suffix)
+            body["prompt"] = fim_templates.render(template, request.context + request.prefix, request.suffix)
             stop += [s for s in fim_templates.TEMPLATES[template].stop if s not in stop]
         else:
-            body["prompt"] = request.prefix
+            # FIM has no slot for other files: snippets go first in the prefix, as code comments.
+            body["prompt"] = request.context + request.prefix
             body["suffix"] = request.suffix
         body.update(
             max_tokens=request.max_tokens,

@@ -47,7 +47,13 @@ class OpenAIChatBackend:
             "messages": (
                 [{"role": role, "content": content} for role, content in request.messages]
                 if request.messages
-                else chat_messages(request.prefix, request.suffix, path=request.path, language=request.language)
+                else chat_messages(
+                    request.prefix,
+                    request.suffix,
+                    path=request.path,
+                    language=request.language,
+                    context=request.context,
+                )
             ),
             "max_tokens": request.max_tokens,
             "temperature": request.temperature,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
@@ -54,14 +54,26 @@ async def _complete(
     if document is None:
         log.warning("completion requested for a document that is not open: %s", uri)
         return None, CompletionResult.empty()
-    if document.skip_reason:
+    if document.skip_reason or ls.engine is None:
         return None, CompletionResult.empty()
-    if ls.engine is None:
+    if ls.workspace_index is not None and not ls.workspace_index.verdict(uri):
+        # A secret-looking or ignored file never leaves the machine, whatever the editor asks.
         return None, CompletionResult.empty()
     request = _request(ls, document, position, kind=kind, invoked=invoked, received_ns=received_ns)
     result = await ls.engine.complete(request)
     if result.notice:
         ls.notify_user(result.notice)
+    if result.text or result.error:
+        ls.send_status(
+            {
+                "state": "error" if result.error else "ready",
+                "latency_ms": round(result.waited_ms, 1),
+                "route": result.tier,
+                "model": result.model,
+                "cache_hit": result.source in ("stream", "cache"),
+                "error": result.error or None,
+            }
+        )
     return request, result
 
 
@@ -81,7 +93,65 @@ def _documentation(ls: TandemServer, language: str, text: str) -> types.MarkupCo
     return text
 
 
+ACCEPTED = "tandem.accepted"
+
+
+def _accepted_command(uri: str, position: types.Position, result: CompletionResult) -> types.Command:
+    """Run by the editor after the user accepts the suggestion: tandem speculates on what comes next."""
+    payload = {
+        "uri": uri,
+        "position": {"line": position.line, "character": position.character},
+        "text": result.text,
+        "trace_id": result.trace_id,
+    }
+    return types.Command(title="tandem: accepted", command=ACCEPTED, arguments=[payload])
+
+
+def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = None) -> None:
+    """The user accepted (part of) a suggestion: trace it, and prefetch the state after it."""
+    if ls.engine is None or not isinstance(payload, dict):
+        return
+    uri, text = payload.get("uri"), payload.get("text")
+    position = payload.get("position") or {}
+    document = ls.documents.get(uri) if isinstance(uri, str) else None
+    if document is None or not isinstance(text, str):
+        return
+    if partial_chars is not None:
+        text = text[:partial_chars]
+    try:
+        client_position = types.Position(line=int(position["line"]), character=int(position["character"]))
+    except (KeyError, TypeError, ValueError):
+        log.warning("tandem.accepted without a usable position: %r", position)
+        return
+    ls.engine.accepted(str(payload.get("trace_id", "")), len(text))
+    # The editor has inserted the text by now: speculate at the cursor after it, if nothing covers it.
+    request = _request(ls, document, client_position, kind="inline", invoked=False, received_ns=time.perf_counter_ns())
+    ls.engine.speculate(request, text, after_insert=True)
+
+
 def register(server: TandemServer) -> None:
+    @server.command(ACCEPTED)
+    def accepted(ls: TandemServer, *args: Any) -> None:
+        _on_accepted(ls, args[0] if args else None)
+
+    @server.feature("textDocument/didShowCompletion")
+    def did_show(ls: TandemServer, params: Any) -> None:
+        """Copilot-style notification: a suggestion is on screen (tandem already speculated on it)."""
+
+    @server.feature("textDocument/didPartiallyAcceptCompletion")
+    def did_partially_accept(ls: TandemServer, params: Any) -> None:
+        """Copilot-style notification: the user accepted part of a suggestion (a word, a line)."""
+        item = getattr(params, "item", None) or (params.get("item") if isinstance(params, dict) else None)
+        length = getattr(params, "accepted_length", None) or (
+            params.get("acceptedLength") if isinstance(params, dict) else None
+        )
+        command = getattr(item, "command", None) or (item.get("command") if isinstance(item, dict) else None)
+        arguments = getattr(command, "arguments", None) or (
+            command.get("arguments") if isinstance(command, dict) else None
+        )
+        if arguments and isinstance(length, int):
+            _on_accepted(ls, arguments[0], partial_chars=length)
+
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
         invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
@@ -89,7 +159,12 @@ def register(server: TandemServer) -> None:
         if not result.text:
             return types.InlineCompletionList(items=[])
         here = types.Range(start=params.position, end=params.position)
-        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=result.text, range=here)])
+        item = types.InlineCompletionItem(
+            insert_text=result.text,
+            range=here,
+            command=_accepted_command(params.text_document.uri, params.position, result),
+        )
+        return types.InlineCompletionList(items=[item])
 
     @server.feature(
         types.TEXT_DOCUMENT_COMPLETION,
@@ -119,5 +194,6 @@ def register(server: TandemServer) -> None:
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=word + result.text),
+            command=_accepted_command(request.uri, params.position, result),
         )
         return types.CompletionList(is_incomplete=result.streaming, items=[item])

@@ -1,26 +1,79 @@
-"""textDocument/didOpen, didChange, didClose into tandem's own document store."""
+"""textDocument/didOpen, didChange, didClose into tandem's document store and the workspace index.
+
+Enter at the end of a line is also a hint: the editor is about to ask for the new line's completion, so
+the engine starts it now (speculation; it never delays a real request).
+"""
 
 from __future__ import annotations
 
+import re
+import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from completion.request import CompletionRequest
+
 if TYPE_CHECKING:
+    from lsp.documents import Document
     from lsp.server import TandemServer
+
+_NEW_LINE = re.compile(r"\r?\n[ \t]*")
 
 
 def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.documents.open(params.text_document)
+        document = ls.documents.open(params.text_document)
+        if ls.workspace_index is not None and not document.skip_reason:
+            ls.workspace_index.open(document.uri, document.buffer)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.documents.change(params.text_document.uri, params.text_document.version, params.content_changes)
+        changed = ls.documents.change(params.text_document.uri, params.text_document.version, params.content_changes)
+        if changed is None:
+            return
+        document, edits = changed
+        index = ls.workspace_index
+        if index is not None:
+            for edit in edits:
+                if edit is None:
+                    index.open(document.uri, document.buffer)
+                else:
+                    index.change(document.uri, edit)
+        if len(params.content_changes) == 1:
+            _maybe_new_line(ls, document, params.content_changes[0])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams) -> None:
-        ls.documents.close(params.text_document.uri)
+        uri = params.text_document.uri
+        ls.documents.close(uri)
+        if ls.workspace_index is not None:
+            ls.workspace_index.close(uri)
         if ls.engine is not None:
-            ls.engine.document_closed(params.text_document.uri)
+            ls.engine.document_closed(uri)
+
+
+def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocumentContentChangeEvent) -> None:
+    """Enter pressed at the end of a line: start the new line's completion before the editor asks."""
+    if ls.engine is None or document.skip_reason or not isinstance(change, types.TextDocumentContentChangePartial):
+        return
+    if change.range.start != change.range.end or not _NEW_LINE.fullmatch(change.text):
+        return
+    line = change.range.start.line + 1
+    if line >= document.buffer.line_count or document.buffer.line_content(line).strip():
+        return  # Enter in the middle of a line: the rest moved down, nothing new to predict
+    if ls.workspace_index is not None and not ls.workspace_index.verdict(document.uri):
+        return
+    request = CompletionRequest(
+        uri=document.uri,
+        version=document.version,
+        line=line,
+        character=len(document.buffer.line_content(line)),
+        document=document.buffer,
+        language=document.language_id,
+        path=document.path,
+        client=ls.client_name,
+        received_ns=time.perf_counter_ns(),
+    )
+    ls.engine.speculate(request)

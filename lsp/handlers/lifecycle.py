@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from completion.engine import Engine
 from completion.http import make_client
+from completion.workspace import WorkspaceIndex
 from lsp.positions import PositionCodec
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ def _root(params: types.InitializeParams) -> pathlib.Path | None:
         parsed = urlparse(uri)
         return pathlib.Path(unquote(parsed.path)) if parsed.scheme == "file" else None
     return pathlib.Path(params.root_path) if params.root_path else None
+
+
+async def _start_workspace(ls: TandemServer, index: WorkspaceIndex) -> None:
+    _report(ls, await index.start())
 
 
 def _report(ls: TandemServer, messages: list[str]) -> None:
@@ -56,9 +61,13 @@ def register(server: TandemServer) -> None:
         config, problems = ls.sources.resolve()
         ls.config = config
         ls.http_client = make_client()
-        ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer())
+        ls.workspace_index = WorkspaceIndex(
+            root=ls.sources.workspace_root, context=config.context, privacy=config.privacy
+        )
+        ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer(), workspace=ls.workspace_index)
         _report(ls, [str(p) for p in problems] + ls.engine.configure(config))
         ls.spawn(ls.engine.warm())
+        ls.spawn(_start_workspace(ls, ls.workspace_index))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: TandemServer, params: types.DidChangeConfigurationParams) -> None:

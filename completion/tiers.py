@@ -1,0 +1,116 @@
+"""The configured models, by tier ("fast", "accurate"), and running one model stream.
+
+A tier holds its `ModelConfig`, the backend built for it (sharing the server's one HTTP client), and
+the time before which it must not be asked again (after a 429's Retry-After).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import httpx
+
+from completion.backends.base import Backend, ModelRequest
+from completion.backends.factory import describe_model, make_backend
+from completion.config import ModelConfig, ModelsConfig
+from completion.errors import CompletionError, RateLimited, describe
+from completion.streams import Cancelled, Stream, log_failure
+
+log = logging.getLogger(__name__)
+
+TIER_NAMES = ("fast", "accurate")
+# The longest a Retry-After is honoured for; a provider asking for more is treated as down for this long.
+MAX_HOLD_OFF_S = 60.0
+
+
+@dataclass
+class Tier:
+    name: str
+    config: ModelConfig
+    backend: Backend
+    label: str
+    # After a 429 the tier is left alone until this time (perf_counter seconds).
+    not_before_s: float = 0.0
+
+    def holding_off(self) -> bool:
+        return time.perf_counter() < self.not_before_s
+
+    async def run(self, stream: Stream, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
+        """Stream the model's answer into `stream` (calling `remember` as it grows and at the end)."""
+        error: CompletionError | None = None
+        try:
+            chunks = self.backend.stream(request, stream.stats)
+            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                async for chunk in chunks:
+                    stream.append(chunk)
+                    remember(stream)
+        except RateLimited as exc:
+            error = exc
+            self.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
+        except CompletionError as exc:
+            error = exc
+        except asyncio.CancelledError:
+            stream.finish(Cancelled("superseded"))
+            remember(stream)
+            raise
+        except Exception as exc:  # a backend bug must end this stream, never the server
+            log.exception("stream %s failed", stream.id)
+            error = CompletionError(f"{type(exc).__name__}: {exc}")
+        stream.finish(error)
+        remember(stream)
+        log_failure(stream)
+
+
+class Tiers:
+    """The tiers the configuration names, rebuilt only when a tier's configuration changes."""
+
+    def __init__(self, client: httpx.AsyncClient, env: Mapping[str, str]) -> None:
+        self._client = client
+        self._env = env
+        self._tiers: dict[str, Tier] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+
+    def configure(self, models: ModelsConfig) -> list[str]:
+        problems: list[str] = []
+        for name in TIER_NAMES:
+            model: ModelConfig | None = getattr(models, name)
+            current = self._tiers.get(name)
+            if current is not None and current.config == model:
+                continue
+            self._tiers.pop(name, None)
+            if current is not None:
+                task = asyncio.ensure_future(current.backend.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+            if model is None or not model.base_url:
+                continue
+            try:
+                backend = make_backend(model, self._client, env=self._env)
+            except CompletionError as error:
+                problems.append(f"models.{name}: {describe(error)}")
+                continue
+            self._tiers[name] = Tier(name, model, backend, describe_model(model))
+        return problems
+
+    def get(self, name: str) -> Tier | None:
+        return self._tiers.get(name)
+
+    def for_completion(self) -> Tier | None:
+        """Inline completions use the fast model; the accurate one stands in when it is all there is."""
+        return self._tiers.get("fast") or self._tiers.get("accurate")
+
+    def __bool__(self) -> bool:
+        return bool(self._tiers)
+
+    async def warm(self) -> None:
+        await asyncio.gather(*(tier.backend.warm() for tier in self._tiers.values()))
+
+    async def aclose(self) -> None:
+        for tier in self._tiers.values():
+            await tier.backend.aclose()
+        self._tiers.clear()
