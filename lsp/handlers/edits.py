@@ -1,0 +1,337 @@
+"""Edits: workspace/executeCommand `tandem.edit`, textDocument/codeAction, $/progress, workspace/applyEdit.
+
+`tandem.edit` takes one argument `{uri, range, instruction, model?: "fast" | "accurate", version?}` (the
+VS Code extension, the Neovim plugin and tandem.el send exactly this). The edit itself is
+`completion.edit_flow.EditFlow.run`; this module gathers what it needs from the server (texts, symbols,
+the working diff), shows progress, and applies the result:
+
+- progress: work-done progress created with window/workDoneProgress/create when the client supports
+  it, cancellable (a cancel stops the model stream), the message naming the route and its reasons;
+- apply: workspace/applyEdit with the versions the server holds. If the user typed meanwhile the edit
+  was already rebased (or refused) by the flow; if the editor still refuses because the user typed in
+  the last instant, it is rebased again, a few times at most. Refusals are a window/showMessage.
+
+Code actions on a selection offer preset instructions (for clients that cannot prompt, such as Helix)
+and, in VS Code, "Edit selection with tandem..." (the extension's own prompt command).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from completion.edit_flow import EditFlow, EditInputs, EditModels, EditOutcome, EditRequest
+from completion.edits import EditConflict, line_offset, rebase_edits
+from completion.working_diff import working_diff
+from completion.workspace_symbols import IndexLookup, candidate_names
+from lsp.edit_workspace import EditWorkspace
+
+# At run time, not only for type checking: pygls resolves a command handler's annotations to find its
+# arguments. (lsp.server imports this module only inside build_server, so there is no cycle.)
+from lsp.server import TandemServer
+
+if TYPE_CHECKING:
+    from completion.router import Tier
+
+log = logging.getLogger(__name__)
+
+EDIT_COMMAND = "tandem.edit"
+# The VS Code extension's own command: it prompts for the instruction, then sends tandem.edit.
+VSCODE_PROMPT_COMMAND = "tandem.editSelection"
+VSCODE_CLIENTS = frozenset({"Visual Studio Code", "Visual Studio Code - Insiders", "code-server", "VSCodium"})
+# Preset instructions: (code action title, instruction).
+PRESETS: tuple[tuple[str, str], ...] = (
+    ("Fix", "Fix the bugs in this code."),
+    ("Document", "Document this code: docstrings and comments that explain why, not what."),
+    ("Add type hints", "Add type hints to this code."),
+    ("Complete this function", "Complete this function: implement what its name, signature and docstring say."),
+)
+# Times an edit is rebased again when the editor refuses it because the user typed in the last instant.
+_APPLY_TRIES = 3
+_tokens = itertools.count(1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditArguments:
+    uri: str
+    range: types.Range
+    instruction: str
+    model: Tier | None = None
+
+
+def parse_arguments(args: tuple[Any, ...]) -> EditArguments:
+    """The one argument of `tandem.edit`; JsonRpcInvalidParams says what is wrong with it."""
+    if len(args) != 1 or not isinstance(args[0], dict):
+        raise JsonRpcInvalidParams(message="tandem.edit takes one argument: {uri, range, instruction, model?}")
+    raw = args[0]
+    uri, instruction, model = raw.get("uri"), raw.get("instruction", ""), raw.get("model") or None
+    if not isinstance(uri, str) or not isinstance(instruction, str):
+        raise JsonRpcInvalidParams(message="tandem.edit: uri and instruction must be strings")
+    if model not in (None, "fast", "accurate"):
+        raise JsonRpcInvalidParams(message=f'tandem.edit: model must be "fast" or "accurate", not {model!r}')
+    try:
+        start, end = raw["range"]["start"], raw["range"]["end"]
+        where = types.Range(
+            start=types.Position(line=int(start["line"]), character=int(start["character"])),
+            end=types.Position(line=int(end["line"]), character=int(end["character"])),
+        )
+    except (KeyError, TypeError, ValueError):
+        raise JsonRpcInvalidParams(message="tandem.edit: range must be {start: {line, character}, end: ...}") from None
+    return EditArguments(uri=uri, range=where, instruction=instruction.strip(), model=cast("Tier | None", model))
+
+
+def flow_of(ls: TandemServer) -> EditFlow:
+    """The server's edit flow, created on first use and kept in step with the configuration."""
+    if ls.edit_flow is None:
+        assert ls.http_client is not None, "edits need the HTTP client made at `initialized`"
+        # One record per edit, written at its end: the file is opened per record (see `_finish`).
+        ls.edit_flow = EditFlow(models=EditModels(ls.http_client), tracer=ls.make_tracer(), config=ls.config)
+    flow = ls.edit_flow
+    if flow.config is not ls.config:
+        flow.config = ls.config
+    flow.models.configure(ls.config)
+    return flow
+
+
+class _Progress:
+    """Work-done progress for one edit, if the client supports it; a cancel calls `on_cancel`."""
+
+    def __init__(self, ls: TandemServer) -> None:
+        self._ls = ls
+        window = ls.client_capabilities.window
+        self.supported = bool(window and window.work_done_progress)
+        self.token = f"tandem-edit-{next(_tokens)}"
+        self._begun = False
+
+    async def begin(self, message: str, on_cancel: Any) -> None:
+        if not self.supported:
+            return
+        try:
+            await self._ls.work_done_progress.create_async(self.token)
+        except Exception as error:  # a client that refuses progress still gets its edit
+            log.info("work done progress refused: %r", error)
+            return
+        self._ls.work_done_progress.begin(
+            self.token, types.WorkDoneProgressBegin(title="tandem edit", message=message, cancellable=True)
+        )
+        self._begun = True
+        self._ls.work_done_progress.tokens[self.token].add_done_callback(lambda future: on_cancel())
+
+    def report(self, message: str) -> None:
+        if self._begun:
+            self._ls.work_done_progress.report(self.token, types.WorkDoneProgressReport(message=message))
+
+    def end(self, message: str) -> None:
+        if self._begun:
+            self._ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+            self._ls.work_done_progress.tokens.pop(self.token, None)
+            self._begun = False
+
+
+def _show(ls: TandemServer, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+    log.info("%s", message)
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+
+async def _ask_instruction(ls: TandemServer) -> str:
+    """No instruction given: offer the presets with window/showMessageRequest, if the client has it."""
+    window = ls.client_capabilities.window
+    if not (window and window.show_message):
+        return ""
+    choice = await ls.window_show_message_request_async(
+        types.ShowMessageRequestParams(
+            type=types.MessageType.Info,
+            message="tandem: what should the edit do?",
+            actions=[types.MessageActionItem(title=title) for title, _ in PRESETS],
+        )
+    )
+    return next((text for title, text in PRESETS if choice is not None and choice.title == title), "")
+
+
+def _offsets(ls: TandemServer, text: str, document: Any, where: types.Range) -> tuple[int, int]:
+    (sl, sc), (el, ec) = ls.documents.to_server(document, where.start), ls.documents.to_server(document, where.end)
+    start, end = line_offset(text, sl) + sc, line_offset(text, el) + ec
+    return min(start, end), max(start, end)
+
+
+async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
+    """One `tandem.edit`, from the arguments to the applied edit; returns a summary for the client."""
+    received_ns = time.perf_counter_ns()
+    document = ls.documents.get(args.uri)
+    if document is None:
+        raise JsonRpcInvalidParams(message=f"tandem.edit: {args.uri} is not open in the editor")
+    instruction = args.instruction or await _ask_instruction(ls)
+    if not instruction:
+        raise JsonRpcInvalidParams(message="tandem.edit needs an instruction (what should change?)")
+    workspace = EditWorkspace(ls)
+    path = workspace.path_of(args.uri)
+    text = document.buffer.text()
+    refused = document.skip_reason or workspace.may_send(path, text)
+    if refused:
+        return _done(ls, False, f"tandem will not send {path} to a model: {refused}")
+    start, end = _offsets(ls, text, document, args.range)
+    flow = flow_of(ls)
+    request = EditRequest(
+        path=path,
+        text=text,
+        start=start,
+        end=end,
+        instruction=instruction,
+        language=document.language_id,
+        override=args.model,
+        client=ls.client_name,
+        received_ns=received_ns,
+    )
+    # Off the loop: the working diff runs git, the symbol lookup reads the indexed texts once.
+    overlay = workspace.open_texts()
+    lookup = IndexLookup(workspace.symbols(), overlay)
+    names = candidate_names(text[start:end], instruction)
+    open_files = workspace.open_files()
+    diff, _ = await asyncio.gather(
+        asyncio.to_thread(working_diff, workspace.root, open_files), asyncio.to_thread(lookup.prepare, names)
+    )
+    inputs = EditInputs(
+        current_texts=workspace.current, read_text=workspace.read_text, symbols=lookup, working_diff=diff
+    )
+    progress = _Progress(ls)
+    running: list[asyncio.Future[EditOutcome]] = []
+    stopped_by_user = False
+
+    def cancel() -> None:
+        nonlocal stopped_by_user
+        stopped_by_user = True
+        for future in running:
+            future.cancel()
+
+    await progress.begin("routing the edit", cancel)
+    task = asyncio.ensure_future(flow.run(request, inputs, on_progress=lambda p: progress.report(p.message)))
+    running.append(task)
+    try:
+        outcome = await task
+    except asyncio.CancelledError:
+        progress.end("cancelled")
+        if not stopped_by_user:
+            raise  # $/cancelRequest: pygls answers the request
+        return _done(ls, False, "tandem: edit cancelled", show=False)
+    for notice in outcome.notices:
+        ls.notify_user(notice)
+    if not outcome.ok:
+        progress.end("not applied")
+        flow.finish(outcome)
+        _close_trace(flow)
+        return _done(ls, False, f"tandem: {outcome.message}", outcome=outcome)
+    applied, why = await _apply(ls, workspace, outcome, instruction)
+    progress.end("applied" if applied else "not applied")
+    flow.finish(outcome, applied=applied, error=why)
+    _close_trace(flow)
+    if not applied:
+        return _done(ls, False, f"tandem: the edit was not applied: {why}", outcome=outcome)
+    return _done(ls, True, "", outcome=outcome)
+
+
+def _close_trace(flow: EditFlow) -> None:
+    # Edits are rare: the next record reopens the file, and no handle is left open at shutdown.
+    flow.tracer.close()
+
+
+async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcome, label: str) -> tuple[bool, str]:
+    """workspace/applyEdit; when the editor refuses because the user typed meanwhile, rebase and retry."""
+    workspace_caps = ls.client_capabilities.workspace
+    edit_caps = workspace_caps.workspace_edit if workspace_caps else None
+    # Neovim takes documentChanges without saying so; it does say it takes resource operations.
+    document_changes = bool(edit_caps and (edit_caps.document_changes or edit_caps.resource_operations))
+    creates = any(e.creates for e in outcome.edits)
+    can_create = bool(edit_caps and edit_caps.resource_operations and "create" in edit_caps.resource_operations)
+    if creates and not can_create:
+        return False, "it creates a file, and this editor cannot create files for a language server"
+    edits, current = list(outcome.edits), dict(outcome.current)
+    why = ""
+    for _ in range(_APPLY_TRIES):
+        edit = workspace.workspace_edit(edits, current, document_changes=document_changes)
+        result = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(edit=edit, label=f"tandem: {label[:60]}")
+        )
+        if result.applied:
+            return True, ""
+        why = result.failure_reason or "the editor refused it"
+        if not workspace.changed_since_read():
+            return False, why
+        newer = workspace.current(list(current))
+        try:
+            edits = rebase_edits(edits, current, newer)
+        except EditConflict as conflict:
+            return False, str(conflict)
+        current = newer
+    return False, f"you kept typing in the edited files ({why})"
+
+
+def _done(
+    ls: TandemServer, applied: bool, message: str, *, outcome: EditOutcome | None = None, show: bool = True
+) -> dict[str, Any]:
+    """The command's result, after telling the user what went wrong (if anything)."""
+    if message and show:
+        conflict = outcome is not None and outcome.conflict
+        _show(ls, message, types.MessageType.Warning if conflict or outcome is None else types.MessageType.Error)
+    result: dict[str, Any] = {"applied": applied, "message": message}
+    if outcome is not None:
+        result.update(
+            tier=outcome.tier,
+            route=outcome.decision.summary(),
+            escalation=outcome.escalation,
+            files=sorted({e.path for e in outcome.edits}) if applied else [],
+            rebased=outcome.rebased,
+        )
+    return result
+
+
+def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    document = ls.documents.get(params.text_document.uri)
+    if document is None or document.skip_reason:
+        return []
+    if params.context.only and not any(
+        str(kind).startswith(str(types.CodeActionKind.RefactorRewrite)) or str(kind) == "refactor"
+        for kind in params.context.only
+    ):
+        return []
+    where = params.range
+    if where.start == where.end:
+        # A cursor, not a selection: the edit is about its line.
+        line = document.buffer.line_content(where.start.line)
+        where = types.Range(
+            start=types.Position(line=where.start.line, character=0),
+            end=ls.documents.to_client(document, where.start.line, len(line)),
+        )
+    span = {"start": {"line": where.start.line, "character": where.start.character}}
+    span["end"] = {"line": where.end.line, "character": where.end.character}
+    actions: list[types.CodeAction] = []
+    if ls.client_name in VSCODE_CLIENTS:
+        title = "Edit selection with tandem..."
+        command = types.Command(title=title, command=VSCODE_PROMPT_COMMAND)
+        actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.RefactorRewrite, command=command))
+    for title, instruction in PRESETS:
+        argument = {"uri": document.uri, "range": span, "instruction": instruction}
+        command = types.Command(title=f"tandem: {title}", command=EDIT_COMMAND, arguments=[argument])
+        actions.append(
+            types.CodeAction(title=f"tandem: {title}", kind=types.CodeActionKind.RefactorRewrite, command=command)
+        )
+    return actions
+
+
+def register(server: TandemServer) -> None:
+    @server.command(EDIT_COMMAND)
+    async def tandem_edit(ls: TandemServer, *args: Any) -> dict[str, Any]:
+        return await run_edit(ls, parse_arguments(args))
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite], resolve_provider=False),
+    )
+    def code_action(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return _code_actions(ls, params)

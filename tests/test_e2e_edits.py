@@ -1,0 +1,324 @@
+"""`tandem.edit` end to end: `tandem serve` over stdio with real clients' capabilities, two simulators on
+loopback (spark as the fast model, codex as the accurate one) answering edit prompts from their edit
+truth, and a client that applies `workspace/applyEdit` to its own copy of the documents the way an
+editor does (refusing an edit for a version it has moved past) and tells the server with didChange."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+from collections.abc import Iterator, Mapping
+from typing import Any, Union
+
+import httpx
+import pytest
+from e2e_support import Session, serve
+from lsprotocol import types
+from pygls.protocol import default_converter
+
+from completion.sim.runner import SimHandle, SimSettings, start_in_thread
+
+pytestmark = pytest.mark.e2e
+
+SAMPLE = '''"""Invoices — totals in € and ¥."""
+
+
+def total(items):
+    result = 0
+    for item in items:
+        result += item.price * item.quantity
+    return result
+
+
+def label(name):
+    return "Invoice — " + name
+'''
+SAMPLE_TYPED = SAMPLE.replace("def total(items):", "def total(items: list[Item]) -> float:")
+MODELS = "def compute_total(invoice):\n    return sum(line.amount for line in invoice.lines)\n"
+VIEWS = "from models import compute_total\n\n\ndef show(invoice):\n    return f'{compute_total(invoice)} €'\n"
+URLS = "from models import compute_total\nfrom views import show\n\nroutes = [show, compute_total]\n"
+
+
+def _sim(profile: str, **fields: Any) -> SimSettings:
+    return SimSettings(profile=profile, ttft_ms=fields.pop("ttft_ms", 5.0), tokens_per_s=50_000.0, **fields)
+
+
+@pytest.fixture
+def sims() -> Iterator[tuple[SimHandle, SimHandle]]:
+    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex")) as accurate:
+        yield fast, accurate
+
+
+def two_models(fast: SimHandle, accurate: SimHandle) -> dict[str, Any]:
+    return {
+        "models": {
+            "fast": {"provider": "openai-chat", "base_url": fast.base_url, "model": "sim-spark"},
+            "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
+        }
+    }
+
+
+def set_truth(sim: SimHandle, files: Mapping[str, str], *, errors: str = "off") -> None:
+    """The simulator's edit truth, through its control API (as a test harness in another process would)."""
+    response = httpx.post(f"{sim.root_url}/_sim/edit-truth", json={"files": dict(files), "errors": errors})
+    response.raise_for_status()
+
+
+def edit_requests(sim: SimHandle) -> int:
+    return int(sim.stats()["requests"].get("chat.completions", 0))
+
+
+class Editor:
+    """The client's side of the documents: applies workspace edits like an editor, reports with didChange."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.texts: dict[str, str] = {}
+        self.versions: dict[str, int] = {}
+        self.received: list[types.ApplyWorkspaceEditParams] = []
+
+        def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+            return self._apply(params)
+
+        session.client.feature(types.WORKSPACE_APPLY_EDIT)(apply_edit)
+        # lsprotocol reads any code action with a `command` key as a bare Command, even when that key holds
+        # a Command object (a CodeAction's); editors read the JSON correctly, so the test client must too.
+        session.client.protocol._converter.register_structure_hook(
+            Union[types.Command, types.CodeAction],  # noqa: UP007 (the hook is keyed by this exact type)
+            _command_or_action,
+        )
+
+    def open(self, name: str, text: str) -> str:
+        uri = self.session.open(name, text)
+        self.texts[uri], self.versions[uri] = text, 1
+        return uri
+
+    def type(self, uri: str, text: str) -> None:
+        """The user replaces the whole document (sent as one full-text change)."""
+        self.versions[uri] += 1
+        self.texts[uri] = text
+        self.session.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+
+    def _offset(self, text: str, position: types.Position) -> int:
+        lines = text.split("\n")
+        start = sum(len(line) + 1 for line in lines[: position.line])
+        line = lines[position.line] if position.line < len(lines) else ""
+        used = column = 0
+        while column < len(line) and used < position.character:
+            used += self.session.units(line[column])
+            column += 1
+        return start + column
+
+    def _apply(self, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        self.received.append(params)
+        changes = params.edit.document_changes or []
+        for change in changes:
+            assert isinstance(change, types.TextDocumentEdit), change
+            uri, version = change.text_document.uri, change.text_document.version
+            if uri in self.versions and version != self.versions[uri]:
+                return types.ApplyWorkspaceEditResult(applied=False, failure_reason=f"{uri} has changed")
+        for change in changes:
+            assert isinstance(change, types.TextDocumentEdit)
+            text = self.texts[change.text_document.uri]
+            # Apply from the end, so earlier offsets stay valid.
+            spans = sorted(
+                (
+                    (self._offset(text, e.range.start), self._offset(text, e.range.end), e.new_text)
+                    for e in change.edits
+                    if isinstance(e, types.TextEdit)
+                ),
+                reverse=True,
+            )
+            for start, end, new_text in spans:
+                text = text[:start] + new_text + text[end:]
+            self.type(change.text_document.uri, text)
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+
+def _command_or_action(value: Any, _: object) -> types.Command | types.CodeAction:
+    converter = default_converter()  # type: ignore[no-untyped-call]
+    if isinstance(value.get("command"), str):
+        return converter.structure(value, types.Command)  # type: ignore[no-any-return]
+    return converter.structure(value, types.CodeAction)  # type: ignore[no-any-return]
+
+
+def whole(text: str) -> dict[str, Any]:
+    lines = text.split("\n")
+    return {"start": {"line": 0, "character": 0}, "end": {"line": len(lines) - 1, "character": 0}}
+
+
+async def execute(session: Session, argument: dict[str, Any]) -> dict[str, Any]:
+    result = await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="tandem.edit", arguments=[argument])
+    )
+    assert isinstance(result, dict)
+    return result
+
+
+def edit_records(session: Session) -> list[dict[str, Any]]:
+    return [r for r in session.records() if r["kind"] == "edit"]
+
+
+@pytest.mark.parametrize("client", ["vscode", "helix", "neovim"])
+async def test_code_action_runs_an_edit_and_the_client_applies_it(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle], client: str
+) -> None:
+    fast, accurate = sims
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, client, options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        selection = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=8, character=0))
+        actions = await session.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=selection,
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        assert actions is not None
+        titles = [a.title for a in actions if isinstance(a, types.CodeAction)]
+        assert "tandem: Add type hints" in titles
+        assert ("Edit selection with tandem..." in titles) == (client == "vscode")
+        [action] = [a for a in actions if isinstance(a, types.CodeAction) and a.title == "tandem: Add type hints"]
+        assert action.command is not None and action.command.command == "tandem.edit"
+        result = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+        )
+        assert isinstance(result, dict) and result["applied"] is True, result
+        assert result["tier"] == "fast" and result["files"] == ["invoice.py"]
+        assert editor.texts[uri] == SAMPLE_TYPED
+        [received] = editor.received
+        [change] = received.edit.document_changes or []
+        assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
+        progress = [v for reports in session.client.progress_reports.values() for v in reports]
+        messages = [getattr(v, "message", "") or "" for v in progress]
+        assert any(m.startswith("fast: ") for m in messages), messages
+        assert isinstance(progress[-1], types.WorkDoneProgressEnd)
+        # The server's copy followed the client's: a second edit on the new text works from it.
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 0
+    [record] = edit_records(session)
+    assert record["outcome"] == "applied" and record["tier"] == "fast" and record["edit"]["applied_files"] == 1
+
+
+async def test_multi_file_edit_goes_accurate_and_changes_every_file(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    fast, accurate = sims
+    renamed = {
+        "models.py": MODELS.replace("compute_total", "invoice_total"),
+        "views.py": VIEWS.replace("compute_total", "invoice_total"),
+        "urls.py": URLS.replace("compute_total", "invoice_total"),
+    }
+    set_truth(accurate, renamed)
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uris = {
+            name: editor.open(name, text)
+            for name, text in (("models.py", MODELS), ("views.py", VIEWS), ("urls.py", URLS))
+        }
+        result = await execute(
+            session,
+            {"uri": uris["models.py"], "range": whole(MODELS), "instruction": "rename compute_total to invoice_total"},
+        )
+        assert result["applied"] is True, result
+        assert result["tier"] == "accurate" and "reaches 2 other files" in result["route"]
+        assert result["files"] == ["models.py", "urls.py", "views.py"]
+        for name, uri in uris.items():
+            assert editor.texts[uri] == renamed[name], name
+        [received] = editor.received
+        assert len(received.edit.document_changes or []) == 3
+        assert edit_requests(fast) == 0 and edit_requests(accurate) == 1
+        progress = [getattr(v, "message", "") or "" for r in session.client.progress_reports.values() for v in r]
+        assert any(m.startswith("accurate: reaches 2 other files (urls.py, views.py)") for m in progress), progress
+
+
+async def test_an_edit_is_refused_when_the_user_typed_over_its_range(tmp_path: pathlib.Path) -> None:
+    # Slow enough that the user types while the model is still thinking.
+    with start_in_thread(_sim("spark", ttft_ms=1500.0)) as fast, start_in_thread(_sim("codex")) as accurate:
+        set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+        async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+            editor = Editor(session)
+            uri = editor.open("invoice.py", SAMPLE)
+            argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints", "model": "fast"}
+            pending = asyncio.ensure_future(execute(session, argument))
+            await _until(lambda: edit_requests(fast) >= 1)
+            editor.type(uri, SAMPLE.replace("def total(items):", "def total(items, tax):"))
+            result = await pending
+            assert result["applied"] is False and "you changed line 4" in result["message"]
+            assert editor.received == []
+            assert any("you changed line 4" in m.message for m in session.client.messages)
+            assert edit_requests(accurate) == 0  # refused, not escalated: the answer was fine, the text moved
+        [record] = edit_records(session)
+        assert record["outcome"] == "conflict"
+
+
+@pytest.mark.parametrize("how", ["syntax", "truncated"])
+async def test_a_fast_answer_that_does_not_parse_escalates_to_the_accurate_model(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle], how: str
+) -> None:
+    fast, accurate = sims
+    if how == "syntax":
+        set_truth(fast, {"invoice.py": SAMPLE_TYPED}, errors="syntax")  # every fast answer breaks the file
+    else:
+        set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+        fast.arm_fault("truncate", 1)  # the stream ends half-way: the blocks are cut off
+    set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "neovim", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        result = await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"})
+        assert result["applied"] is True and result["tier"] == "accurate", result
+        assert result["escalation"].startswith("fast answer rejected")
+        assert editor.texts[uri] == SAMPLE_TYPED
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 1
+    [record] = edit_records(session)
+    outcomes = [a["outcome"] for a in record["edit"]["attempts"]]
+    assert outcomes[-1] == "ok" and outcomes[0] in ("invalid", "unparsable", "failed"), outcomes
+    assert record["tier"] == "accurate" and record["edit"]["escalation"]
+
+
+async def test_a_tier_that_is_down_is_replaced_and_the_user_told_once(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    fast, accurate = sims
+    set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+    fast.arm_fault("500")  # every request
+    async with serve(tmp_path, "helix", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        for _ in range(2):
+            result = await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"})
+            assert result["applied"] is True and result["tier"] == "accurate", result
+            editor.type(uri, SAMPLE)
+    told = [m.message for m in session.client.messages if "fast model is unavailable" in m.message]
+    assert len(told) == 1, told
+
+
+async def test_bad_arguments_are_an_error_in_words(tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]) -> None:
+    fast, accurate = sims
+    async with serve(tmp_path, "eglot", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        with pytest.raises(Exception, match="not open in the editor"):
+            await execute(session, {"uri": uri + "x", "range": whole(SAMPLE), "instruction": "x"})
+        with pytest.raises(Exception, match="model must be"):
+            await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": "x", "model": "big"})
+        # eglot has no showMessageRequest to pick a preset with: an edit without instruction is refused.
+        with pytest.raises(Exception, match="needs an instruction"):
+            await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": ""})
+
+
+async def _until(condition: object, *, attempts: int = 500) -> None:
+    """Wait for a condition another thread or process makes true, yielding to the loop between checks."""
+    assert callable(condition)
+    for _ in range(attempts):
+        if condition():
+            return
+        await asyncio.sleep(0.01)  # sleep-ok: polling another thread's counter, bounded
+    raise AssertionError("condition never became true")
