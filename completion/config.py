@@ -33,7 +33,7 @@ from typing import Any, Literal, get_args, get_origin
 Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 # Providers whose backend exists today; the others are accepted by the schema but reported unusable.
-IMPLEMENTED_PROVIDERS: frozenset[str] = frozenset({"openai-chat", "fim"})
+IMPLEMENTED_PROVIDERS: frozenset[str] = frozenset({"openai-chat", "fim", "anthropic", "openai-responses"})
 
 WORKSPACE_GUARDED: frozenset[str] = frozenset({"provider", "base_url", "api_key_env"})
 
@@ -303,7 +303,12 @@ def _check_model(table: dict[str, Any], name: str, source: str, problems: list[P
     provider = table.get("provider")
     if provider is not None and provider not in IMPLEMENTED_PROVIDERS:
         problems.append(
-            Problem(source, f"{name}.provider", f"{provider!r} is not available yet; use 'openai-chat' or 'fim'")
+            Problem(
+                source,
+                f"{name}.provider",
+                f"{provider!r} is not available yet; use one of "
+                + ", ".join(repr(p) for p in PROVIDERS if p in IMPLEMENTED_PROVIDERS),
+            )
         )
         table.pop("provider")
     key_env = table.get("api_key_env")

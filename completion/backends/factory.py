@@ -7,8 +7,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from completion.backends.anthropic import AnthropicBackend
 from completion.backends.fim import FimBackend
 from completion.backends.openai_chat import OpenAIChatBackend
+from completion.backends.openai_responses import OpenAIResponsesBackend
 from completion.config import IMPLEMENTED_PROVIDERS
 from completion.errors import NotConfigured
 
@@ -38,6 +40,10 @@ def make_backend(config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping
             return OpenAIChatBackend(config, client, env=env)
         case "fim":
             return FimBackend(config, client, env=env)
+        case "anthropic":
+            return AnthropicBackend(config, client, env=env)
+        case "openai-responses":
+            return OpenAIResponsesBackend(config, client, env=env)
         case other:
             available = ", ".join(sorted(IMPLEMENTED_PROVIDERS))
             raise NotConfigured(f"provider {other!r} has no backend yet (available: {available})")

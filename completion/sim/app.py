@@ -13,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
-from completion.sim import control, openai_chat, openai_completions
+from completion.sim import anthropic, control, openai_chat, openai_completions, openai_responses
 from completion.sim import openai_common as oc
 from completion.sim.respond import ABORT_SCOPE_KEY, reset_connection
 
@@ -28,11 +28,15 @@ Handler = Callable[[Request, "SimState"], Awaitable[Response]]
 ROUTES: list[tuple[str, str, str | None, Handler]] = [
     ("/v1/chat/completions", "POST", openai_chat.ENDPOINT, openai_chat.handle),
     ("/v1/completions", "POST", openai_completions.ENDPOINT, openai_completions.handle),
+    ("/v1/messages", "POST", anthropic.ENDPOINT, anthropic.handle),
+    ("/v1/responses", "POST", openai_responses.ENDPOINT, openai_responses.handle),
     ("/v1/models", "GET", "models", control.list_models),
     ("/_sim/faults", "POST", None, control.arm_fault),
     ("/_sim/faults", "DELETE", None, control.clear_faults),
     ("/_sim/stats", "GET", None, control.stats),
     ("/_sim/reset", "POST", None, control.reset),
+    ("/_sim/edit-truth", "POST", None, control.set_edit_truth),
+    ("/_sim/edits", "GET", None, control.edit_draws),
 ]
 
 SIMULATED_HEADER = (b"x-tandem-simulated", b"true")

@@ -4,7 +4,10 @@ GET    /v1/models       the simulated model (`sim-PROFILE`)
 POST   /_sim/faults     {"kind": "429", "count": 2} arms a fault (no count: every request)
 DELETE /_sim/faults     clears armed faults
 GET    /_sim/stats      counters: requests per endpoint, faults fired, the last request's shape
-POST   /_sim/reset      zeroes the counters (armed faults stay)
+POST   /_sim/reset      zeroes the counters and forgets edit draws and attempts (armed faults and truth stay)
+POST   /_sim/edit-truth {"files": {"path": "text after the edit"}, "errors": "calibrated", "error_scale": 1.0}
+                        replaces the edit truth (see completion.sim.edits.EditTruth; {"files": {}} clears it)
+GET    /_sim/edits      what was drawn for each edit request since the last reset (all simulated)
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import JSONResponse
 
 from completion.sim import openai_common as oc
+from completion.sim.edits import EditTruth
 from completion.sim.settings import FaultSpec, SimConfigError, parse_fault
 
 if TYPE_CHECKING:
@@ -54,12 +58,39 @@ async def stats(request: Request, sim: SimState) -> Response:
     snapshot["truth"] = (
         {"files": sim.truth.file_count, "chars": sim.truth.char_count} if sim.truth is not None else None
     )
+    snapshot["edit_truth"] = _edit_truth(sim.edit_truth)
     return JSONResponse(snapshot)
 
 
 async def reset(request: Request, sim: SimState) -> Response:
     sim.stats.reset()
+    sim.reset_edits()
     return JSONResponse({"reset": True})
+
+
+async def set_edit_truth(request: Request, sim: SimState) -> Response:
+    body = await oc.read_object(request)
+    files = body.get("files")
+    errors = body.get("errors", "calibrated")
+    scale = body.get("error_scale", 1.0)
+    if not isinstance(files, dict):
+        raise oc.BadRequest('expected {"files": {"path": "text after the edit", ...}}', param="files")
+    if not isinstance(scale, int | float) or isinstance(scale, bool):
+        raise oc.BadRequest("error_scale must be a number >= 0", param="error_scale")
+    try:
+        truth = EditTruth(files=dict(files), errors=errors, error_scale=float(scale))
+    except ValueError as error:
+        raise oc.BadRequest(str(error)) from None
+    sim.set_edit_truth(truth)
+    return JSONResponse(_edit_truth(truth))
+
+
+async def edit_draws(request: Request, sim: SimState) -> Response:
+    return JSONResponse({"simulated": True, "edits": sim.edit_draws()})
+
+
+def _edit_truth(truth: EditTruth) -> dict[str, Any]:
+    return {"files": sorted(truth.files), "errors": truth.errors, "error_scale": truth.error_scale}
 
 
 def _armed(specs: list[FaultSpec]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Running the simulator: `tandem sim` in the foreground, or a background thread for tests and benchmarks.
 
     serve_forever(settings)      blocks; prints one line with the URL once listening; Ctrl-C or SIGTERM stop it
-    start_in_thread(settings)    returns a SimHandle (base_url, root_url, stop(), arm_fault(), stats())
+    start_in_thread(settings)    returns a SimHandle (base_url, root_url, stop(), arm_fault(), stats(),
+                                 set_edit_truth(), edit_draws())
     add_arguments / settings_from_args / main    the command line
 
 The listening socket is bound before uvicorn starts, so the port (0 = any free port) is known at once
@@ -21,12 +22,13 @@ from typing import TYPE_CHECKING, Any
 import uvicorn
 
 from completion.sim.app import build_app
+from completion.sim.edits import EditTruth
 from completion.sim.settings import FAULT_KINDS, PROFILES, SimConfigError, SimSettings, parse_fault
 from completion.sim.state import SimState
 from completion.sim.truth import TruthIndex
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
     from types import TracebackType
 
 __all__ = [
@@ -154,6 +156,16 @@ class SimHandle:
     def stats(self) -> dict[str, Any]:
         """The request counters, as `GET /_sim/stats` reports them (without the armed faults)."""
         return self.state.stats.snapshot()
+
+    def set_edit_truth(self, files: Mapping[str, str], *, errors: str = "calibrated", error_scale: float = 1.0) -> None:
+        """Replace the edit truth, as `POST /_sim/edit-truth` does: `files` maps each path, as edit prompts
+        show it, to its full text after the edit. `errors`: "calibrated", "off", or a mistake kind that
+        every answer then makes (`completion.sim.edits.ERROR_MODES`). Raises ValueError for bad values."""
+        self.state.set_edit_truth(EditTruth(files=dict(files), errors=errors, error_scale=error_scale))
+
+    def edit_draws(self) -> list[dict[str, Any]]:
+        """What was drawn for each edit request since the last reset, as `GET /_sim/edits` reports it."""
+        return self.state.edit_draws()
 
     def stop(self) -> None:
         """Stop serving: open streams end at once; returns when the server thread is done."""

@@ -1,0 +1,184 @@
+"""The `anthropic` backend: `POST {base_url}/messages`, streamed (Anthropic's Messages API).
+
+Headers `x-api-key` and `anthropic-version: 2023-06-01`; system text in the top-level `system` field,
+the rest of the conversation in `messages` (roles `user` and `assistant`). Events, by name:
+
+    message_start         usage of the input (input_tokens + cache_creation_input_tokens +
+                          cache_read_input_tokens; the cache reads are the cached tokens)
+    content_block_delta   text (`text_delta`); thinking and tool deltas are not code, and are skipped
+    message_delta         stop_reason (end_turn / stop_sequence -> "stop", max_tokens -> "length"),
+                          output usage
+    message_stop          the end
+    error                 a failure mid-stream (overloaded_error -> BackendUnavailable, ...)
+    ping                  keep-alive
+
+The API refuses whitespace-only `stop_sequences`; those are applied to the text as it streams instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from completion.backends.base import Usage
+from completion.backends.sse_stream import clean_text, count, event_payload, stream_error, stream_events
+from completion.backends.streaming import StreamCall, api_key, host_of, request_headers
+from completion.errors import BackendUnavailable, NotConfigured
+from completion.http import request_timeout
+from completion.prompts import chat_messages
+
+if TYPE_CHECKING:
+    from completion.backends.base import ModelRequest, StreamStats
+    from completion.config import ModelConfig
+    from completion.sse import SseEvent
+
+log = logging.getLogger(__name__)
+
+API_VERSION = "2023-06-01"
+# The only roles `messages` takes; any other (system, developer) goes into the top-level `system`.
+_CONVERSATION_ROLES = ("user", "assistant")
+_WARM_BODY_MAX_BYTES = 1 << 20
+
+
+class AnthropicBackend:
+    """Streams text from the Messages API. Implements `base.Backend`."""
+
+    name = "anthropic"
+
+    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
+        self._config = config
+        self._client = client
+        self._env = env
+        self._url = config.base_url.rstrip("/") + "/messages"
+        self._closed = False
+
+    def body(self, request: ModelRequest) -> dict[str, object]:
+        """The JSON body for `request` (public so tests and traces can see what is sent)."""
+        messages = list(request.messages) or [
+            (m["role"], m["content"])
+            for m in chat_messages(request.prefix, request.suffix, path=request.path, language=request.language)
+        ]
+        system = "\n\n".join(text for role, text in messages if role not in _CONVERSATION_ROLES)
+        body: dict[str, object] = {
+            "max_tokens": request.max_tokens,
+            "messages": [{"role": role, "content": text} for role, text in messages if role in _CONVERSATION_ROLES],
+            "temperature": request.temperature,
+            "stream": True,
+        }
+        if system:
+            body["system"] = system
+        if self._config.model:
+            body["model"] = self._config.model
+        stops = [s for s in request.stop if s.strip()]
+        if stops:
+            body["stop_sequences"] = stops
+        return body
+
+    def _headers(self, key: str | None, *, streaming: bool) -> dict[str, str]:
+        headers = request_headers(None, streaming=streaming)
+        headers["anthropic-version"] = API_VERSION
+        if key:
+            headers["x-api-key"] = key
+        return headers
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text as it arrives; see `base.Backend.stream`."""
+        if self._closed:
+            raise BackendUnavailable(f"{self.name} backend was closed")
+        key = api_key(self._config, self._env)
+        call = StreamCall(url=self._url, body=self.body(request), timeout=request_timeout(self._config), api_key=key)
+        async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
+            async for text in texts:
+                yield text
+
+    async def _texts(self, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
+        headers = self._headers(call.api_key, streaming=True)
+        events = stream_events(self._client, call, stats, headers=headers, is_last=_is_last, last_name="message_stop")
+        async with aclosing(events) as stream:
+            async for event in stream:
+                text = _consume(event, stats)
+                if text:
+                    yield text
+
+    async def warm(self) -> None:
+        """Open (and leave pooled) a connection: `GET {base_url}/models`. Best effort, never raises."""
+        try:
+            key = api_key(self._config, self._env)
+        except NotConfigured:
+            key = None  # the real request will say so; the connection is worth opening anyway
+        url = self._config.base_url.rstrip("/") + "/models"
+        headers = self._headers(key, streaming=False)
+        # All phases short: a warm-up that has to wait is no use, and it must never hold a keystroke up.
+        timeout = httpx.Timeout(self._config.connect_timeout_s)
+        try:
+            async with self._client.stream("GET", url, headers=headers, timeout=timeout) as response:
+                size = 0
+                # Read it all (a model list is small) so the connection goes back to the pool.
+                async for data in response.aiter_bytes():
+                    size += len(data)
+                    if size > _WARM_BODY_MAX_BYTES:
+                        break
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            log.debug("warming %s failed (ignored): %s", host_of(url), type(exc).__name__)
+
+    async def aclose(self) -> None:
+        # The shared client belongs to the server; a backend holds nothing else.
+        self._closed = True
+
+
+def _is_last(event: SseEvent) -> bool:
+    return event.event in ("message_stop", "error")
+
+
+def _consume(event: SseEvent, stats: StreamStats) -> str:
+    """The text an event carries (often none); usage, stop reason and failures go to `stats` or raise."""
+    payload = event_payload(event)
+    kind = payload.get("type") or event.event
+    if kind == "content_block_delta":
+        delta = payload.get("delta")
+        if isinstance(delta, dict) and delta.get("type") == "text_delta":
+            text = delta.get("text")
+            return text if isinstance(text, str) else ""
+    elif kind == "content_block_start":
+        block = payload.get("content_block")
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            return str(block["text"])
+    elif kind == "message_start":
+        message = payload.get("message")
+        if isinstance(message, dict):
+            _read_usage(message.get("usage"), stats)
+    elif kind == "message_delta":
+        delta = payload.get("delta")
+        reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+        if isinstance(reason, str):
+            stats.finish_reason = _FINISH.get(reason, reason)
+        _read_usage(payload.get("usage"), stats)
+    elif kind == "error":
+        error = payload.get("error")
+        error = error if isinstance(error, dict) else {}
+        raise stream_error(str(error.get("type") or ""), error.get("message"))
+    return ""
+
+
+_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+def _read_usage(raw: Any, stats: StreamStats) -> None:
+    """Fold a usage object into `stats.usage`: message_start has the input, message_delta the output so
+    far (cumulative), and sometimes the input again."""
+    if not isinstance(raw, dict):
+        return
+    usage = stats.usage
+    if any(k in raw for k in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")):
+        cached = count(raw.get("cache_read_input_tokens"))
+        total = count(raw.get("input_tokens")) + count(raw.get("cache_creation_input_tokens")) + cached
+        usage = Usage(input_tokens=total, output_tokens=usage.output_tokens, cached_tokens=cached)
+    if "output_tokens" in raw:
+        output = count(raw.get("output_tokens"))
+        usage = Usage(input_tokens=usage.input_tokens, output_tokens=output, cached_tokens=usage.cached_tokens)
+    stats.usage = usage

@@ -1,0 +1,145 @@
+"""The `openai-responses` backend: `POST {base_url}/responses`, streamed (OpenAI's Responses API).
+
+The accurate tier's usual API (GPT-5.x-Codex class). System text goes in `instructions`, the rest of the
+conversation in `input`; `store: false` keeps the user's code out of OpenAI's stored responses. Text
+arrives in `response.output_text.delta` events; `response.completed` (or `response.incomplete` when
+`max_output_tokens` cut the answer) carries usage, cached input tokens included; `response.failed` and
+`error` events become `completion.errors`.
+
+Two request fields are left out on purpose: `temperature`, which the reasoning models this API mostly
+serves refuse, and `stop`, which the API does not have (`sse_stream.StopCutter` applies stop strings
+instead). `max_output_tokens` is at least 16, the API's minimum.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from completion.backends.base import Usage
+from completion.backends.sse_stream import clean_text, count, event_payload, stream_error, stream_events
+from completion.backends.streaming import StreamCall, api_key, request_headers, warm_connection
+from completion.errors import BackendUnavailable, BadResponse
+from completion.http import request_timeout
+from completion.prompts import chat_messages
+
+if TYPE_CHECKING:
+    import httpx
+
+    from completion.backends.base import ModelRequest, StreamStats
+    from completion.config import ModelConfig
+    from completion.sse import SseEvent
+
+MIN_OUTPUT_TOKENS = 16
+_SYSTEM_ROLES = ("system", "developer")
+_LAST_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+
+
+class OpenAIResponsesBackend:
+    """Streams text from a Responses API. Implements `base.Backend`."""
+
+    name = "openai-responses"
+
+    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
+        self._config = config
+        self._client = client
+        self._env = env
+        self._url = config.base_url.rstrip("/") + "/responses"
+        self._closed = False
+
+    def body(self, request: ModelRequest) -> dict[str, object]:
+        """The JSON body for `request` (public so tests and traces can see what is sent)."""
+        messages = list(request.messages) or [
+            (m["role"], m["content"])
+            for m in chat_messages(request.prefix, request.suffix, path=request.path, language=request.language)
+        ]
+        instructions = "\n\n".join(content for role, content in messages if role in _SYSTEM_ROLES)
+        body: dict[str, object] = {
+            "input": [{"role": role, "content": content} for role, content in messages if role not in _SYSTEM_ROLES],
+            "max_output_tokens": max(MIN_OUTPUT_TOKENS, request.max_tokens),
+            "stream": True,
+            "store": False,
+        }
+        if instructions:
+            body["instructions"] = instructions
+        if self._config.model:
+            body["model"] = self._config.model
+        return body
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text as it arrives; see `base.Backend.stream`."""
+        if self._closed:
+            raise BackendUnavailable(f"{self.name} backend was closed")
+        key = api_key(self._config, self._env)
+        call = StreamCall(url=self._url, body=self.body(request), timeout=request_timeout(self._config), api_key=key)
+        async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
+            async for text in texts:
+                yield text
+
+    async def _texts(self, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
+        headers = request_headers(call.api_key, streaming=True)
+        events = stream_events(
+            self._client, call, stats, headers=headers, is_last=_is_last, last_name="response.completed"
+        )
+        async with aclosing(events) as stream:
+            async for event in stream:
+                text = _consume(event, stats)
+                if text:
+                    yield text
+
+    async def warm(self) -> None:
+        await warm_connection(self._client, self._config, self._env)
+
+    async def aclose(self) -> None:
+        # The shared client belongs to the server; a backend holds nothing else.
+        self._closed = True
+
+
+def _is_last(event: SseEvent) -> bool:
+    return event.event in _LAST_EVENTS
+
+
+def _consume(event: SseEvent, stats: StreamStats) -> str:
+    """The text an event carries (often none); usage, finish reason and failures go to `stats` or raise."""
+    payload = event_payload(event)
+    kind = payload.get("type") or event.event
+    if kind == "response.output_text.delta":
+        delta = payload.get("delta")
+        if not isinstance(delta, str):
+            raise BadResponse("a response.output_text.delta event has no text delta")
+        return delta
+    if kind in ("response.completed", "response.incomplete"):
+        response = payload.get("response")
+        response = response if isinstance(response, dict) else {}
+        stats.usage = _usage(response.get("usage"))
+        stats.finish_reason = _finish_reason(response)
+    elif kind == "response.failed":
+        response = payload.get("response")
+        error = response.get("error") if isinstance(response, dict) else None
+        error = error if isinstance(error, dict) else {}
+        raise stream_error(str(error.get("code") or "failed"), error.get("message"))
+    elif kind == "error":
+        raise stream_error(str(payload.get("code") or payload.get("type") or ""), payload.get("message"))
+    return ""
+
+
+def _finish_reason(response: Mapping[str, Any]) -> str:
+    if response.get("status") != "incomplete":
+        return "stop"
+    details = response.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, dict) else None
+    return "length" if reason == "max_output_tokens" else str(reason or "incomplete")
+
+
+def _usage(raw: object) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    details = raw.get("input_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=count(raw.get("input_tokens")),
+        output_tokens=count(raw.get("output_tokens")),
+        cached_tokens=count(cached),
+    )
