@@ -31,7 +31,6 @@ import anyio
 
 from completion.backends.base import ModelRequest, StreamStats
 from completion.config import Config, RouterConfig
-from completion.edit_models import EditModels, ModelTier
 from completion.edit_types import (
     Attempt,
     AttemptOutcome,
@@ -40,6 +39,8 @@ from completion.edit_types import (
     EditProgress,
     EditRequest,
     EditTraceRecord,
+    ModelSource,
+    ModelTier,
     ProgressSink,
 )
 from completion.edits import (
@@ -53,11 +54,18 @@ from completion.edits import (
     edit_messages,
     selection_lines,
 )
-from completion.errors import BackendTimeout, BackendUnavailable, CompletionError, NotConfigured, describe
+from completion.errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    CompletionError,
+    NotConfigured,
+    RateLimited,
+    describe,
+)
 from completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
 from completion.trace import Tracer
 
-__all__ = ["EditFlow", "EditInputs", "EditModels", "EditOutcome", "EditProgress", "EditRequest", "route_message"]
+__all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest", "route_message"]
 # Progress is reported at most every this many characters of answer (a report per token floods the client).
 _PROGRESS_EVERY_CHARS = 400
 
@@ -119,7 +127,7 @@ def route_message(decision: RouteDecision) -> str:
 class EditFlow:
     """Runs edits: one instance per server (or per evaluation), sharing the models and the tracer."""
 
-    def __init__(self, *, models: EditModels, tracer: Tracer, config: Config) -> None:
+    def __init__(self, *, models: ModelSource, tracer: Tracer, config: Config) -> None:
         self.models = models
         self.tracer = tracer
         self.config = config
@@ -303,11 +311,13 @@ class EditFlow:
         stats = StreamStats()
         parts: list[str] = []
         started_ns = time.perf_counter_ns()
-        where = f"{route_message(decision)} — {tier_name} model ({tier.short})"
+        where = f"{route_message(decision)} — {tier_name} model ({tier.config.model or tier.label})"
         progress(EditProgress(message=f"{where}: asking", tier=tier_name))
         error: CompletionError | None = None
         received = reported = 0
         try:
+            if time.perf_counter() < tier.not_before_s:
+                raise RateLimited("waiting out the provider's Retry-After")
             with anyio.fail_after(max(0.0, deadline_s - time.monotonic())):
                 chunks = tier.backend.stream(model_request, stats)
                 async with contextlib.aclosing(chunks):  # type: ignore[type-var]
@@ -320,6 +330,9 @@ class EditFlow:
                             progress(EditProgress(message=f"{where}: {lines} lines received", tier=tier_name))
         except TimeoutError:
             error = BackendTimeout(f"no complete answer within {self.config.edit.deadline_s:g} s")
+        except RateLimited as exc:
+            error = exc
+            tier.not_before_s = max(tier.not_before_s, time.perf_counter() + min(exc.retry_after_s or 1.0, 60.0))
         except CompletionError as exc:
             error = exc
         record.mark("request_sent", stats.request_sent_ns)

@@ -12,11 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from completion.edits import FileEdit
 from completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
 from completion.trace import TraceRecord
+
+if TYPE_CHECKING:
+    from completion.backends.base import Backend
+    from completion.config import ModelConfig
+
+
+class ModelTier(Protocol):
+    """One configured model (`completion.tiers.Tier` is one)."""
+
+    config: ModelConfig
+    backend: Backend
+    label: str
+    # After a 429 the tier is left alone until this time (perf_counter seconds).
+    not_before_s: float
+
+
+class ModelSource(Protocol):
+    """The configured models by tier name (`completion.tiers.Tiers`, the engine's, is one)."""
+
+    def get(self, name: str) -> ModelTier | None: ...
+
 
 AttemptOutcome = Literal["ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "failed"]
 

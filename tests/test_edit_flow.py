@@ -15,10 +15,11 @@ import httpx
 import pytest
 
 from completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
-from completion.edit_flow import EditFlow, EditInputs, EditModels, EditRequest, route_message
+from completion.edit_flow import EditFlow, EditInputs, EditRequest, route_message
 from completion.edit_types import EditOutcome, EditProgress
 from completion.edits import apply_all, read_edit_prompt
 from completion.router import SymbolIndex, WorkingDiff
+from completion.tiers import Tiers
 from completion.trace import Tracer
 
 VIEWS = "def show(invoice):\n    return invoice.total\n\n\ndef other():\n    return 1\n"
@@ -90,8 +91,8 @@ async def run(
     **inputs: object,
 ) -> tuple[EditFlow, EditOutcome, list[dict[str, Any]], list[EditProgress]]:
     async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as client:
-        models = EditModels(client, env={})
-        assert models.configure(cfg) == []
+        models = Tiers(client, {})
+        assert models.configure(cfg.models) == []
         tracer = Tracer(tmp_path / "trace.jsonl")
         flow = EditFlow(models=models, tracer=tracer, config=cfg)
         seen: list[EditProgress] = []
@@ -168,8 +169,8 @@ async def test_a_tier_that_is_down_hands_over_and_the_user_is_told_once(tmp_path
     provider = Provider({"fast.test": [503, 503], "accurate.test": [GOOD, GOOD]})
     files = Files({"views.py": VIEWS})
     async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as client:
-        models = EditModels(client, env={})
-        models.configure(config())
+        models = Tiers(client, {})
+        models.configure(config().models)
         flow = EditFlow(models=models, tracer=Tracer(None), config=config())
         first = await flow.run(small_request(), files.inputs())
         second = await flow.run(small_request(), files.inputs())
@@ -242,7 +243,7 @@ async def test_cross_file_edit_routes_accurate_with_reasons_and_shows_the_files(
 async def test_working_diff_and_overrides_reach_the_decision(tmp_path: pathlib.Path) -> None:
     files = Files({"views.py": VIEWS})
     async with httpx.AsyncClient(transport=httpx.MockTransport(Provider({}))) as client:
-        flow = EditFlow(models=EditModels(client, env={}), tracer=Tracer(None), config=config())
+        flow = EditFlow(models=Tiers(client, {}), tracer=Tracer(None), config=config())
         busy = WorkingDiff(lines=400, files=("a.py", "b.py", "c.py", "d.py"))
         decision = flow.decide(small_request(), files.inputs(working_diff=busy))
         assert decision.tier == "accurate" and "your change in progress spans 4 file(s)" in route_message(decision)
@@ -265,8 +266,8 @@ async def test_cancelling_stops_the_stream_and_traces_it(tmp_path: pathlib.Path)
 
     files = Files({"views.py": VIEWS})
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        models = EditModels(client, env={})
-        models.configure(config())
+        models = Tiers(client, {})
+        models.configure(config().models)
         tracer = Tracer(tmp_path / "trace.jsonl")
         flow = EditFlow(models=models, tracer=tracer, config=config())
         task = asyncio.create_task(flow.run(small_request(), files.inputs()))
@@ -277,3 +278,18 @@ async def test_cancelling_stops_the_stream_and_traces_it(tmp_path: pathlib.Path)
         tracer.close()
     [record] = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     assert record["outcome"] == "cancelled" and record["kind"] == "edit"
+
+
+async def test_a_rate_limited_tier_is_left_alone_until_its_retry_after(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [429], "accurate.test": [GOOD, GOOD]})
+    files = Files({"views.py": VIEWS})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as client:
+        models = Tiers(client, {})
+        models.configure(config().models)
+        flow = EditFlow(models=models, tracer=Tracer(None), config=config())
+        first = await flow.run(small_request(), files.inputs())
+        second = await flow.run(small_request(), files.inputs())
+    assert first.tier == "accurate" and second.tier == "accurate"
+    # The second edit did not ask the fast model again: it is waiting out the provider's Retry-After.
+    assert provider.asked == ["fast", "accurate", "accurate"]
+    assert second.attempts[0].outcome == "unavailable" and "Retry-After" in second.attempts[0].error

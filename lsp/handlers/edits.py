@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from completion.edit_flow import EditFlow, EditInputs, EditModels, EditOutcome, EditRequest
+from completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from completion.edits import EditConflict, line_offset, rebase_edits
 from completion.working_diff import working_diff
 from completion.workspace_symbols import IndexLookup, candidate_names
@@ -89,15 +89,14 @@ def parse_arguments(args: tuple[Any, ...]) -> EditArguments:
 
 def flow_of(ls: TandemServer) -> EditFlow:
     """The server's edit flow, created on first use and kept in step with the configuration."""
+    if ls.engine is None:
+        raise JsonRpcInvalidParams(message="tandem.edit: the server is not initialized yet")
     if ls.edit_flow is None:
-        assert ls.http_client is not None, "edits need the HTTP client made at `initialized`"
-        # One record per edit, written at its end: the file is opened per record (see `_finish`).
-        ls.edit_flow = EditFlow(models=EditModels(ls.http_client), tracer=ls.make_tracer(), config=ls.config)
-    flow = ls.edit_flow
-    if flow.config is not ls.config:
-        flow.config = ls.config
-    flow.models.configure(ls.config)
-    return flow
+        # The engine's tiers: one backend per model, one Retry-After hold-off, configured in one place.
+        # One trace record per edit, written at its end (the file is reopened per record: `_close_trace`).
+        ls.edit_flow = EditFlow(models=ls.engine.tiers, tracer=ls.make_tracer(), config=ls.config)
+    ls.edit_flow.config = ls.config
+    return ls.edit_flow
 
 
 class _Progress:
