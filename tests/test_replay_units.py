@@ -120,11 +120,13 @@ def test_summary_figures_from_a_constructed_trace() -> None:
         _trace_line(source="model", outcome="cancelled", waited=True, tokens_out=10),
         _trace_line(source="stream", outcome="superseded", waited=False),
         _trace_line(source="none", outcome="shown", waited=False, kind="menu"),  # not an inline request
+        _trace_line(source="cache", outcome="shown", waited=False),  # without model wait, from the cache
+        _trace_line(source="model", outcome="done", waited=False, tokens_out=25, kind="prefetch"),
         "garbage",
     ]
     tally = Tally(
         sessions=2,
-        requests=6,
+        requests=7,
         answered=5,
         cancelled=1,
         shown=3,
@@ -146,20 +148,25 @@ def test_summary_figures_from_a_constructed_trace() -> None:
         duration_s=1.234,
     )
     data = summary.to_json()
-    assert data["requests"] == 6
-    assert data["trace_records"] == 6
-    assert data["answered_without_model_wait"] == pytest.approx(2 / 6, abs=1e-4)
+    assert data["requests"] == 7
+    assert data["trace_records"] == 7
+    assert data["answered_without_model_wait"] == pytest.approx(3 / 7, abs=1e-4)
     assert data["latency_ms"] == {"p50": 3.0, "p95": 80.8, "count": 5}
     assert data["keystrokes_saved"] == 0.75
     assert data["accepted_chars_fraction"] == 0.75
-    assert data["tokens_out"] == 50
-    assert data["tokens_per_accepted_char"] == pytest.approx(50 / 75, abs=1e-4)
+    # Prefetch streams spend tokens too: they count.
+    assert data["tokens_out"] == 75
+    assert data["prefetch_tokens_out"] == 25
+    assert data["tokens_per_accepted_char"] == 1.0
     assert data["simulated_provider"] is True
     assert data["files"] == ["/a.py"]
-    assert data["trace_outcomes"] == {"cancelled": 1, "empty": 1, "shown": 3, "superseded": 1}
+    assert data["trace_outcomes"] == {"cancelled": 1, "empty": 1, "shown": 4, "superseded": 1}
+    assert data["trace_kinds"] == {"inline": 7, "menu": 1, "prefetch": 1}
     assert any("not trace records" in note for note in data["notes"])
+    # The withdrawn request had started a model stream whose usage its record cannot carry.
+    assert any(note.startswith("1 requests were withdrawn after starting a model stream") for note in data["notes"])
     text = format_summary(summary)
-    assert "simulated provider" in text and "75.0%" in text and "33.3%" in text
+    assert "simulated provider" in text and "75.0%" in text and "42.9%" in text
 
 
 def test_summary_of_nothing_has_no_fractions() -> None:

@@ -17,7 +17,7 @@ import pathlib
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 _PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]
 _STOP_TIMEOUT_S = 10.0
 _STDERR_LINES = 40
+STATUS_NOTIFICATION = "tandem/status"
 
 
 class ServerFailed(Exception):
@@ -82,16 +83,20 @@ class Pending:
     def latency_ms(self) -> float:
         return (self.answered_ns - self.sent_ns) / 1e6
 
-    def text(self) -> str:
-        """The first suggestion's text ('' for none, an error, or a cancelled request)."""
+    def suggestion(self) -> tuple[str, types.Command | None]:
+        """The first suggestion's text and the command to run when it is accepted (('', None) for none,
+        an error, or a cancelled request)."""
         if not self.future.done() or self.future.cancelled() or self.future.exception() is not None:
-            return ""
+            return "", None
         result = self.future.result()
         items = result.items if isinstance(result, types.InlineCompletionList) else result or []
         if not items:
-            return ""
+            return "", None
         insert = items[0].insert_text
-        return insert if isinstance(insert, str) else insert.value
+        return (insert if isinstance(insert, str) else insert.value), items[0].command
+
+    def text(self) -> str:
+        return self.suggestion()[0]
 
 
 class _Client(LanguageClient):
@@ -125,6 +130,9 @@ class ReplayClient:
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)
         self._drain: asyncio.Task[None] | None = None
         self.messages: list[str] = []
+        self.statuses = 0
+        # Commands the server handles (its executeCommandProvider), which VS Code forwards to it.
+        self._server_commands: set[str] = set()
 
         # Plain functions, not bound methods: pygls tags its handlers with attributes.
         def show_message(params: types.ShowMessageParams) -> None:
@@ -133,8 +141,13 @@ class ReplayClient:
         def log_message(params: types.LogMessageParams) -> None:
             log.debug("server: %s", params.message)
 
+        def status(params: Any) -> None:
+            # tandem's own status notification, which the VS Code extension shows in its status item.
+            self.statuses += 1
+
         self._client.feature(types.WINDOW_SHOW_MESSAGE)(show_message)
         self._client.feature(types.WINDOW_LOG_MESSAGE)(log_message)
+        self._client.feature(STATUS_NOTIFICATION)(status)
 
     async def start(self, initialization_options: Mapping[str, Any]) -> types.InitializeResult:
         """Start the server and initialize it as VS Code does. ServerFailed if it does not answer."""
@@ -157,6 +170,8 @@ class ReplayClient:
             await self._kill()
             raise ServerFailed(self._failure("did not answer initialize", error)) from None
         self._client.initialized(types.InitializedParams())
+        provider = result.capabilities.execute_command_provider
+        self._server_commands = set(provider.commands) if provider is not None else set()
         return result
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
@@ -212,6 +227,21 @@ class ReplayClient:
 
         future.add_done_callback(stamp)
         return pending
+
+    def run_command(self, command: types.Command | None, *, on_error: Callable[[str], None]) -> bool:
+        """Run an accepted item's command as VS Code does: `workspace/executeCommand` when the server
+        handles it. The answer is not waited for; an error answer is passed to `on_error`. True if sent."""
+        if command is None or command.command not in self._server_commands:
+            return False
+        params = types.ExecuteCommandParams(command=command.command, arguments=command.arguments)
+        future = self._client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id=next(self._ids))
+
+        def done(finished: Future[Any]) -> None:
+            if not finished.cancelled() and (error := finished.exception()) is not None:
+                on_error(f"{command.command}: {error}")
+
+        future.add_done_callback(done)
+        return True
 
     def cancel(self, pending: Pending) -> None:
         """`$/cancelRequest` for a request still in flight (VS Code does this when a newer one starts)."""

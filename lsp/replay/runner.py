@@ -3,7 +3,8 @@
 Without a base URL the simulator runs in this process (truth = the replayed files), and `time_scale`
 applies to it too: its time to first token is multiplied and its token rate divided by the same factor
 as the typist's pauses, so a replay at time scale 0.25 is the same race between typist and model as one
-in real time, four times as fast. A real provider cannot be sped up: with a base URL only the typist is.
+in real time, four times as fast. The server's debounce is scaled the same way. A real provider cannot
+be sped up: with a base URL only the typist and the debounce are.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from completion.config import CompletionConfig
 from completion.trace_report import TraceFile, read_trace
 from lsp.replay.client import ReplayClient
 from lsp.replay.keystrokes import Rhythm
@@ -99,14 +101,14 @@ def _read_new_records(path: pathlib.Path, offset: int) -> TraceFile:
     return read_trace(path, offset_bytes=offset) if path.exists() else TraceFile(records=[], bad_lines=0)
 
 
-async def _wait_for_trace(path: pathlib.Path, offset: int, expected: int) -> TraceFile:
-    """The run's trace records, once there are `expected` of them (or the wait runs out)."""
+async def _wait_for_trace(path: pathlib.Path, offset: int, expected: int) -> None:
+    """Return once the run's trace holds `expected` inline records (or the wait runs out)."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + _TRACE_WAIT_S
     while True:
         trace = await asyncio.to_thread(_read_new_records, path, offset)
-        if len(trace.records) >= expected or loop.time() >= give_up:
-            return trace
+        if sum(1 for r in trace.records if r.get("kind") == "inline") >= expected or loop.time() >= give_up:
+            return
         # sleep-ok: the server appends records from another process; there is no event to wait on.
         await asyncio.sleep(_TRACE_POLL_S)
 
@@ -137,7 +139,9 @@ async def replay(
     }
     if options.api_key_env:
         model["api_key_env"] = options.api_key_env
-    init = _merge({"models": {"fast": model}, "completion": {"debounce_ms": 0}}, options.settings)
+    # The server's own debounce, scaled like the typist: a keystroke gap means the same at any time scale.
+    debounce_ms = round(CompletionConfig().debounce_ms * options.time_scale)
+    init = _merge({"models": {"fast": model}, "completion": {"debounce_ms": debounce_ms}}, options.settings)
 
     tally = Tally(planned_chars=sum(len(task.span) for task in tasks))
     started = time.perf_counter()
@@ -164,11 +168,14 @@ async def replay(
                     patient=options.patient,
                     progress=progress,
                 )
-            trace = await _wait_for_trace(trace_path, offset, tally.requests)
+            # Every request's record first; then, once the server has exited, whatever else it wrote
+            # (records of speculative streams end with the server at the latest).
+            await _wait_for_trace(trace_path, offset, tally.requests)
         finally:
             await client.stop()
             if sim is not None:
                 await asyncio.to_thread(sim.stop)
+    trace = await asyncio.to_thread(_read_new_records, trace_path, offset)
     return build_summary(
         tally=tally,
         trace=trace,

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from lsp.replay.keystrokes import Rhythm, key_presses, next_key
 
 if TYPE_CHECKING:
+    from lsprotocol import types
+
     from lsp.replay.client import Pending, ReplayClient
     from lsp.replay.sources import Task
 
@@ -42,6 +44,9 @@ class Tally:
     shown: int = 0  # answered with a suggestion
     accepted: int = 0
     accepted_chars: int = 0
+    # Accept commands of accepted items sent to the server (workspace/executeCommand), as VS Code runs them.
+    commands: int = 0
+    command_errors: list[str] = field(default_factory=list)
     typed_chars: int = 0
     key_presses: int = 0
     # Key presses the typed text would have taken with no suggestions at all.
@@ -52,17 +57,17 @@ class Tally:
 Progress = Callable[[Tally], None]
 
 
-def _settle(pending: Pending, tally: Tally) -> str:
-    """Account for an answered request; the suggestion it shows ('' for none)."""
+def _settle(pending: Pending, tally: Tally) -> tuple[str, types.Command | None]:
+    """Account for an answered request; the suggestion it shows ('' for none) and its accept command."""
     if pending.future.exception() is not None:
         tally.errors += 1
-        return ""
+        return "", None
     tally.answered += 1
     tally.latencies_ms.append(pending.latency_ms)
-    text = pending.text()
+    text, command = pending.suggestion()
     if text:
         tally.shown += 1
-    return text
+    return text, command
 
 
 async def type_span(
@@ -97,14 +102,15 @@ async def type_span(
         if (remaining := due - loop.time()) > 0:
             await asyncio.sleep(remaining)  # sleep-ok: the typist's pause between key presses
         client.check_alive()
-        suggestion = ""
+        suggestion, command = "", None
         if pending is not None:
             if pending.answered.is_set():
-                suggestion = _settle(pending, tally)
+                suggestion, command = _settle(pending, tally)
             else:
                 client.cancel(pending)
                 tally.cancelled += 1
-        if suggestion and span.startswith(suggestion, at):
+        accepting = bool(suggestion) and span.startswith(suggestion, at)
+        if accepting:
             inserted = suggestion
             tally.accepted += 1
             tally.accepted_chars += len(inserted)
@@ -112,6 +118,8 @@ async def type_span(
             inserted = next_key(span, at)
             tally.typed_chars += len(inserted)
         client.insert(document, inserted)
+        if accepting and client.run_command(command, on_error=tally.command_errors.append):
+            tally.commands += 1
         tally.key_presses += 1
         at += len(inserted)
         previous = inserted

@@ -3,15 +3,17 @@
 Definitions (every fraction is in [0, 1]; None when its denominator is 0):
 
     requests                     inline completion requests the client sent
-    answered_without_model_wait  of the trace records of those requests, the share answered from a model
-                                 stream already running or finished (source "stream"), with outcome shown or
-                                 empty, without waiting for any model output (waited_for_model false). The
-                                 denominator is every record, including requests withdrawn or superseded.
+    answered_without_model_wait  of the trace records of those requests (kind "inline"), the share answered
+                                 from model output that already existed (source "stream": a model stream
+                                 running or finished; or "cache": the completion cache), with outcome shown
+                                 or empty, without waiting for any model output (waited_for_model false).
+                                 The denominator is every inline record, withdrawn and superseded included.
     latency_ms                   client side, request sent -> response received, over answered requests
     keystrokes_saved             1 - key presses made / key presses the same text takes with no suggestions
                                  (Enter with its auto-indent is one press; accepting a suggestion is one)
     accepted_chars_fraction      accepted_chars / (accepted_chars + typed_chars)
-    tokens_out                   model output tokens, summed over the trace records
+    tokens_out                   model output tokens, summed over all the run's trace records (the requests'
+                                 streams and speculative prefetch streams; prefetch_tokens_out: the latter)
     tokens_per_accepted_char     tokens_out / accepted_chars
 """
 
@@ -48,6 +50,7 @@ class Summary:
     errors: int
     shown: int
     accepted: int
+    accept_commands: int
     answered_without_model_wait: float | None
     latency_ms: dict[str, float | None]
     keystrokes_saved: float | None
@@ -57,11 +60,13 @@ class Summary:
     accepted_chars: int
     typed_chars: int
     tokens_out: int
+    prefetch_tokens_out: int
     tokens_per_accepted_char: float | None
     trace_file: str
     trace_records: int
     trace_outcomes: dict[str, int]
     trace_sources: dict[str, int]
+    trace_kinds: dict[str, int]
     time_scale: float
     duration_s: float
     notes: list[str] = field(default_factory=list)
@@ -80,14 +85,28 @@ def _ms(value: float) -> float | None:
     return None if math.isnan(value) else round(value, 3)
 
 
+# Where an answer comes from when it was already produced: a model stream running or finished, or the
+# completion cache.
+EXISTING_OUTPUT = ("stream", "cache")
+
+
 def without_model_wait(records: list[dict[str, Any]]) -> tuple[int, int]:
-    """(records answered without waiting for a model, all records); see the module docstring."""
+    """(inline records answered without waiting for a model, all inline records); see the module docstring."""
+    inline = [r for r in records if r.get("kind") == "inline"]
     hits = sum(
         1
-        for r in records
-        if r.get("source") == "stream" and r.get("waited_for_model") is False and r.get("outcome") in ("shown", "empty")
+        for r in inline
+        if r.get("source") in EXISTING_OUTPUT
+        and r.get("waited_for_model") is False
+        and r.get("outcome") in ("shown", "empty")
     )
-    return hits, len(records)
+    return hits, len(inline)
+
+
+def _tokens_out(record: dict[str, Any]) -> int:
+    usage = record.get("tokens")
+    value = usage.get("out", 0) if isinstance(usage, dict) else 0
+    return value if isinstance(value, int) else 0
 
 
 def build_summary(
@@ -101,11 +120,21 @@ def build_summary(
     duration_s: float,
 ) -> Summary:
     records = [r for r in trace.records if r.get("kind") == "inline"]
-    hits, total = without_model_wait(records)
-    tokens_out = sum(int(r.get("tokens", {}).get("out", 0)) for r in records)
+    hits, total = without_model_wait(trace.records)
+    # Every record of the run counts: the requests' own streams and speculative (prefetch) ones.
+    tokens_out = sum(_tokens_out(r) for r in trace.records)
+    prefetch_tokens_out = sum(_tokens_out(r) for r in trace.records if r.get("kind") == "prefetch")
     notes = []
     if len(records) < tally.requests:
         notes.append(f"the trace holds {len(records)} records for {tally.requests} requests")
+    untraced = sum(1 for r in records if r.get("source") == "model" and r.get("outcome") == "cancelled")
+    if untraced:
+        notes.append(
+            f"{untraced} requests were withdrawn after starting a model stream; their records carry no token "
+            "usage, so tokens_out counts less than the provider produced"
+        )
+    if tally.command_errors:
+        notes.append(f"{len(tally.command_errors)} accept commands failed; the first: {tally.command_errors[0]}")
     if trace.bad_lines:
         notes.append(f"{trace.bad_lines} trace lines were not trace records")
     return Summary(
@@ -118,6 +147,7 @@ def build_summary(
         errors=tally.errors,
         shown=tally.shown,
         accepted=tally.accepted,
+        accept_commands=tally.commands,
         answered_without_model_wait=_fraction(hits, total),
         latency_ms={
             "p50": _ms(percentile(tally.latencies_ms, 0.50)),
@@ -131,11 +161,13 @@ def build_summary(
         accepted_chars=tally.accepted_chars,
         typed_chars=tally.typed_chars,
         tokens_out=tokens_out,
+        prefetch_tokens_out=prefetch_tokens_out,
         tokens_per_accepted_char=_fraction(tokens_out, tally.accepted_chars),
         trace_file=str(trace_path),
         trace_records=len(records),
         trace_outcomes=dict(sorted(Counter(str(r.get("outcome")) for r in records).items())),
         trace_sources=dict(sorted(Counter(str(r.get("source")) for r in records).items())),
+        trace_kinds=dict(sorted(Counter(str(r.get("kind")) for r in trace.records).items())),
         time_scale=time_scale,
         duration_s=round(duration_s, 2),
         notes=notes,
@@ -166,7 +198,8 @@ def format_summary(summary: Summary) -> str:
         f"{s.key_presses_unassisted})",
         f"accepted characters:         {_percent(s.accepted_chars_fraction)} ({s.accepted_chars} accepted, "
         f"{s.typed_chars} typed)",
-        f"tokens out:                  {s.tokens_out} ({_number(s.tokens_per_accepted_char)} per accepted char)",
+        f"tokens out:                  {s.tokens_out} ({_number(s.tokens_per_accepted_char)} per accepted char; "
+        f"{s.prefetch_tokens_out} by prefetch)",
         f"trace file:                  {s.trace_file} ({s.trace_records} records)",
     ]
     if s.provider.simulated:
