@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import math
 import pathlib
 import sys
@@ -93,6 +94,9 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", choices=("openai-chat", "fim"), default="openai-chat", help="API at --base-url")
     parser.add_argument("--api-key-env", default="", metavar="NAME", help="environment variable holding the API key")
     parser.add_argument("--max-tokens", type=_positive(int), default=96, help="tokens per completion (default 96)")
+    from lsp.replay.edits import add_edit_arguments
+
+    add_edit_arguments(parser)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -177,6 +181,8 @@ def _run(options: ReplayOptions, *, command: str, as_json: bool, show_progress: 
     from lsp.replay.client import ServerFailed
     from lsp.replay.sources import SourceError
 
+    # pygls warns about every server notification the client has no handler for: not for a user to read.
+    logging.getLogger("pygls").setLevel(logging.ERROR)
     bar = ProgressBar(budget_s=options.budget_s) if show_progress else None
     try:
         summary = asyncio.run(replay(options, progress=bar))
@@ -191,6 +197,10 @@ def _run(options: ReplayOptions, *, command: str, as_json: bool, show_progress: 
 
 def run_replay(args: argparse.Namespace) -> int:
     """`tandem replay`."""
+    if args.edits:
+        from lsp.replay.edits import run_edits
+
+        return run_edits(args)
     if args.base_url and not args.model:
         sys.stderr.write("tandem replay: error: --base-url needs --model (the model to ask at that URL)\n")
         return 1
