@@ -1,0 +1,138 @@
+"""`tandem replay --edits --repo PATH`: the router's predictions and the simulated time-to-correct-edit
+comparison, on a small repository this test builds (a real git history, small and multi-file commits)."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+MODELS = '''"""Invoices."""
+
+
+def compute_total(invoice):
+    """The invoice's total."""
+    return sum(line.amount for line in invoice.lines)
+
+
+def average(values):
+    return sum(values) / len(values)
+'''
+VIEWS = """from models import compute_total
+
+
+def show(invoice):
+    return f"{compute_total(invoice)} EUR"
+"""
+URLS = """from models import compute_total
+from views import show
+
+routes = [show, compute_total]
+"""
+REPORTS = """from models import compute_total
+
+
+def report(invoices):
+    return [compute_total(i) for i in invoices]
+"""
+
+
+def git(root: pathlib.Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root), *args], check=True, capture_output=True
+    )
+
+
+def commit(root: pathlib.Path, message: str, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).write_text(text)
+    git(root, "add", *files)
+    git(root, "commit", "-q", "-m", message)
+
+
+@pytest.fixture
+def repo(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "start", {"models.py": MODELS, "views.py": VIEWS, "urls.py": URLS, "reports.py": REPORTS})
+    models = MODELS.replace("The invoice's total.", "The invoice's total, tax included.")
+    commit(root, "fix typo in docstring", {"models.py": models})
+    models = models.replace(
+        "    return sum(values) / len(values)",
+        "    if not values:\n        return 0.0\n    return sum(values) / len(values)",
+    )
+    commit(root, "handle an empty list in average", {"models.py": models})
+    renamed = {
+        "models.py": models.replace("compute_total", "invoice_total"),
+        "views.py": VIEWS.replace("compute_total", "invoice_total"),
+        "urls.py": URLS.replace("compute_total", "invoice_total"),
+        "reports.py": REPORTS.replace("compute_total", "invoice_total"),
+    }
+    commit(root, "rename compute_total to invoice_total in all callers", renamed)
+    return root
+
+
+def replay(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lsp.cli", "replay", "--edits", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def by_instruction(runs: list[dict[str, Any]], words: str) -> dict[str, Any]:
+    [run] = [r for r in runs if words in r["instruction"]]
+    return run
+
+
+def test_replay_edits_reports_router_figures_and_the_simulated_comparison(repo: pathlib.Path) -> None:
+    done = replay("--repo", str(repo), "--json", "--time-scale", "0.02", "--limit", "10")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    router = data["router"]
+    assert router["tasks"] == 3 and router["hard"] == 1
+    assert router["auc"] == 1.0  # the rename is the one hard task, and it scores highest
+    edits = data["edits"]
+    assert edits["simulated"] is True and edits["tasks"] == 3 and edits["time_scale"] == pytest.approx(50.0)
+    strategies = edits["strategies"]
+    assert set(strategies) == {"router", "always-fast", "always-accurate"}
+    assert strategies["always-fast"]["accurate_served"] == 0
+    assert strategies["always-accurate"]["accurate_served"] == 3
+    for figure in strategies.values():
+        assert figure["tasks"] == 3
+        assert figure["correct"] + figure["wrong"] + figure["refused"] == 3
+        assert figure["simulated_s"] > 0
+    rename = by_instruction(edits["runs"], "rename compute_total")
+    assert rename["served_by"]["router"] == "accurate" and rename["hard"] is True
+    typo = by_instruction(edits["runs"], "fix typo")
+    assert typo["route"].startswith("fast: ")
+    # Routed fast; served by the accurate model only if the fast answer failed its checks (escalation).
+    if typo["served_by"]["router"] == "accurate":
+        assert strategies["router"]["escalated"] >= 1 and typo["results"]["always-fast"] != "correct"
+
+
+def test_replay_edits_text_output_is_labelled_simulated(repo: pathlib.Path) -> None:
+    done = replay("--repo", str(repo), "--time-scale", "0.02")
+    assert done.returncode == 0, done.stderr
+    assert "ROC AUC (router score -> hard)" in done.stdout
+    assert "SIMULATED" in done.stdout and "always-accurate" in done.stdout
+
+
+def test_router_only_needs_no_simulator(repo: pathlib.Path) -> None:
+    done = replay("--repo", str(repo), "--json", "--router-only")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["edits"] is None and data["router"]["tasks"] == 3
+
+
+def test_errors_are_one_line(tmp_path: pathlib.Path) -> None:
+    missing = replay()
+    assert missing.returncode == 1 and "needs --repo" in missing.stderr
+    not_git = replay("--repo", str(tmp_path))
+    assert not_git.returncode == 1 and len(not_git.stderr.strip().splitlines()) == 1
+    assert "not a git repository" in not_git.stderr.lower() or "git log failed" in not_git.stderr
