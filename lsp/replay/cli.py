@@ -97,9 +97,6 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     from lsp.replay.edits import add_edit_arguments
 
     add_edit_arguments(parser)
-    from lsp.replay.edits import add_edit_arguments
-
-    add_edit_arguments(parser)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -200,10 +197,6 @@ def _run(options: ReplayOptions, *, command: str, as_json: bool, show_progress: 
 
 def run_replay(args: argparse.Namespace) -> int:
     """`tandem replay`."""
-    if args.edits:
-        from lsp.replay.edits import run_edits
-
-        return run_edits(args)
     if args.edits:
         from lsp.replay.edits import run_edits
 
