@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from completion.sim.answers import Answer, Ask
     from completion.sim.pacing import Pacer
+    from completion.sim.prompt_cache import PromptHit
     from completion.sim.state import SimState
 
 # Where the outermost ASGI layer leaves a function that drops the client's connection (see app.py).
@@ -89,11 +90,13 @@ async def respond(sim: SimState, ask: Ask, wire: WireFormat) -> Response:
     if fault is FaultKind.RESET:
         return _ResetResponse()
     assert answer is not None
-    pacer = sim.pacer_for(ask)
+    # Simulated provider prompt caching: reported in usage, and a shorter time to first token.
+    cache = await sim.prompt_cache.observe(ask, prompt_tokens)
+    pacer = sim.pacer_for(ask, cache=cache)
     if ask.stream:
-        events = _stream(sim, ask, wire, answer, prompt_tokens, pacer, fault)
+        events = _stream(sim, ask, wire, answer, cache, pacer, fault)
         return StreamingResponse(events, media_type="text/event-stream", headers={"cache-control": "no-cache"})
-    return await _whole(sim, wire, answer, prompt_tokens, pacer, fault)
+    return await _whole(sim, wire, answer, cache, pacer, fault)
 
 
 _BEFORE_ANSWER = frozenset({FaultKind.RATE_LIMITED, FaultKind.SERVER_ERROR, FaultKind.RESET})
@@ -104,7 +107,7 @@ async def _stream(
     ask: Ask,
     wire: WireFormat,
     answer: Answer,
-    prompt_tokens: int,
+    cache: PromptHit,
     pacer: Pacer,
     fault: FaultKind | None,
 ) -> AsyncIterator[bytes]:
@@ -144,7 +147,7 @@ async def _stream(
         return
     if fault is FaultKind.TRUNCATE or sent < total:
         return  # truncated on purpose, or the server is stopping
-    usage = UsageCounts(prompt_tokens=prompt_tokens, completion_tokens=total) if ask.include_usage else None
+    usage = _usage(cache, total) if ask.include_usage else None
     yield b"".join(wire.close_events(answer.finish_reason, usage))
 
 
@@ -160,7 +163,7 @@ def _content(wire: WireFormat, pieces: tuple[str, ...], start: int, end: int, ch
 
 
 async def _whole(
-    sim: SimState, wire: WireFormat, answer: Answer, prompt_tokens: int, pacer: Pacer, fault: FaultKind | None
+    sim: SimState, wire: WireFormat, answer: Answer, cache: PromptHit, pacer: Pacer, fault: FaultKind | None
 ) -> Response:
     """A non-streaming response, sent when the whole answer would have been generated."""
     await pacer.wait_first()
@@ -168,13 +171,19 @@ async def _whole(
     if fault is FaultKind.STALL:
         await sim.stall()
     sim.stats.count_tokens_sent(len(answer.pieces))
-    usage = UsageCounts(prompt_tokens=prompt_tokens, completion_tokens=len(answer.pieces))
+    usage = _usage(cache, len(answer.pieces))
     body = JSONResponse(wire.full_body(answer.text, answer.finish_reason, usage)).body
     if fault is FaultKind.TRUNCATE:
         return Response(bytes(body[: len(body) // 2]), media_type="application/json")
     if fault is FaultKind.MALFORMED:
         return Response(b"<html><body>simulated malformed response</body></html>", media_type="application/json")
     return Response(bytes(body), media_type="application/json")
+
+
+def _usage(cache: PromptHit, completion_tokens: int) -> UsageCounts:
+    return UsageCounts(
+        prompt_tokens=cache.prompt_tokens, completion_tokens=completion_tokens, cached_tokens=cache.cached_tokens
+    )
 
 
 def _seconds(value_s: float) -> str:

@@ -20,6 +20,7 @@ from completion.sim.answers import FINISH_LENGTH, FINISH_STOP, Answer, Ask, comp
 from completion.sim.edits import EditDraw, EditTruth, answer_edit
 from completion.sim.faults import FaultPlan, Stats
 from completion.sim.pacing import Pace, Pacer
+from completion.sim.prompt_cache import PromptCache, PromptHit
 from completion.sim.tokens import count_tokens, encoding, split_tokens
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class SimState:
         self._edit_draws: deque[EditDraw] = deque(maxlen=_DRAWS_KEPT)
         # The last prompt counted: an API that reports input tokens before the answer counts once.
         self._counted: tuple[str, int] = ("", 0)
+        # Simulated provider prompt caching (cached_tokens in usage, shorter TTFT): see prompt_cache.py.
+        self.prompt_cache = PromptCache()
         encoding()  # load the tokenizer now, not on the first request
 
     @property
@@ -135,11 +138,12 @@ class SimState:
             corrupted=draw.mistake is not None,
         )
 
-    def pacer_for(self, ask: Ask) -> Pacer:
-        """A pacer with this request's timing and its own seeded jitter."""
+    def pacer_for(self, ask: Ask, *, cache: PromptHit | None = None) -> Pacer:
+        """A pacer with this request's timing and its own seeded jitter; a cached prompt prefix (`cache`)
+        shortens the time to first token."""
         profile = self._profile
-        # Where prompt caching lands, a cached prefix will shorten the time to first token here.
-        pace = Pace(tokens_per_s=profile.tokens_per_s, ttft_ms=profile.ttft_ms, jitter=self.settings.jitter)
+        ttft_ms = cache.ttft_ms(profile.ttft_ms) if cache is not None else profile.ttft_ms
+        pace = Pace(tokens_per_s=profile.tokens_per_s, ttft_ms=ttft_ms, jitter=self.settings.jitter)
         self._requests_seen += 1
         rng = random.Random(self.settings.seed * 1_000_003 + self._requests_seen)
         return Pacer(pace, rng=rng, stop=self.stopping)
