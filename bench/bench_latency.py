@@ -61,6 +61,7 @@ async def inline(ls, params):
 
 server.start_io()
 """
+# 1 MB, and no more: tandem sends nothing from a file over `privacy.max_file_bytes` (1,000,000 by default).
 ONE_MB = 1_000_000
 
 
@@ -87,8 +88,9 @@ def sim_process(*args: str) -> Iterator[str]:
         process.wait(10)
 
 
-def real_code(min_chars: int) -> str:
-    """At least `min_chars` of the standard library's own source, whole files in a stable order."""
+def real_code(min_chars: int, *, max_bytes: int | None = None) -> str:
+    """At least `min_chars` of the standard library's own source, whole files in a stable order; cut at a
+    line end to at most `max_bytes` of UTF-8 if given."""
     parts: list[str] = []
     size = 0
     for path in stdlib_files():
@@ -97,7 +99,11 @@ def real_code(min_chars: int) -> str:
         size += len(text) + 1
         if size >= min_chars:
             break
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    if max_bytes is not None:
+        data = text.encode("utf-8")[:max_bytes]
+        text = data[: data.rfind(b"\n") + 1].decode("utf-8")
+    return text
 
 
 def cursor_line(text: str, near: int) -> int:
@@ -113,7 +119,15 @@ async def tandem(
     env = {**os.environ, "XDG_CONFIG_HOME": str(trace.parent)}
     client = ReplayClient(trace_path=trace, env=env, python_args=python_args)
     model = {"provider": "openai-chat", "base_url": base_url, "model": "sim-spark", "max_tokens": max_tokens}
-    await client.start({"models": {"fast": model}, "completion": {"debounce_ms": 0, "deadline_s": 30}})
+    # Every request goes to the model: these figures are about the model path, not about reuse.
+    await client.start(
+        {
+            "models": {"fast": model},
+            "completion": {"debounce_ms": 0, "deadline_s": 30},
+            "cache": {"reuse": "off"},
+            "prefetch": {"enabled": False},
+        }
+    )
     try:
         yield client
     finally:
@@ -150,8 +164,8 @@ async def wait_records(trace: pathlib.Path, offset: int, count: int) -> list[dic
 
 
 async def typing_overhead(base_url: str, workdir: pathlib.Path, *, size: int, requests: int) -> dict[str, Any]:
-    """Figure 1 for a document of about `size` characters: type `requests` keys mid-document."""
-    text = real_code(size)
+    """Figure 1 for a document of about `size` bytes: type `requests` keys mid-document."""
+    text = real_code(size, max_bytes=size - 100) if size >= ONE_MB else real_code(size)
     cursor = cursor_line(text, len(text) // 2)
     trace = workdir / f"overhead-{size}.jsonl"
     async with tandem(base_url, trace, max_tokens=16) as client:
@@ -162,7 +176,7 @@ async def typing_overhead(base_url: str, workdir: pathlib.Path, *, size: int, re
         records = await wait_records(trace, 0, requests)
     overhead = [r["ms"]["request_sent"] for r in records if "request_sent" in r["ms"]]
     return {
-        "document_chars": len(text),
+        "document_bytes": len(text.encode("utf-8")),
         "server_overhead_ms": _quantiles(overhead),
         "client_latency_ms": _quantiles(latencies),
         "model_requests": len(overhead),
@@ -257,13 +271,13 @@ async def relay_ceiling(base_url: str, workdir: pathlib.Path, *, requests: int, 
         for i in range(requests):
             # A new line each time: multi-line mode, and never a continuation of the previous stream.
             await ask(client, document, "\n        " if i else "")
-            records = await wait_records(trace, 0, i + 1)
-            record = records[-1]
+            # The request's record is written when its stream ends.
+            record = (await wait_records(trace, 0, i + 1))[-1]
             ms = record["ms"]
-            if "done" in ms and "first_token" in ms and record["tokens"]["out"] > 1:
+            if "done" in ms and "request_sent" in ms and record["tokens"]["out"] > 1:
                 through.append(record["tokens"]["out"] / ((ms["done"] - ms["request_sent"]) / 1000))
         client.close(document)
-    tokens_out = record["tokens"]["out"]
+    tokens_out = max(int(record["tokens"]["out"]), 1)
     direct: list[float] = []
     body = OpenAIChatBackend(
         ModelConfig(base_url=base_url, model="sim-spark", max_tokens=max_tokens), httpx.AsyncClient()
@@ -314,11 +328,11 @@ def _row(label: str, text: str) -> None:
 
 
 def _print(results: dict[str, Any]) -> None:
-    print(f"provider: {results['provider']}")
+    print(f"provider: {results['provider']}; cache reuse and prefetch off, so every request asks the model")
     for name in ("overhead_1mb", "overhead_10kb"):
         if name in results:
             r = results[name]
-            print(f"[1] typing into a document of {r['document_chars']:,} characters")
+            print(f"[1] typing into a document of {r['document_bytes']:,} bytes")
             _row("server overhead, received -> request sent", _q(r["server_overhead_ms"]))
             _row("client-side latency, same requests", _q(r["client_latency_ms"]))
     if "added_latency" in results:
