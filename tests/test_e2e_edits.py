@@ -322,3 +322,44 @@ async def _until(condition: object, *, attempts: int = 500) -> None:
             return
         await asyncio.sleep(0.01)  # sleep-ok: polling another thread's counter, bounded
     raise AssertionError("condition never became true")
+
+
+async def test_an_edit_without_instruction_offers_the_presets(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    fast, accurate = sims
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "helix", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        offered: list[str] = []
+
+        def pick(params: types.ShowMessageRequestParams) -> types.MessageActionItem:
+            offered.extend(action.title for action in params.actions or [])
+            return types.MessageActionItem(title="Add type hints")
+
+        session.client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)(pick)
+        uri = editor.open("invoice.py", SAMPLE)
+        result = await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": ""})
+        assert offered == ["Fix", "Document", "Add type hints", "Complete this function"]
+        assert result["applied"] is True and editor.texts[uri] == SAMPLE_TYPED
+
+
+async def test_cancelling_the_progress_stops_the_edit(tmp_path: pathlib.Path) -> None:
+    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex", ttft_ms=60_000.0)) as accurate:
+        set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+        async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+            editor = Editor(session)
+            uri = editor.open("invoice.py", SAMPLE)
+            argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints", "model": "accurate"}
+            pending = asyncio.ensure_future(execute(session, argument))
+            await _until(lambda: edit_requests(accurate) >= 1)
+            [token] = list(session.client.progress_reports)
+            session.client.protocol.notify(
+                types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+            )
+            result = await pending
+            assert result == {"applied": False, "message": "tandem: edit cancelled"}
+            assert editor.received == []
+            assert isinstance(session.client.progress_reports[token][-1], types.WorkDoneProgressEnd)
+        [record] = edit_records(session)
+        assert record["outcome"] == "cancelled"
