@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import pathlib
 from collections.abc import Coroutine, Generator, Mapping
 from typing import Any
@@ -48,6 +49,16 @@ class TandemProtocol(LanguageServerProtocol):
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
         yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Generator[Any, Any, None]:
+        """Leave at once. pygls exits with sys.exit, after which asyncio waits for worker threads (a
+        tokenizer load or a workspace scan can take a second), and editors kill a server that lingers
+        (eglot after ~0.5 s). Nothing is lost: responses are flushed as written, traces per record."""
+        if (handler := self.fm.features.get(types.EXIT)) is not None:
+            yield handler, args, None
+        logging.shutdown()
+        os._exit(0 if self._shutdown else 1)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
     def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Generator[Any, Any, None]:
