@@ -333,10 +333,11 @@ class Engine:
         if not (settings.enabled and settings.on_shown):
             return
         stream = reuse.stream
-        if stream is not None:
-            rest = stream.text[reuse.typed + len(raw_unit) :]
-            if not stream.done or "\n" in rest.lstrip("\n"):
-                return  # still streaming, or a next line is already there
+        if stream is not None and not stream.done:
+            return  # still streaming: what follows the suggestion is on its way
+        rest = stream.text[reuse.typed + len(raw_unit) :] if stream is not None else reuse.text[len(raw_unit) :]
+        if "\n" in rest.lstrip("\n"):
+            return  # a next line is already there
         self.speculate(request, shown)
 
     def accepted(self, trace_id: str, chars: int) -> None:
