@@ -1,6 +1,6 @@
 """Context windows: what the model sees around the cursor, under a token budget.
 
-A window has two parts, in this order:
+A window has two parts, in this order (`order = "stable-first"`, the default):
 
     stable     cross-file snippets, ranked by relevance but emitted in a deterministic order
                (imports' outlines, definitions of names used near the cursor, open documents, recent
@@ -8,6 +8,10 @@ A window has two parts, in this order:
                the provider's prompt cache hits
     volatile   the current file: `prefix` (lines before the cursor, starting at a line snapped to a
                multiple of `prefix_anchor_lines` so it moves rarely) and `suffix` (after the cursor)
+
+`order = "naive"` exists to measure what that order is worth: the cursor's neighbourhood first (the
+prefix starts wherever the budget says, not snapped, so it slides as the file grows), then the snippets
+in relevance order, after the suffix (`snippet_text` is empty; the snippets end `suffix`).
 
 Token counts come from the documents' `TokenIndex` and from memoised snippets, so a build after a
 keystroke encodes only the cursor line. `ContextWindow.reused_prefix_tokens` says how many leading tokens
@@ -20,7 +24,7 @@ import hashlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from cache.candidates import Candidate, CandidateFinder, CandidateOptions
 from cache.snippets import KIND_ORDER, Snippet, SnippetMaker, comment_marker, join_lines
@@ -48,13 +52,16 @@ class ContextOptions:
     # One snippet's ceiling, as a share of the budget (never below 256 tokens).
     max_snippet_share: float = 0.125
     prefix_anchor_lines: int = 16
+    # "stable-first" (see the module docstring), or "naive": neighbourhood first, snippets last.
+    order: Literal["stable-first", "naive"] = "stable-first"
     # Where snippets come from: names scanned near the cursor, definitions per name, lines per edit.
     candidates: CandidateOptions = field(default_factory=CandidateOptions)
 
 
 @dataclass(frozen=True, kw_only=True)
 class ContextWindow:
-    """One built window. Send `snippet_text`, then `prefix`, [hole], `suffix` (in the prompt's format)."""
+    """One built window. Send `snippet_text`, then `prefix`, [hole], `suffix` (in the prompt's format).
+    In naive order `snippet_text` is empty and the snippets are rendered at the end of `suffix`."""
 
     path: str
     line: int
@@ -74,6 +81,7 @@ class ContextWindow:
     # Leading tokens identical to the previous window from the same builder.
     reused_prefix_tokens: int
     notes: tuple[str, ...] = ()
+    order: Literal["stable-first", "naive"] = "stable-first"
 
     @property
     def total_tokens(self) -> int:
@@ -81,7 +89,8 @@ class ContextWindow:
 
     @property
     def snippet_text(self) -> str:
-        return "".join(s.render() for s in self.snippets)
+        """The snippets as sent before the current file ('' in naive order: they end the suffix)."""
+        return "" if self.order == "naive" else "".join(s.render() for s in self.snippets)
 
 
 @dataclass
@@ -211,7 +220,9 @@ class ContextBuilder:
             left = local_max - used - (prefix_tokens - head_tokens) - (suffix_tokens - tail_tokens)
             used += self._select(candidates, left, max(per_snippet, left), chosen, taken)
 
-        chosen.sort(key=lambda s: (KIND_ORDER[s.kind], s.path, s.start_line))
+        naive = opts.order == "naive"
+        if not naive:
+            chosen.sort(key=lambda s: (KIND_ORDER[s.kind], s.path, s.start_line))
         prefix = join_lines(lines[prefix_start:line]) + head
         if ending:  # lines carry their terminators
             suffix = tail + ending + "".join(lines[line + 1 : suffix_end])
@@ -221,7 +232,9 @@ class ContextBuilder:
                 suffix += "\n" + "\n".join(lines[line + 1 : suffix_end])
             if suffix_end < n_lines:
                 suffix += "\n"
-        reused = self._reused(path, index, chosen, prefix_start, line)
+        if naive and chosen:
+            suffix += ("" if not suffix or suffix.endswith("\n") else "\n") + "".join(s.render() for s in chosen)
+        reused = self._reused(path, index, chosen, prefix_start, line, naive=naive)
         h = hashlib.blake2b(digest_size=16)
         for snippet in chosen:
             h.update(snippet.digest)
@@ -242,6 +255,7 @@ class ContextBuilder:
             stable_hash=h.hexdigest(),
             reused_prefix_tokens=reused,
             notes=tuple(notes),
+            order=opts.order,
         )
 
     def _split_line_tokens(self, index: TokenIndex, line: int, head: str, tail: str) -> tuple[int, int]:
@@ -288,7 +302,7 @@ class ContextBuilder:
             spare = suffix_budget - index.tokens_in(line + 1, n)
             start = index.start_within(line, prefix_budget + spare)
         anchor = max(1, opts.prefix_anchor_lines)
-        if start > 0:
+        if start > 0 and opts.order != "naive":
             # Snap forward to an anchor line: the prefix then starts at the same line for many keystrokes.
             start = min(line, -(-start // anchor) * anchor)
         return start, max(end, min(n, line + 1))
@@ -336,7 +350,9 @@ class ContextBuilder:
         candidates[:] = keep
         return used
 
-    def _reused(self, path: str, index: TokenIndex, chosen: list[Snippet], prefix_start: int, line: int) -> int:
+    def _reused(
+        self, path: str, index: TokenIndex, chosen: list[Snippet], prefix_start: int, line: int, *, naive: bool
+    ) -> int:
         previous = self._previous
         digests = [s.digest for s in chosen]
         tokens = [s.tokens for s in chosen]
@@ -351,6 +367,12 @@ class ContextBuilder:
         )
         if previous is None:
             return 0
+        if naive:
+            # The file comes first: its unchanged lines before the cursor, if the window starts where it did.
+            if previous.index_uid != index.uid or previous.prefix_start != prefix_start:
+                return 0
+            unchanged = index.unchanged_prefix_lines(previous.generation)
+            return index.tokens_in(prefix_start, min(line, previous.line, unchanged))
         reused = 0
         for i, digest in enumerate(digests):
             if i >= len(previous.digests) or previous.digests[i] != digest:

@@ -85,6 +85,9 @@ class ContextConfig:
     # Index the workspace in the background for cross-file snippets (imports, definitions).
     scan_workspace: bool = True
     max_files: int = 20000
+    # Prompt order: "stable-first" (snippets, then the file; the provider's prefix cache hits) or "naive"
+    # (the cursor's neighbourhood first, snippets last; exists to measure what the first is worth).
+    order: Literal["stable-first", "naive"] = "stable-first"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -157,6 +157,7 @@ class WorkspaceIndex:
             budget_tokens=self.settings.budget_tokens,
             suffix_share=self.settings.suffix_share,
             snippet_share=self.settings.snippet_share,
+            order=self.settings.order,
         )
         builder = ContextBuilder(
             counter=self.counter, symbols=self.symbols, options=options, may_send=lambda p: bool(self.may_send(p))

@@ -260,3 +260,41 @@ def test_a_cursor_line_longer_than_the_budget_is_cut_around_the_cursor() -> None
     assert lines[0][:50000].endswith(window.prefix) and len(window.prefix) > 1000
     assert lines[0][50000:].startswith(window.suffix) and window.suffix
     assert any("longer than the budget" in note for note in window.notes)
+
+
+def test_naive_order_puts_the_file_first_unsnapped_and_the_snippets_after_the_suffix() -> None:
+    symbols = workspace()
+    lines = RENDER.splitlines()
+    index = TokenIndex(get_counter(), lines)
+    stable = ContextBuilder(counter=get_counter(), symbols=symbols).build(
+        path="pkg/render.py", index=index, line=5, character=12
+    )
+    builder = ContextBuilder(counter=get_counter(), symbols=symbols, options=ContextOptions(order="naive"))
+    window = builder.build(path="pkg/render.py", index=index, line=5, character=12)
+    assert window.order == "naive" and window.snippets
+    assert window.snippet_text == ""
+    assert window.prefix == stable.prefix
+    # The suffix is the file's, then every snippet, rendered as the stable order would send them.
+    assert window.suffix.startswith(stable.suffix)
+    tail = window.suffix[len(stable.suffix) :]
+    assert sorted(s.render() for s in window.snippets) == sorted(s.render() for s in stable.snippets)
+    # (a newline first when the file's suffix does not end with one)
+    assert tail.removeprefix("" if stable.suffix.endswith("\n") else "\n") == "".join(
+        s.render() for s in window.snippets
+    )
+
+
+def test_naive_order_does_not_snap_the_prefix_start_and_reuses_only_unchanged_file_lines() -> None:
+    lines = read("asyncio/base_events.py").splitlines()
+    index = TokenIndex(get_counter(), lines)
+    options = ContextOptions(order="naive", budget_tokens=1024)
+    builder = ContextBuilder(counter=get_counter(), symbols=SymbolIndex(), options=options)
+    starts = set()
+    for line in range(700, 716):
+        window = builder.build(path="asyncio/base_events.py", index=index, line=line, character=0)
+        starts.add(window.prefix_start_line)
+    assert any(start % ContextOptions().prefix_anchor_lines for start in starts)  # not snapped to anchors
+    assert len(starts) > 2  # it slides with the cursor
+    # The same cursor again: the file's lines before the cursor are the reusable start; nothing else is.
+    again = builder.build(path="asyncio/base_events.py", index=index, line=715, character=0)
+    assert again.reused_prefix_tokens == index.tokens_in(again.prefix_start_line, 715) > 0
