@@ -369,8 +369,9 @@ class Engine:
             kind="inline",
             client=request.client,
         )
-        if self._streams.find(target) is not None:
-            return False
+        found = self._streams.find(target)
+        if found is not None and (not found[0].done or found[0].text[found[1] :].strip()):
+            return False  # a stream already has (or is producing) what follows
         estimate = (
             self.config.context.budget_tokens
             if self.workspace

@@ -61,6 +61,9 @@ class Tier:
         except Exception as exc:  # a backend bug must end this stream, never the server
             log.exception("stream %s failed", stream.id)
             error = CompletionError(f"{type(exc).__name__}: {exc}")
+        if error is None and stream.stats.finish_reason == "length":
+            # Cut off by max_tokens: the last line is unfinished, and showing it would break the code.
+            stream.text = stream.text[: stream.text.rfind("\n") + 1]
         stream.finish(error)
         remember(stream)
         log_failure(stream)

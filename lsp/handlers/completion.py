@@ -130,8 +130,10 @@ def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = 
 
 
 def register(server: TandemServer) -> None:
+    # pygls resolves a command handler's annotations at call time: `ls` stays unannotated because
+    # TandemServer is only imported for type checking here.
     @server.command(ACCEPTED)
-    def accepted(ls: TandemServer, *args: Any) -> None:
+    def accepted(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
         _on_accepted(ls, args[0] if args else None)
 
     @server.feature("textDocument/didShowCompletion")

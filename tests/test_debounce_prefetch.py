@@ -1,0 +1,62 @@
+"""Adaptive debounce, the view of a document after accepting a suggestion, and the prefetch budget."""
+
+from __future__ import annotations
+
+from cache.lines import LineBuffer
+from completion.debounce import AdaptiveDebounce
+from completion.prefetch import AfterAccepting, TokenBudget
+
+
+def test_debounce_follows_typing_rhythm_within_its_ceiling() -> None:
+    debounce = AdaptiveDebounce(ceiling_s=0.3)
+    assert debounce.delay_s() <= 0.05  # nothing learnt yet: barely wait
+    at = 0.0
+    for _ in range(20):
+        at += 0.1
+        debounce.keystroke("a", at)
+    assert 0.1 < debounce.delay_s() <= 0.3
+    slow = AdaptiveDebounce(ceiling_s=0.3)
+    at = 0.0
+    for _ in range(20):
+        at += 0.5
+        slow.keystroke("a", at)
+    assert slow.delay_s() == 0.3  # capped
+    debounce.keystroke("a", at + 5.0)  # a pause is not rhythm
+    assert debounce.typing_gap_s is not None and debounce.typing_gap_s < 0.2
+
+
+def test_slow_model_halves_the_wait_and_fixed_mode_ignores_rhythm() -> None:
+    debounce = AdaptiveDebounce(ceiling_s=1.0)
+    for step in range(10):
+        debounce.keystroke("a", step * 0.2)
+    fast_wait = debounce.delay_s()
+    debounce.model_answered(3.0)
+    assert debounce.delay_s() < fast_wait
+    fixed = AdaptiveDebounce(ceiling_s=0.35, fixed=True)
+    assert fixed.delay_s() == 0.35
+
+
+def test_after_accepting_reads_as_if_the_text_were_inserted() -> None:
+    buffer = LineBuffer("def f(x):\n    return \n\nprint(f(1))\n")
+    view = AfterAccepting(buffer, 1, 11, "x + 1\n    # done")
+    line, character = view.cursor
+    assert (line, character) == (2, 10)
+    assert view.text_before(line, character, 100) == "def f(x):\n    return x + 1\n    # done"
+    assert view.text_before(line, character, 6) == "# done"
+    assert view.text_after(line, character, 6) == "\n\nprin"
+    assert view.line_content(1) == "    return x + 1"
+    assert view.line_content(2) == "    # done"
+    assert view.line_content(3) == ""
+    assert view.line_content(4) == "print(f(1))"
+    single = AfterAccepting(buffer, 3, 6, "f(2)")
+    assert single.cursor == (3, 10)
+    assert single.line_content(3) == "print(f(2)f(1))"
+
+
+def test_token_budget_is_a_sliding_minute() -> None:
+    budget = TokenBudget(per_minute=1000)
+    assert budget.allows(1000, now_s=0)
+    budget.charge(800, now_s=0)
+    assert not budget.allows(300, now_s=30)
+    assert budget.allows(200, now_s=30)
+    assert budget.allows(1000, now_s=61)

@@ -1,0 +1,90 @@
+"""Reuse and speculation end to end: the completion cache outlives streams, prefetch runs after an
+acceptance, and files that look like secrets never reach the provider."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+
+import pytest
+from e2e_support import fast_model, serve
+from lsprotocol import types
+from test_e2e_server import TRUTH, _cut, _until
+
+from completion.sim.runner import SimHandle, SimSettings, start_in_thread
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
+    truth = tmp_path / "truth" / "sample.py"
+    truth.parent.mkdir()
+    truth.write_text(TRUTH)
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as handle:
+        yield handle
+
+
+def _chat_calls(sim: SimHandle) -> int:
+    return int(sim.stats()["requests"].get("chat.completions", 0))
+
+
+async def test_finished_completion_is_served_from_the_cache_after_moving_away(
+    tmp_path: pathlib.Path, sim: SimHandle
+) -> None:
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    options = fast_model(sim.base_url, max_tokens=8) | {"prefetch": {"enabled": False}}
+    async with serve(tmp_path, "vscode", options=options) as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        assert await session.inline(uri, cursor) == "fibonacci(n - 2)"
+        await _until(lambda: any("done" in r["ms"] for r in session.records()))
+        # Type ahead, then come back: the live stream is gone from the store's reach, the cache is not.
+        session.insert(uri, cursor, "fibo")
+        ahead = types.Position(line=cursor.line, character=cursor.character + 4)
+        assert await session.inline(uri, ahead) == "nacci(n - 2)"
+        calls = _chat_calls(sim)
+        assert await session.inline(uri, ahead) == "nacci(n - 2)"
+        assert _chat_calls(sim) == calls
+    served = [r for r in session.records() if r["kind"] == "inline" and r["source"] in ("stream", "cache")]
+    assert served and all(not r["waited_for_model"] for r in served)
+
+
+async def test_secret_looking_files_are_never_sent(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        env_uri = session.open(".env", "API_TOKEN=", language="dotenv")
+        assert await session.inline(env_uri, types.Position(line=0, character=10)) == ""
+        key = "AKIA" + "ABCDEFGHIJKLMNOP"
+        leaky = session.open("leaky.py", f"KEY = '{key}'\nx = ", language="python")
+        assert await session.inline(leaky, types.Position(line=1, character=4)) == ""
+        assert _chat_calls(sim) == 0
+
+
+async def test_accepting_a_suggestion_prefetches_what_follows(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    # A short stream that ends at the suggestion, so only a prefetch can know what comes next.
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url, max_tokens=8)) as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
+        assert isinstance(result, types.InlineCompletionList)
+        [item] = result.items
+        assert item.insert_text == "fibonacci(n - 2)" and item.command is not None
+        # The user presses Tab: the editor inserts the text, then runs the item's command.
+        session.insert(uri, cursor, "fibonacci(n - 2)")
+        await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=item.command.command, arguments=item.command.arguments)
+        )
+        await _until(lambda: any(r["kind"] == "prefetch" for r in session.records()))
+        end = types.Position(line=cursor.line, character=cursor.character + len("fibonacci(n - 2)"))
+        session.insert(uri, end, "\n")
+        text = await session.inline(uri, types.Position(line=cursor.line + 1, character=0))
+    assert TRUTH.startswith(before + "fibonacci(n - 2)\n" + text), text
+    assert text.strip() == "def greet(name):"
+    records = session.records()
+    assert [r["kind"] for r in records].count("accept") == 1
+    prefetches = [r for r in records if r["kind"] == "prefetch"]
+    assert prefetches and prefetches[0]["tokens"]["out"] > 0
+    # The request after Enter was answered from the prefetched stream, without waiting for a model.
+    [after_enter] = [r for r in records if r["kind"] == "inline" and r["stream_id"] == prefetches[0]["stream_id"]]
+    assert after_enter["prefetched"] and not after_enter["waited_for_model"]

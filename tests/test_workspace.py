@@ -1,0 +1,78 @@
+"""The workspace index: what the scan may read, what may be sent, and token-budgeted windows."""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+
+from cache.lines import LineBuffer
+from completion.config import ContextConfig, PrivacyConfig
+from completion.workspace import WorkspaceIndex
+
+AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"
+
+
+def _workspace(root: pathlib.Path) -> None:
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "models.py").write_text("class Invoice:\n    def total(self):\n        return 42\n")
+    (root / "main.py").write_text("from pkg.models import Invoice\n\nprint(Invoice().total())\n")
+    (root / ".env").write_text("TOKEN=abc\n")
+    (root / "settings.py").write_text(f"KEY = '{AWS_KEY}'\n")
+    (root / ".gitignore").write_text("generated/\n")
+    (root / "generated").mkdir()
+    (root / "generated" / "big.py").write_text("def generated():\n    pass\n")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.js").write_text("function dep() {}\n")
+
+
+async def test_scan_indexes_code_and_refuses_secrets_and_ignored_files(tmp_path: pathlib.Path) -> None:
+    _workspace(tmp_path)
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
+    assert await index.start() == []
+    assert index.scan is not None
+    indexed = set(index.symbols.paths())
+    assert {"pkg/models.py", "main.py", "pkg/__init__.py"} <= indexed
+    assert "settings.py" not in indexed  # a credential in its content
+    assert "generated/big.py" not in indexed  # .gitignore
+    assert "node_modules/dep.js" not in indexed
+    assert any("contains" in reason for reason in index.scan.refused), index.scan.refused
+    assert not index.may_send(".env")
+    assert not index.may_send("generated/big.py")
+    assert index.may_send("main.py")
+
+
+async def test_open_secret_document_is_never_sent(tmp_path: pathlib.Path) -> None:
+    _workspace(tmp_path)
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
+    await index.start()
+    assert not index.open((tmp_path / ".env").as_uri(), LineBuffer("TOKEN=abc\n"))
+    assert not index.open((tmp_path / "notes.py").as_uri(), LineBuffer(f"x = '{AWS_KEY}'\n"))
+    assert index.open((tmp_path / "main.py").as_uri(), LineBuffer("print(1)\n"))
+    opted = WorkspaceIndex(
+        root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig(opt_in=(".env",))
+    )
+    await opted.start()
+    assert opted.open((tmp_path / ".env").as_uri(), LineBuffer("TOKEN=abc\n"))
+
+
+async def test_window_includes_the_imported_definition_and_follows_edits(tmp_path: pathlib.Path) -> None:
+    _workspace(tmp_path)
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(budget_tokens=1024), privacy=PrivacyConfig())
+    await index.start()
+    uri = (tmp_path / "main.py").as_uri()
+    buffer = LineBuffer("from pkg.models import Invoice\n\nprint(Invoice().)\n")
+    index.open(uri, buffer)
+    for _ in range(200):  # the token index is built in a worker thread
+        window = index.window(uri, 2, 16)
+        if window is not None:
+            break
+        await asyncio.sleep(0.01)  # sleep-ok: waiting for a worker thread, bounded
+    assert window is not None
+    assert window.prefix.endswith("print(Invoice().")
+    assert "class Invoice" in window.snippet_text
+    edit = buffer.replace((2, 16), (2, 16), "tot")
+    index.change(uri, edit)
+    after = index.window(uri, 2, 19)
+    assert after is not None and after.prefix.endswith("print(Invoice().tot")
+    assert after.total_tokens <= 1024
