@@ -15,6 +15,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from completion.edits import balance_issues
 from completion.sim.error_model import Mistake
@@ -34,11 +35,19 @@ class Hunk:
     j2: int
 
 
-def hunks_of(old_lines: list[str], new_lines: list[str]) -> list[Hunk]:
-    """The places where `new_lines` differ from `old_lines`; changes at most 2 equal lines apart are one."""
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+@lru_cache(maxsize=128)
+def _opcodes(old: str, new: str) -> tuple[tuple[str, int, int, int, int], ...]:
+    # Cached: one request diffs the same pair for its difficulty, its blocks and its report.
+    matcher = difflib.SequenceMatcher(
+        None, old.splitlines(keepends=True), new.splitlines(keepends=True), autojunk=False
+    )
+    return tuple(matcher.get_opcodes())
+
+
+def hunks_of(old: str, new: str) -> list[Hunk]:
+    """The places where `new` differs from `old`, by lines; changes at most 2 equal lines apart are one."""
     hunks: list[Hunk] = []
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(old, new):
         if tag == "equal":
             continue
         last = hunks[-1] if hunks else None
@@ -49,10 +58,9 @@ def hunks_of(old_lines: list[str], new_lines: list[str]) -> list[Hunk]:
     return hunks
 
 
-def changed_line_count(old_lines: list[str], new_lines: list[str]) -> int:
+def changed_line_count(old: str, new: str) -> int:
     """Lines removed plus lines added."""
-    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
-    return sum((i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal")
+    return sum((i2 - i1) + (j2 - j1) for tag, i1, i2, j1, j2 in _opcodes(old, new) if tag != "equal")
 
 
 def breaks_syntax(path: str, before: str, after: str) -> bool:
@@ -62,6 +70,7 @@ def breaks_syntax(path: str, before: str, after: str) -> bool:
     return balance_issues(after, path) > balance_issues(before, path)
 
 
+@lru_cache(maxsize=64)
 def _parses(text: str) -> bool:
     try:
         with warnings.catch_warnings():
@@ -83,7 +92,7 @@ def make_mistake(kind: Mistake, originals: Texts, truth: Texts, rng: random.Rand
         path: (originals[path].splitlines(keepends=True), text.splitlines(keepends=True))
         for path, text in truth.items()
     }
-    hunks = [(path, hunk) for path, (old, new) in lines.items() for hunk in hunks_of(old, new)]
+    hunks = [(path, hunk) for path, text in truth.items() for hunk in hunks_of(originals[path], text)]
     rng.shuffle(hunks)
     wrong = dict(truth)
     if kind is Mistake.MISSING_FILE:

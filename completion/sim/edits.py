@@ -77,9 +77,8 @@ def difficulty_of(
     unseen = tuple(sorted(path for path in truth.files if path not in shown))
     lines = hunks = 0
     for path, after in changed.items():
-        old, new = shown[path].splitlines(keepends=True), after.splitlines(keepends=True)
-        lines += mistakes.changed_line_count(old, new)
-        hunks += len(mistakes.hunks_of(old, new))
+        lines += mistakes.changed_line_count(shown[path], after)
+        hunks += len(mistakes.hunks_of(shown[path], after))
     difficulty = em.EditDifficulty(changed_lines=lines, files=len(changed) + len(unseen), hunks=hunks + len(unseen))
     return difficulty, changed, unseen
 
@@ -119,10 +118,7 @@ def answer_edit(
         mistake_probability=probability if changed or unseen else 0.0,
         mistake=mistake.value if mistake is not None else None,
         breaks_syntax=any(mistakes.breaks_syntax(p, shown[p], t) for p, t in reached.items()),
-        answer_changed_lines=sum(
-            mistakes.changed_line_count(shown[p].splitlines(keepends=True), t.splitlines(keepends=True))
-            for p, t in reached.items()
-        ),
+        answer_changed_lines=sum(mistakes.changed_line_count(shown[p], t) for p, t in reached.items()),
         exact=exact,
     )
     return text, draw
@@ -132,16 +128,21 @@ def render_answer(primary: str, shown: Mapping[str, str], after: Mapping[str, st
     """SEARCH/REPLACE blocks turning `shown` into `after` (the files that differ), and the texts the answer
     really gives once parsed and applied. The primary file comes first. A file whose blocks do not parse
     back to its text (its lines look like block markers, or its path cannot be written on a path line) is
-    given as one whole-file block, or else left out."""
+    given as one whole-file block, or else as near as blocks can bring it, or else left out."""
     sections: list[str] = []
     paths = sorted((p for p in after if after[p] != shown[p]), key=lambda p: (p != primary, p))
     target = EditTarget(originals=dict(shown), primary=primary)
     for path in paths:
-        for whole in (False, True):
-            section = _section(path, shown[path], after[path], whole_file=whole)
-            if _gives(section, target, path, after[path]):
-                sections.append(section)
-                break
+        blocks = _section(path, shown[path], after[path], whole_file=False)
+        given = _gives(blocks, target, path)
+        if given != after[path]:
+            whole = _section(path, shown[path], after[path], whole_file=True)
+            if _gives(whole, target, path) == after[path]:
+                sections.append(whole)
+                continue
+        if given is not None:
+            # Exact, or (a change of the final newline alone) as near as blocks can bring the file.
+            sections.append(blocks)
     if not sections:
         return NO_CHANGE_ANSWER, {}
     text = "\n".join(sections)
@@ -152,19 +153,19 @@ def render_answer(primary: str, shown: Mapping[str, str], after: Mapping[str, st
     return text, reached
 
 
-def _gives(section: str, target: EditTarget, path: str, expected: str) -> bool:
+def _gives(section: str, target: EditTarget, path: str) -> str | None:
+    """The text of `path` after `section` is parsed and applied; None if it does not parse to an edit of it."""
     try:
         result = apply_all(target.originals, parse_answer(section, target))
     except CompletionError:
-        return False
-    return set(result) == {path} and result[path] == expected
+        return None
+    return result[path] if set(result) == {path} else None
 
 
 def _section(path: str, old: str, new: str, *, whole_file: bool) -> str:
     old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    blocks = (
-        [(0, len(old_lines), 0, len(new_lines))] if whole_file or not old.strip() else _blocks(old_lines, new_lines)
-    )
+    whole = whole_file or not old.strip()
+    blocks = [(0, len(old_lines), 0, len(new_lines))] if whole else _blocks(old, new)
     parts = [path]
     for a, b, c, d in blocks:
         parts.append("<<<<<<< SEARCH")
@@ -175,12 +176,13 @@ def _section(path: str, old: str, new: str, *, whole_file: bool) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _blocks(old: list[str], new: list[str]) -> list[tuple[int, int, int, int]]:
+def _blocks(old_text: str, new_text: str) -> list[tuple[int, int, int, int]]:
     """(old start, old end, new start, new end) of each block: a hunk with just enough unchanged lines
     around it that its SEARCH text has code in it and occurs once in the file; hunks whose context would
     meet are merged."""
     # [i1, i2, j1, j2, lines of context before, after]
-    blocks = [[h.i1, h.i2, h.j1, h.j2, 0, 0] for h in mistakes.hunks_of(old, new)]
+    old, new = old_text.splitlines(keepends=True), new_text.splitlines(keepends=True)
+    blocks = [[h.i1, h.i2, h.j1, h.j2, 0, 0] for h in mistakes.hunks_of(old_text, new_text)]
     keys = [line.rstrip() for line in old]
     grow_after = False
     changed = True
