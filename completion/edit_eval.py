@@ -17,9 +17,11 @@ Files the commit creates (other than the primary file) or deletes are not judged
 cannot name them. Before each strategy the truth is set again, which restarts the simulators' attempt
 counts, so the three strategies meet the same dice for the same prompt.
 
-Time is each edit's wall time from request to checked answer (escalation included), times the speed-up
-the simulators were started with (`time_scale`), so figures read as seconds at the profiles' real speeds:
-spark ~1,000 tokens/s and 100 ms to first token, codex ~65 tokens/s and 600 ms.
+Time is each edit's time from request to checked answer (escalation included) at the profiles' real
+speeds (spark ~1,000 tokens/s and 100 ms to first token, codex ~65 tokens/s and 600 ms): per model call,
+the profile's time to first token plus the tokens it streamed at the profile's rate, plus tandem's own
+measured time around it. The simulators may run `time_scale` times faster to save wall time; only the
+model's part is scaled back, so the machine's noise is not multiplied.
 """
 
 from __future__ import annotations
@@ -59,11 +61,19 @@ class Models:
     accurate_url: str
     # How much faster than their profiles the simulators were started (their times are scaled back).
     time_scale: float = 1.0
+    # The profiles' real speeds: (time to first token in ms, tokens per second), by tier.
+    fast_speed: tuple[float, float] = (100.0, 1000.0)
+    accurate_speed: tuple[float, float] = (600.0, 65.0)
+
+    def model_s(self, tier: str, tokens_out: int) -> float:
+        """A model call's time at the profile's real speed."""
+        ttft_ms, rate = self.fast_speed if tier == "fast" else self.accurate_speed
+        return ttft_ms / 1000 + tokens_out / rate
 
 
 @dataclass(kw_only=True)
 class StrategyFigures:
-    """One strategy over all tasks. `simulated_s` is wall time times the simulators' speed-up."""
+    """One strategy over all tasks. `simulated_s`: at the profiles' real speeds (see the module docstring)."""
 
     name: str
     tasks: int = 0
@@ -282,6 +292,7 @@ async def _run_task(
         started = time.perf_counter()
         outcome = await flow.run(request, inputs)
         wall_s = time.perf_counter() - started
+        simulated_s = _simulated_s(outcome, wall_s, models)
         flow.finish(outcome, applied=outcome.ok)
         verdict = _judge(prepared, outcome)
         figure = figures[strategy]
@@ -290,8 +301,8 @@ async def _run_task(
         figure.escalated += bool(outcome.escalation)
         figure.accurate_served += outcome.tier == "accurate"
         figure.wall_s += wall_s
-        figure.simulated_s += wall_s * models.time_scale
-        results[strategy], seconds[strategy] = verdict, round(wall_s * models.time_scale, 3)
+        figure.simulated_s += simulated_s
+        results[strategy], seconds[strategy] = verdict, round(simulated_s, 3)
         served[strategy] = outcome.tier or ""
         if strategy == "router":
             route = outcome.decision.summary()
@@ -308,6 +319,13 @@ async def _run_task(
     )
 
 
+def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
+    """The edit's time at the profiles' real speeds: each call's model time unscaled, tandem's own as measured."""
+    model_s = sum(models.model_s(a.tier, a.tokens_out) for a in outcome.attempts)
+    scaled_model_s = model_s / models.time_scale
+    return model_s + max(0.0, wall_s - scaled_model_s)
+
+
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
@@ -316,7 +334,7 @@ def render_text(result: EditEvalResult) -> str:
     """The comparison as a table, labelled simulated."""
     lines = [
         f"time to a correct edit on {result.repo} — SIMULATED (tandem sim: spark = fast, codex = accurate; "
-        f"calibrated error model; run {result.time_scale:g}x faster, times scaled back)",
+        f"calibrated error model; run {result.time_scale:g}x faster, model times at the profiles' real speeds)",
         f"  tasks {result.tasks}" + "".join(f"; skipped {n}: {why}" for why, n in sorted(result.skipped.items())),
         f"  {'strategy':<16}{'correct':>8}{'wrong':>7}{'refused':>8}{'escal.':>7}{'by acc.':>8}"
         f"{'time s':>9}{'s/correct':>10}{'correct/h':>10}",

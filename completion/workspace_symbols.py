@@ -25,9 +25,16 @@ def _stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
 
 
-def candidate_names(selection: str, instruction: str) -> set[str]:
-    """Every name `route_features` may ask `files_using` about for this selection and instruction."""
-    return set(_IDENT.findall(instruction)) | set(file_symbols(selection).defines)
+def candidate_names(selection: str, instruction: str, index: SymbolIndex | None = None) -> set[str]:
+    """The names `route_features` may ask `files_using` about: what the selection defines, and the
+    instruction's words that look like code (snake_case, camelCase, or defined somewhere in `index`)."""
+    words = set(_IDENT.findall(instruction))
+    code = {
+        w
+        for w in words
+        if "_" in w.strip("_") or any(c.isupper() for c in w[1:]) or (index is not None and index.definitions(w))
+    }
+    return code | set(file_symbols(selection).defines)
 
 
 class IndexLookup:
@@ -60,7 +67,8 @@ class IndexLookup:
         pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b")
         for path in self._paths:
             text = self._text(path)
-            if text is None:
+            # Substring tests first (C speed): most files mention none of the names.
+            if text is None or not any(name in text for name in wanted):
                 continue
             for name in set(pattern.findall(text)):
                 self._using[name].add(path)

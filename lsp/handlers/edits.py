@@ -191,7 +191,7 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     # Off the loop: the working diff runs git, the symbol lookup reads the indexed texts once.
     overlay = workspace.open_texts()
     lookup = IndexLookup(workspace.symbols(), overlay)
-    names = candidate_names(text[start:end], instruction)
+    names = candidate_names(text[start:end], instruction, workspace.symbols())
     open_files = workspace.open_files()
     diff, _ = await asyncio.gather(
         asyncio.to_thread(working_diff, workspace.root, open_files), asyncio.to_thread(lookup.prepare, names)

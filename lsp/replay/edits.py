@@ -50,6 +50,14 @@ def _sim(profile: str, *, speedup: float, seed: int) -> SimSettings:
     )
 
 
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r  task {done + 1}/{total}")
+    elif done % 10 == 0:
+        sys.stderr.write(f"  task {done + 1}/{total}\n")
+    sys.stderr.flush()
+
+
 def run_edits(args: argparse.Namespace) -> int:
     """`tandem replay --edits`: returns the exit status; errors the user can fix are one line on stderr."""
     repo: Path | None = args.repo
@@ -81,10 +89,25 @@ def run_edits(args: argparse.Namespace) -> int:
             def set_truth(base_url: str, files: Mapping[str, str]) -> None:
                 handles[base_url].set_edit_truth(files)
 
-            models = Models(fast_url=fast.base_url, accurate_url=accurate.base_url, time_scale=speedup)
-            edits = asyncio.run(
-                evaluate_edits(repo, models, set_truth=set_truth, limit=args.limit, trace_path=args.trace)
+            models = Models(
+                fast_url=fast.base_url,
+                accurate_url=accurate.base_url,
+                time_scale=speedup,
+                fast_speed=(PROFILES["spark"].ttft_ms, PROFILES["spark"].tokens_per_s),
+                accurate_speed=(PROFILES["codex"].ttft_ms, PROFILES["codex"].tokens_per_s),
             )
+            edits = asyncio.run(
+                evaluate_edits(
+                    repo,
+                    models,
+                    set_truth=set_truth,
+                    limit=args.limit,
+                    trace_path=args.trace,
+                    progress=None if args.json else _progress,
+                )
+            )
+            if not args.json:
+                sys.stderr.write("\n" if sys.stderr.isatty() else "")
     if args.json:
         data = {"router": result_json(router), "edits": edits_json(edits) if edits is not None else None}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
