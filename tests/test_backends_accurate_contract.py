@@ -286,15 +286,47 @@ async def test_the_bodies_follow_each_api() -> None:
         )
     assert isinstance(anthropic_backend, AnthropicBackend)
     assert isinstance(responses_backend, OpenAIResponsesBackend)
-    request = ModelRequest(prefix="a = ", suffix="\n", max_tokens=8, stop=("\n", "\n\n", "```"), temperature=0.2)
+    request = ModelRequest(
+        prefix="a = ",
+        suffix="\n",
+        context="def helper():\n    return 1\n",
+        max_tokens=8,
+        stop=("\n", "\n\n", "```"),
+        temperature=0.2,
+    )
     anthropic = anthropic_backend.body(request)
     assert isinstance(anthropic["system"], str) and anthropic["system"]
     assert [m["role"] for m in anthropic["messages"]] == ["user"]  # type: ignore[attr-defined]
+    assert "def helper()" in anthropic["messages"][0]["content"]  # type: ignore[index]
     assert anthropic["stop_sequences"] == ["```"]  # whitespace-only ones are cut by the client
     assert anthropic["temperature"] == 0.2 and anthropic["max_tokens"] == 8 and anthropic["stream"] is True
     responses = responses_backend.body(request)
     assert isinstance(responses["instructions"], str) and responses["instructions"]
     assert [m["role"] for m in responses["input"]] == ["user"]  # type: ignore[attr-defined]
+    assert "def helper()" in responses["input"][0]["content"]  # type: ignore[index]
     assert "stop" not in responses and "temperature" not in responses
     assert responses["max_output_tokens"] == 16  # the API's minimum
     assert responses["store"] is False and responses["stream"] is True
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_repeated_long_prompt_reports_the_providers_cached_tokens(
+    start_sim: StartSim, provider: Provider
+) -> None:
+    # The simulator caches OpenAI-shaped prompts of 1,024+ tokens; Anthropic caches only blocks marked
+    # cache_control (tandem marks none), so its cached count stays 0, as it would for real.
+    sim = start_sim(truth=())
+    long_prefix = "".join(f"value_{n} = compute({n}, factor={n * 7})\n" for n in range(300))
+    request = ModelRequest(prefix=long_prefix, suffix="", max_tokens=16)
+    async with make_client() as client:
+        backend = make_backend(model(sim, provider), client, env=ENV)
+        _, first, error = await collect(backend, request)
+        assert error is None
+        _, second, error = await collect(backend, request)
+        assert error is None
+    assert first.usage.cached_tokens == 0
+    assert second.usage.input_tokens == first.usage.input_tokens > 1024
+    if provider == "openai-responses":
+        assert 1024 <= second.usage.cached_tokens < second.usage.input_tokens
+    else:
+        assert second.usage.cached_tokens == 0

@@ -61,7 +61,9 @@ class AnthropicBackend:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
         messages = list(request.messages) or [
             (m["role"], m["content"])
-            for m in chat_messages(request.prefix, request.suffix, path=request.path, language=request.language)
+            for m in chat_messages(
+                request.prefix, request.suffix, path=request.path, language=request.language, context=request.context
+            )
         ]
         system = "\n\n".join(text for role, text in messages if role not in _CONVERSATION_ROLES)
         body: dict[str, object] = {

@@ -53,7 +53,9 @@ class OpenAIResponsesBackend:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
         messages = list(request.messages) or [
             (m["role"], m["content"])
-            for m in chat_messages(request.prefix, request.suffix, path=request.path, language=request.language)
+            for m in chat_messages(
+                request.prefix, request.suffix, path=request.path, language=request.language, context=request.context
+            )
         ]
         instructions = "\n\n".join(content for role, content in messages if role in _SYSTEM_ROLES)
         body: dict[str, object] = {

@@ -128,15 +128,16 @@ class MessagesWire:
         text_delta = {"type": "text_delta", "text": oc.DeltaTemplate.placeholder()}
         self._delta = oc.DeltaTemplate({"type": "content_block_delta", "index": 0, "delta": text_delta})
 
-    def _usage(self, output_tokens: int) -> dict[str, int]:
+    def _usage(self, output_tokens: int, cached_tokens: int = 0) -> dict[str, int]:
+        # Anthropic counts cache reads apart from input_tokens (OpenAI counts them inside).
         return {
-            "input_tokens": self._prompt_tokens,
+            "input_tokens": self._prompt_tokens - cached_tokens,
             "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
+            "cache_read_input_tokens": cached_tokens,
             "output_tokens": output_tokens,
         }
 
-    def _message(self, content: list[dict[str, Any]], stop_reason: str | None, output_tokens: int) -> dict[str, Any]:
+    def _message(self, content: list[dict[str, Any]], stop_reason: str | None, usage: dict[str, int]) -> dict[str, Any]:
         return {
             "id": self._id,
             "type": "message",
@@ -145,12 +146,12 @@ class MessagesWire:
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
-            "usage": self._usage(output_tokens),
+            "usage": usage,
         }
 
     def open_events(self) -> list[bytes]:
         return [
-            _event("message_start", {"type": "message_start", "message": self._message([], None, 1)}),
+            _event("message_start", {"type": "message_start", "message": self._message([], None, self._usage(1))}),
             _event(
                 "content_block_start",
                 {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
@@ -162,13 +163,12 @@ class MessagesWire:
         return b"event: content_block_delta\n" + self._delta.render(text)
 
     def close_events(self, finish_reason: str, usage: UsageCounts | None) -> list[bytes]:
-        output_tokens = usage.completion_tokens if usage is not None else 0
+        # As the API does today, message_delta carries the whole usage so far (output and input).
+        totals = self._usage(usage.completion_tokens, usage.cached_tokens) if usage is not None else self._usage(0)
         delta = {"stop_reason": _stop_reason(finish_reason), "stop_sequence": None}
         return [
             _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            _event(
-                "message_delta", {"type": "message_delta", "delta": delta, "usage": {"output_tokens": output_tokens}}
-            ),
+            _event("message_delta", {"type": "message_delta", "delta": delta, "usage": totals}),
             _event("message_stop", {"type": "message_stop"}),
         ]
 
@@ -177,7 +177,8 @@ class MessagesWire:
 
     def full_body(self, text: str, finish_reason: str, usage: UsageCounts) -> dict[str, Any]:
         content = [{"type": "text", "text": text}] if text else []
-        return self._message(content, _stop_reason(finish_reason), usage.completion_tokens)
+        totals = self._usage(usage.completion_tokens, usage.cached_tokens)
+        return self._message(content, _stop_reason(finish_reason), totals)
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kind = "rate_limit_error" if status == 429 else "api_error" if status >= 500 else "invalid_request_error"
