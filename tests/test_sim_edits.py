@@ -244,6 +244,27 @@ def test_plausible_mistakes_parse_but_are_wrong(kind: str) -> None:
     assert applied["textwrap.py"] != VIEWS
 
 
+def test_a_forced_mistake_that_cannot_happen_here_is_another_mistake() -> None:
+    one_hunk = {"textwrap.py": VIEWS.replace("        return text\n", "        return text.strip()\n", 1)}
+    _, draw = answer_edit(
+        prompt(), EditTruth(files=one_hunk, errors="dropped-hunk"), profile="spark", attempt=0, seed=0, prompt_text="p"
+    )
+    assert draw.mistake not in (None, "dropped-hunk", "missing-file") and not draw.exact
+
+
+def test_a_javascript_syntax_mistake_unbalances_brackets_for_validation_to_catch() -> None:
+    old = "function area(w, h) {\n  return w * h;\n}\n\nconsole.log(area(2, 3));\n"
+    new = old.replace("return w * h;", "return Math.abs(w * h);").replace("area(2, 3)", "area(2, -3)")
+    edit = EditPrompt(path="area.js", text=old, first_line=0, end_line=3, instruction="abs")
+    text, draw = answer_edit(
+        edit, EditTruth(files={"area.js": new}, errors="syntax"), profile="spark", attempt=0, seed=0, prompt_text="p"
+    )
+    assert draw.mistake == "syntax" and draw.breaks_syntax
+    edits = parse_answer(text, EditTarget(originals={"area.js": old}, primary="area.js"))
+    verdict = validate_edits({"area.js": old}, edits)
+    assert not verdict.ok and "unbalanced" in verdict.problems[0]
+
+
 def test_a_missing_file_mistake_leaves_one_changed_file_out() -> None:
     applied, draw = wrong("missing-file", **{"show.py": URLS})
     assert draw.mistake == "missing-file"

@@ -31,8 +31,8 @@ NO_CHANGE_ANSWER = "No change is needed: the files shown already do what the ins
 @dataclass(frozen=True, kw_only=True)
 class EditTruth:
     """What edits should produce: `files` maps a path, as the prompt shows it, to its full text after the
-    edit. `errors` is "calibrated" (the error model, odds times `error_scale`), "off", or a `Mistake`
-    value (every answer makes that mistake, where it can)."""
+    edit. `errors` is "calibrated" (the error model, its probability times `error_scale`), "off", or a
+    `Mistake` value: every answer is wrong, in that way where it can be, else in the next likeliest way."""
 
     files: Mapping[str, str] = field(default_factory=dict)
     errors: str = "calibrated"
@@ -100,7 +100,10 @@ def answer_edit(
     after: dict[str, str] = changed
     mistake: em.Mistake | None = None
     if changed and rng.random() < probability:
-        kinds = em.mistake_order(tier, rng) if truth.errors == "calibrated" else [em.Mistake(truth.errors)]
+        kinds = em.mistake_order(tier, rng)
+        if truth.errors != "calibrated":
+            # The mistake asked for first; where it cannot happen (one hunk to drop...), the next likeliest.
+            kinds = [em.Mistake(truth.errors), *(k for k in kinds if k != truth.errors)]
         for kind in kinds:
             wrong = mistakes.make_mistake(kind, shown, changed, rng)
             if wrong is not None:
