@@ -61,6 +61,9 @@ async def inline(ls, params):
 
 server.start_io()
 """
+# Prompts shorter than the simulator's prompt caching threshold (1,024 tokens), so no request of figure 2
+# gets a cache-shortened time to first token and the direct and tandem requests wait alike.
+UNCACHED_BUDGET_TOKENS = 900
 # 1 MB, and no more: tandem sends nothing from a file over `privacy.max_file_bytes` (1,000,000 by default).
 ONE_MB = 1_000_000
 
@@ -114,20 +117,26 @@ def cursor_line(text: str, near: int) -> int:
 
 @contextlib.asynccontextmanager
 async def tandem(
-    base_url: str, trace: pathlib.Path, *, max_tokens: int, python_args: tuple[str, ...] = ("-m", "lsp.cli")
+    base_url: str,
+    trace: pathlib.Path,
+    *,
+    max_tokens: int,
+    python_args: tuple[str, ...] = ("-m", "lsp.cli"),
+    budget_tokens: int | None = None,
 ) -> AsyncIterator[ReplayClient]:
     env = {**os.environ, "XDG_CONFIG_HOME": str(trace.parent)}
     client = ReplayClient(trace_path=trace, env=env, python_args=python_args)
     model = {"provider": "openai-chat", "base_url": base_url, "model": "sim-spark", "max_tokens": max_tokens}
     # Every request goes to the model: these figures are about the model path, not about reuse.
-    await client.start(
-        {
-            "models": {"fast": model},
-            "completion": {"debounce_ms": 0, "deadline_s": 30},
-            "cache": {"reuse": "off"},
-            "prefetch": {"enabled": False},
-        }
-    )
+    settings: dict[str, Any] = {
+        "models": {"fast": model},
+        "completion": {"debounce_ms": 0, "deadline_s": 30},
+        "cache": {"reuse": "off"},
+        "prefetch": {"enabled": False},
+    }
+    if budget_tokens is not None:
+        settings["context"] = {"budget_tokens": budget_tokens}
+    await client.start(settings)
     try:
         yield client
     finally:
@@ -193,11 +202,13 @@ async def added_latency(
     backend = OpenAIChatBackend(ModelConfig(base_url=base_url, model="sim-spark", max_tokens=16), httpx.AsyncClient())
     direct_ms: list[float] = []
     tandem_ms: list[float] = []
+    mismatched = 0
     floor_ms: list[float] = []
-    uri = (workdir / "small.py").as_uri()
+    path = str(workdir / "small.py")
+    uri = pathlib.Path(path).as_uri()
     async with (
         httpx.AsyncClient(timeout=30) as http,
-        tandem(base_url, trace, max_tokens=16, python_args=tandem_args) as client,
+        tandem(base_url, trace, max_tokens=16, python_args=tandem_args, budget_tokens=UNCACHED_BUDGET_TOKENS) as client,
         tandem(base_url, workdir / "floor.jsonl", max_tokens=16, python_args=("-c", FLOOR_SERVER)) as floor,
     ):
         document = client.open(uri=uri, language_id="python", text=text, cursor=cursor)
@@ -210,8 +221,14 @@ async def added_latency(
             key = "abcdefghij"[i % 10]
             typed += key
             tandem_ms.append(await ask(client, document, key))
-            body = backend.body(ModelRequest(prefix=typed[-6000:], suffix=text[cursor:][:2000], max_tokens=16))
+            # The same prompt tandem sent: the simulator reports the last request's prefix and suffix sizes.
+            last = (await http.get(base_url.removesuffix("/v1") + "/_sim/stats")).json()["last_request"]
+            prefix, suffix = typed[len(typed) - last["prefix_chars"] :], text[cursor:][: last["suffix_chars"]]
+            body = backend.body(ModelRequest(prefix=prefix, suffix=suffix, path=path, language="python", max_tokens=16))
             direct_ms.append(await first_line_ms(http, base_url, body))
+            # Checked after the direct request: the same number of prompt tokens means the same prompt size.
+            again = (await http.get(base_url.removesuffix("/v1") + "/_sim/stats")).json()["last_request"]
+            mismatched += again["prompt_tokens"] != last["prompt_tokens"]
             floor_ms.append(await ask(floor, floor_document, key))
         cpu = {
             "tandem": (cpu_ms(client.server_pid) - cpu_before["tandem"]) / requests,
@@ -232,6 +249,7 @@ async def added_latency(
         "direct_first_line_ms": _quantiles(direct_ms),
         "tandem_end_to_end_ms": _quantiles(tandem_ms),
         "floor_server_round_trip_ms": _quantiles(floor_ms),
+        "direct_prompt_size_mismatches": mismatched,
         # CPU the server process spent per keystroke (didChange + inlineCompletion): robust to a busy machine.
         "server_cpu_ms_per_request": {name: round(value, 3) for name, value in cpu.items()},
         "added_p50_ms": round(statistics.median(tandem_ms) - statistics.median(direct_ms), 3),
@@ -337,8 +355,12 @@ def _print(results: dict[str, Any]) -> None:
             _row("client-side latency, same requests", _q(r["client_latency_ms"]))
     if "added_latency" in results:
         a = results["added_latency"]
-        print(f"[2] added latency (simulator TTFT set to {a['sim_ttft_setting_ms']:g} ms, no jitter, unpaced tokens)")
-        _row("direct HTTP to the simulator, first line", _q(a["direct_first_line_ms"]))
+        print(
+            f"[2] added latency (simulator TTFT set to {a['sim_ttft_setting_ms']:g} ms, no jitter, unpaced tokens; "
+            f"prompts under {UNCACHED_BUDGET_TOKENS} tokens, below the simulator's prompt caching)"
+        )
+        same = f"{a['direct_prompt_size_mismatches']} of {a['direct_first_line_ms']['n']} prompts differ in size"
+        _row("direct HTTP to the simulator, first line", f"{_q(a['direct_first_line_ms'])}; {same}")
         _row("tandem end to end over stdio", _q(a["tandem_end_to_end_ms"]))
         _row("  in the server: before the model request", _q(a["server_before_request_ms"]))
         _row("  in the server: model request -> first line", _q(a["server_request_to_first_line_ms"]))
