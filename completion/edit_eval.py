@@ -346,6 +346,17 @@ def render_text(result: EditEvalResult) -> str:
             f"{figure.accurate_served:>8}{figure.simulated_s:>9.1f}{'n/a' if per is None else f'{per:.1f}':>10}"
             f"{figure.correct_per_hour:>10.0f}"
         )
+    for hard in (False, True):
+        subset = [run for run in result.runs if run.hard == hard]
+        if not subset:
+            continue
+        parts = []
+        for name in STRATEGIES:
+            correct = sum(1 for run in subset if run.results.get(name) == "correct")
+            seconds = sum(run.simulated_s.get(name, 0.0) for run in subset)
+            parts.append(f"{name} {correct} correct in {seconds:.0f} s")
+        kind = "hard" if hard else "easy"
+        lines.append(f"  {len(subset)} {kind} tasks: " + ", ".join(parts))
     lines.append(
         f"  router keeps {_pct(result.keeps)} of always-accurate's correct edits (target >= {TARGET_KEEP:.0%}) "
         f"in {_pct(result.time_share)} of its time (target <= {TARGET_TIME:.0%}): "
