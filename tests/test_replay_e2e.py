@@ -138,11 +138,6 @@ async def test_a_server_that_dies_at_start_is_one_clear_error(tmp_path: pathlib.
         await client.start({})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tandem.accepted fails in pygls: its handler's `ls: TandemServer` annotation names a type-checking-only "
-    "import (lsp/handlers/completion.py); remove this mark once it is fixed",
-)
 async def test_accepting_runs_the_items_command(tmp_path: pathlib.Path, source: pathlib.Path) -> None:
     # VS Code runs an accepted item's command; tandem's (workspace/executeCommand tandem.accepted) must succeed.
     summary = await replay(_options(tmp_path, source, sessions=1))
