@@ -134,9 +134,14 @@ class Engine:
         try:
             return await self._complete(request, record, ticket)
         except asyncio.CancelledError:
-            # $/cancelRequest: the client no longer wants an answer; record it and let pygls reply.
+            # $/cancelRequest: the client no longer wants an answer; record it and let pygls reply. A
+            # stream this request started runs on for the next keystrokes: trace it with its usage.
             record.outcome = "cancelled"
-            self._tracer.write(record)
+            stream = self._streams.get(record.stream_id) if record.source == "model" else None
+            if stream is not None:
+                stream.on_done(lambda s: self._trace_stream(record, s))
+            else:
+                self._tracer.write(record)
             raise
         finally:
             if self._tickets.get(request.uri) is ticket:
@@ -239,7 +244,7 @@ class Engine:
         record.mark("context_built")
         stream = self._streams.add(request, tier.label, prefetch=prefetch)
         record.source, record.stream_id = "model", stream.id
-        stream.task = asyncio.create_task(tier.run(stream, model_request, remember=self._remember))
+        stream.run(tier.run(stream, model_request, remember=self._remember))
         return stream
 
     async def _answer(
@@ -312,7 +317,11 @@ class Engine:
     # -- the completion cache and speculation ---------------------------------------------------
 
     def _remember(self, stream: Stream) -> None:
-        """Keep the stream's text in the completion cache (called as it grows and when it ends)."""
+        """Keep the stream's text in the completion cache (called as it grows and when it ends). While
+        the stream is live it is found through the stream store, so the cache needs its text only at
+        line ends (where typing through can reach it from a shifted position) and at the end."""
+        if not stream.done and not stream.text.endswith("\n"):
+            return
         text = stream.text
         if stream.done and stream.error is not None:
             # A cut-off stream's last line may be partial: keep only whole lines.
@@ -339,6 +348,12 @@ class Engine:
         if "\n" in rest.lstrip("\n"):
             return  # a next line is already there
         self.speculate(request, shown)
+
+    def withdrawn(self, kind: str, received_ns: int) -> None:
+        """A request the client cancelled before the server had started on it."""
+        record = TraceRecord(kind=kind, received_ns=received_ns, outcome="cancelled")
+        record.route_reasons = ["withdrawn by the client before the server started it"]
+        self._tracer.write(record)
 
     def accepted(self, trace_id: str, chars: int) -> None:
         """The user accepted `chars` characters of the suggestion answered by request `trace_id`."""
@@ -431,6 +446,8 @@ class Engine:
             ticket.supersede()
 
     async def aclose(self) -> None:
-        self._streams.close()
+        """Stop every stream and let each end properly (its trace record is written as it ends)."""
+        tasks = self._streams.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await self.tiers.aclose()
         self._tracer.close()

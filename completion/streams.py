@@ -89,6 +89,20 @@ class Stream:
         else:
             self._on_done.append(callback)
 
+    def run(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run the stream's producer as a task. However the task ends, even cancelled before its first
+        step (when its own cleanup never runs), the stream is finished and its waiters are woken."""
+        self.task = asyncio.ensure_future(work)
+        self.task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Future[None]) -> None:
+        if task.cancelled():
+            self.finish(Cancelled("superseded"))
+        elif task.exception() is not None:
+            self.finish(CompletionError(f"stream failed: {task.exception()!r}"))
+        else:
+            self.finish()
+
     def cancel(self) -> None:
         if self.task is not None and not self.task.done():
             self.task.cancel()
@@ -146,6 +160,13 @@ class StreamStore:
                 return stream, typed
         return None
 
+    def get(self, stream_id: str) -> Stream | None:
+        for streams in self._by_uri.values():
+            for stream in streams:
+                if stream.id == stream_id:
+                    return stream
+        return None
+
     def live(self, uri: str) -> list[Stream]:
         return [stream for stream in self._by_uri.get(uri, ()) if not stream.done]
 
@@ -176,9 +197,12 @@ class StreamStore:
         for stream in self._by_uri.pop(uri, ()):
             stream.cancel()
 
-    def close(self) -> None:
+    def close(self) -> list[asyncio.Task[None]]:
+        """Cancel every stream; returns their tasks, to await their endings."""
+        tasks = [s.task for streams in self._by_uri.values() for s in streams if s.task is not None]
         for uri in list(self._by_uri):
             self.forget(uri)
+        return tasks
 
 
 def log_failure(stream: Stream) -> None:

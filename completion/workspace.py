@@ -195,7 +195,7 @@ class WorkspaceIndex:
         path = self.relative(uri)
         verdict = self.privacy.check_path(path)
         if verdict:
-            verdict = self.privacy.check_content(path, buffer.text())
+            verdict = self._check_open_content(path, buffer.text())
         if not verdict:
             log.info("%s will not be sent to a model: %s", path, verdict.reason)
         doc = _Open(path=path, buffer=buffer, verdict=verdict)
@@ -203,6 +203,18 @@ class WorkspaceIndex:
         if verdict and self.counter is not None:
             self._index_later(uri, doc)
         return verdict
+
+    def _check_open_content(self, path: str, text: str) -> Verdict:
+        """Binary and credential checks over the whole open document. The size cap governs what is read
+        from disk and sent whole, not an open file, of which only the window around the cursor is sent:
+        large files are checked piece by piece (overlapping, so no credential hides on a boundary)."""
+        # Characters per piece such that a piece never exceeds the byte cap, even in 4-byte characters.
+        piece = max(4096, self.privacy.policy.max_file_bytes // 4 - 256)
+        for start in range(0, max(len(text), 1), piece):
+            verdict = self.privacy.check_content(path, text[max(0, start - 256) : start + piece])
+            if not verdict:
+                return verdict
+        return Verdict(allowed=True)
 
     def _index_later(self, uri: str, doc: _Open) -> None:
         """Build the token index in a thread (a 1 MB file takes ~0.2 s); edits meanwhile are queued."""

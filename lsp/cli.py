@@ -50,7 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
         host, port = args.tcp
         server.start_tcp(host, port)
     else:
-        server.start_io()
+        server.serve_stdio()
     return 0
 
 

@@ -76,3 +76,11 @@ async def test_window_includes_the_imported_definition_and_follows_edits(tmp_pat
     after = index.window(uri, 2, 19)
     assert after is not None and after.prefix.endswith("print(Invoice().tot")
     assert after.total_tokens <= 1024
+
+
+async def test_large_open_document_is_allowed_but_still_scanned_for_credentials(tmp_path: pathlib.Path) -> None:
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
+    await index.start()
+    big = "x = 1  # é\n" * 150_000  # ~1.8 MB, over the 1 MB cap for files read from disk
+    assert index.open((tmp_path / "big.py").as_uri(), LineBuffer(big))
+    assert not index.open((tmp_path / "big2.py").as_uri(), LineBuffer(big + f"KEY = '{AWS_KEY}'\n"))

@@ -50,6 +50,7 @@ async def _complete(
     ls: TandemServer, uri: str, position: types.Position, *, kind: str, invoked: bool
 ) -> tuple[CompletionRequest | None, CompletionResult]:
     received_ns = time.perf_counter_ns()
+    ls.started_requests.add(ls.protocol.msg_id)
     document = ls.documents.get(uri)
     if document is None:
         log.warning("completion requested for a document that is not open: %s", uri)
