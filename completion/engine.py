@@ -86,7 +86,7 @@ class Engine:
         workspace: WorkspaceIndex | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        self._tracer = tracer
+        self.tracer = tracer
         self.workspace = workspace
         self.tiers = Tiers(client, env if env is not None else os.environ)
         self._streams = StreamStore()
@@ -141,7 +141,7 @@ class Engine:
             if stream is not None:
                 stream.on_done(lambda s: self._trace_stream(record, s))
             else:
-                self._tracer.write(record)
+                self.tracer.write(record)
             raise
         finally:
             if self._tickets.get(request.uri) is ticket:
@@ -172,13 +172,13 @@ class Engine:
         tier = self.tiers.for_completion()
         if tier is None:
             record.outcome = "not-configured"
-            self._tracer.write(record)
+            self.tracer.write(record)
             return CompletionResult.empty(notice=NO_MODEL_NOTICE, trace_id=record.id)
         record.model, record.tier = tier.label, tier.name
         record.route_reasons = ["completion: inline completions use the fast model"]
         if tier.holding_off():
             record.outcome, record.error = "error", "rate limited: waiting out the provider's Retry-After"
-            self._tracer.write(record)
+            self.tracer.write(record)
             return CompletionResult.empty(trace_id=record.id)
 
         # 2. Debounce: only misses wait, and a newer keystroke cancels the wait.
@@ -188,7 +188,7 @@ class Engine:
                 await anyio.sleep(delay_s)
             if ticket.superseded:
                 record.outcome = "superseded"
-                self._tracer.write(record)
+                self.tracer.write(record)
                 return CompletionResult.empty(trace_id=record.id)
         record.mark("debounce_end")
 
@@ -290,7 +290,7 @@ class Engine:
             # The request that started the stream is traced when the stream ends, with its usage.
             stream.on_done(lambda s: self._trace_stream(record, s))
         else:
-            self._tracer.write(record)
+            self.tracer.write(record)
         if text:
             self._after_shown(request, reuse, unit or "", text)
         return CompletionResult(
@@ -353,13 +353,13 @@ class Engine:
         """A request the client cancelled before the server had started on it."""
         record = TraceRecord(kind=kind, received_ns=received_ns, outcome="cancelled")
         record.route_reasons = ["withdrawn by the client before the server started it"]
-        self._tracer.write(record)
+        self.tracer.write(record)
 
     def accepted(self, trace_id: str, chars: int) -> None:
         """The user accepted `chars` characters of the suggestion answered by request `trace_id`."""
         record = TraceRecord(kind="accept", received_ns=time.perf_counter_ns(), chars=chars, outcome="accepted")
         record.stream_id = trace_id  # the request whose suggestion was accepted
-        self._tracer.write(record)
+        self.tracer.write(record)
 
     def speculate(self, request: CompletionRequest, accepted: str = "", *, after_insert: bool = False) -> bool:
         """Start a prefetch stream for the state after `accepted` is inserted at `request`'s cursor
@@ -426,7 +426,7 @@ class Engine:
             record.outcome = record.outcome or ("cancelled" if stream.cancelled else "done")
         if stream.error is not None and not stream.cancelled and not record.error:
             record.error = describe(stream.error)
-        self._tracer.write(record)
+        self.tracer.write(record)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -450,4 +450,4 @@ class Engine:
         tasks = self._streams.close()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.tiers.aclose()
-        self._tracer.close()
+        self.tracer.close()

@@ -7,6 +7,9 @@
     ├── BackendTimeout       connect/read timeout, a stalled stream, or the per-completion deadline
     └── BadResponse          4xx other than 429, malformed or truncated stream, a body that is not the API
 
+The edit path adds its own branch (`completion.edits.types.EditError`: parse, invalid, conflict); a
+subclass may carry its own `words` for `describe`.
+
 `describe()` is the one place that maps an error to the words a user sees; every layer above raises or
 logs these, never a raw httpx exception.
 """
@@ -51,6 +54,9 @@ def describe(error: BaseException) -> str:
         (BackendTimeout, "provider timed out"),
         (BadResponse, "bad response from provider"),
     ]
+    own = getattr(type(error), "words", None)
+    if isinstance(own, str):
+        kinds.insert(0, (type(error), own))
     for kind, words in kinds:
         if isinstance(error, kind):
             detail = str(error)

@@ -54,6 +54,10 @@ class DocumentStore:
     def get(self, uri: str) -> Document | None:
         return self._docs.get(uri)
 
+    def all(self) -> dict[str, Document]:
+        """The open documents by uri (a snapshot: safe to hold across awaits)."""
+        return dict(self._docs)
+
     def open(self, item: types.TextDocumentItem) -> Document:
         reason = skip_reason(item.text)
         if reason:

@@ -32,8 +32,7 @@ class EditWorkspace:
         self._ls = ls
         self.index = ls.workspace_index
         self.root = self.index.root if self.index is not None else ls.sources.workspace_root
-        # The store has no public iteration yet; a snapshot of {uri: document} taken on the loop.
-        documents: Mapping[str, Document] = getattr(ls.documents, "_docs", {})
+        documents: Mapping[str, Document] = ls.documents.all()
         self._open_by_path = {self.path_of(uri): doc for uri, doc in documents.items()}
         # The version of each file when its text was last read by `current` (None: not open).
         self.versions: dict[str, int | None] = {}

@@ -34,9 +34,13 @@ class AnswerParseError(EditError, BadResponse):
 class EditInvalid(EditError):
     """The edit parses, but applying it would break a file or change far more than expected."""
 
+    words = "edit rejected"
+
 
 class EditConflict(EditError):
     """The user changed the text the edit touches after it was requested."""
+
+    words = "edit not applied"
 
 
 @dataclass(frozen=True, kw_only=True)

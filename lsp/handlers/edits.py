@@ -92,9 +92,9 @@ def flow_of(ls: TandemServer) -> EditFlow:
     if ls.engine is None:
         raise JsonRpcInvalidParams(message="tandem.edit: the server is not initialized yet")
     if ls.edit_flow is None:
-        # The engine's tiers: one backend per model, one Retry-After hold-off, configured in one place.
-        # One trace record per edit, written at its end (the file is reopened per record: `_close_trace`).
-        ls.edit_flow = EditFlow(models=ls.engine.tiers, tracer=ls.make_tracer(), config=ls.config)
+        # The engine's tiers (one backend per model, one Retry-After hold-off, configured in one place) and
+        # its tracer (one trace file, one record per edit written at its end).
+        ls.edit_flow = EditFlow(models=ls.engine.tiers, tracer=ls.engine.tracer, config=ls.config)
     ls.edit_flow.config = ls.config
     return ls.edit_flow
 
@@ -224,20 +224,13 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     if not outcome.ok:
         progress.end("not applied")
         flow.finish(outcome)
-        _close_trace(flow)
         return _done(ls, False, f"tandem: {outcome.message}", outcome=outcome)
     applied, why = await _apply(ls, workspace, outcome, instruction)
     progress.end("applied" if applied else "not applied")
     flow.finish(outcome, applied=applied, error=why)
-    _close_trace(flow)
     if not applied:
         return _done(ls, False, f"tandem: the edit was not applied: {why}", outcome=outcome)
     return _done(ls, True, "", outcome=outcome)
-
-
-def _close_trace(flow: EditFlow) -> None:
-    # Edits are rare: the next record reopens the file, and no handle is left open at shutdown.
-    flow.tracer.close()
 
 
 async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcome, label: str) -> tuple[bool, str]:
