@@ -422,11 +422,21 @@ class Engine:
         record.tokens_in = stats.usage.input_tokens
         record.tokens_out = stats.usage.output_tokens
         record.tokens_cached = stats.usage.cached_tokens
+        if not record.tokens_out and stats.request_sent_ns and stream.error is not None:
+            # A stream stopped before the provider's usage chunk still cost tokens: count what arrived
+            # and what was sent, so that tokens per accepted character does not flatter speculation.
+            record.tokens_out = self._count_tokens(stream.text)
+            record.tokens_in = record.context_tokens or record.prompt_chars // _CHARS_PER_TOKEN
+            record.tokens_estimated = True
         if record.kind == "prefetch":
             record.outcome = record.outcome or ("cancelled" if stream.cancelled else "done")
         if stream.error is not None and not stream.cancelled and not record.error:
             record.error = describe(stream.error)
         self.tracer.write(record)
+
+    def _count_tokens(self, text: str) -> int:
+        counter = self.workspace.counter if self.workspace is not None else None
+        return counter.count(text) if counter is not None else -(-len(text) // _CHARS_PER_TOKEN)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -65,6 +65,8 @@ class TraceRecord:
     tokens_in: int = 0
     tokens_out: int = 0
     tokens_cached: int = 0
+    # The provider sent no usage (the stream was stopped first): tokens counted here instead.
+    tokens_estimated: bool = False
     marks_ns: dict[str, int] = field(default_factory=dict)
 
     def mark(self, phase: str, at_ns: int | None = None) -> None:
@@ -100,7 +102,12 @@ class TraceRecord:
             "context_tokens": self.context_tokens,
             "prefix_reuse": self.prefix_reuse,
             "prefetched": self.prefetched,
-            "tokens": {"in": self.tokens_in, "out": self.tokens_out, "cached": self.tokens_cached},
+            "tokens": {
+                "in": self.tokens_in,
+                "out": self.tokens_out,
+                "cached": self.tokens_cached,
+                "estimated": self.tokens_estimated,
+            },
             "ms": ms,
         }
 

@@ -104,10 +104,13 @@ def test_stdlib_sample_is_deterministic() -> None:
     assert all(p.suffix == ".py" and "test" not in p.parts for p in first)
 
 
-def _trace_line(*, source: str, outcome: str, waited: bool, tokens_out: int = 0, kind: str = "inline") -> str:
+def _trace_line(
+    *, source: str, outcome: str, waited: bool, tokens_out: int = 0, kind: str = "inline", estimated: bool = False
+) -> str:
     record = TraceRecord(kind=kind, received_ns=1, source=source, outcome=outcome)
     record.waited_for_model = waited
     record.tokens_out = tokens_out
+    record.tokens_estimated = estimated
     return json.dumps(record.to_json())
 
 
@@ -117,7 +120,7 @@ def test_summary_figures_from_a_constructed_trace() -> None:
         _trace_line(source="stream", outcome="shown", waited=False),  # without model wait
         _trace_line(source="stream", outcome="empty", waited=False),  # without model wait
         _trace_line(source="stream", outcome="shown", waited=True),  # a stream not yet far enough
-        _trace_line(source="model", outcome="cancelled", waited=True, tokens_out=10),
+        _trace_line(source="model", outcome="cancelled", waited=True, tokens_out=10, estimated=True),
         _trace_line(source="stream", outcome="superseded", waited=False),
         _trace_line(source="none", outcome="shown", waited=False, kind="menu"),  # not an inline request
         _trace_line(source="cache", outcome="shown", waited=False),  # without model wait, from the cache
@@ -163,8 +166,8 @@ def test_summary_figures_from_a_constructed_trace() -> None:
     assert data["trace_outcomes"] == {"cancelled": 1, "empty": 1, "shown": 4, "superseded": 1}
     assert data["trace_kinds"] == {"inline": 7, "menu": 1, "prefetch": 1}
     assert any("not trace records" in note for note in data["notes"])
-    # The withdrawn request had started a model stream whose usage its record cannot carry.
-    assert any(note.startswith("1 requests were withdrawn after starting a model stream") for note in data["notes"])
+    # The withdrawn request's stream was stopped before the provider's usage: its tokens were counted.
+    assert any(note.startswith("1 streams were stopped before the provider reported usage") for note in data["notes"])
     text = format_summary(summary)
     assert "simulated provider" in text and "75.0%" in text and "42.9%" in text
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, Router
 
@@ -56,6 +56,10 @@ def _bind(handler: Handler, sim: SimState, name: str | None) -> Callable[[Reques
             sim.stats.count_request(name)
         try:
             return await handler(request, sim)
+        except ClientDisconnect:
+            # The client gave up before its request was read (tandem cancels superseded streams): nobody
+            # is listening, so answer nothing and log nothing.
+            return Response(status_code=499)
         except oc.BadRequest as error:
             body = oc.error_body(str(error), kind="invalid_request_error", param=error.param)
             return JSONResponse(body, status_code=400)

@@ -127,11 +127,11 @@ def build_summary(
     notes = []
     if len(records) < tally.requests:
         notes.append(f"the trace holds {len(records)} records for {tally.requests} requests")
-    untraced = sum(1 for r in records if r.get("source") == "model" and r.get("outcome") == "cancelled")
-    if untraced:
+    estimated = sum(1 for r in records if (r.get("tokens") or {}).get("estimated"))
+    if estimated:
         notes.append(
-            f"{untraced} requests were withdrawn after starting a model stream; their records carry no token "
-            "usage, so tokens_out counts less than the provider produced"
+            f"{estimated} streams were stopped before the provider reported usage; their tokens were counted "
+            "by tandem (what was sent, what arrived)"
         )
     if tally.command_errors:
         notes.append(f"{len(tally.command_errors)} accept commands failed; the first: {tally.command_errors[0]}")
