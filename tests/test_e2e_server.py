@@ -152,6 +152,10 @@ async def test_cancel_request_is_answered_and_the_next_request_works(
         assert await session.inline(uri, moved) == "onacci(n - 2)"
     outcomes = [r["outcome"] for r in session.records()]
     assert "cancelled" in outcomes and "shown" in outcomes
+    # The cancelled request had started a stream, stopped before the provider reported usage: its record
+    # still carries the tokens that stream cost (the prompt it sent), counted by tandem.
+    [cancelled] = [r for r in session.records() if r["outcome"] == "cancelled"]
+    assert cancelled["source"] == "model" and cancelled["tokens"]["in"] > 0 and cancelled["tokens"]["estimated"]
 
 
 async def test_newer_request_supersedes_older_which_is_answered_empty(
