@@ -5,21 +5,35 @@ library directory, standard library and site-packages. Each file goes through th
 the symbol index; twenty large files are open with token indexes; the completion cache is filled to its
 entry bound with completions for real prefixes; context windows are built over the open documents until the
 snippet memo is full. RSS is read from /proc after each phase (the server's whole process would add pygls,
-httpx and the interpreter, which the baseline line shows). It prints what it measured; it passes or fails
-nothing.
+httpx and the interpreter, which the baseline line shows).
+
+With `--server`, the same measured on `tandem serve` itself, over stdio: the N files are copied into a
+temporary workspace (directory names the workspace scan skips, such as site-packages, renamed so every file
+is indexed), the server is started with it as its root, its background scan is awaited (its CPU goes
+quiet), the twenty largest files are opened, and inline completions are asked at many positions of them
+(a simulator in its own process answers at once) until the completion cache has seen more entries than it
+keeps. The server's VmRSS and VmHWM (peak) are read from /proc/PID/status after each phase.
+
+It prints what it measured; it passes or fails nothing.
 
     python bench/bench_memory.py [--files N] [--json]
+    python bench/bench_memory.py --server [--files N] [--requests N] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
+import logging
+import os
 import pathlib
 import resource
+import shutil
 import sys
 import sysconfig
+import tempfile
 import time
 from typing import Any
 
@@ -154,11 +168,125 @@ def _time_lookups(cache: CompletionCache, samples: list[tuple[str, str, str]]) -
     return times, hits
 
 
+# -- the server itself ---------------------------------------------------------------------------------
+
+
+def proc_status_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (the peak) of process `pid`, in MB, from /proc/PID/status."""
+    found: dict[str, float] = {}
+    for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines():
+        key = line.split(":", 1)[0]
+        if key in ("VmRSS", "VmHWM"):
+            found[key] = round(int(line.split()[1]) / 1024, 1)
+    return found
+
+
+def cpu_s(pid: int) -> float:
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def wait_quiet(pid: int, *, timeout_s: float = 600.0) -> float:
+    """Until the process has used under 2% of a CPU for a second (its background work is done);
+    returns the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        before = cpu_s(pid)
+        await asyncio.sleep(1.0)  # sleep-ok: sampling CPU use; the server announces no end of its scan
+        if cpu_s(pid) - before < 0.02:
+            break
+    return round(time.monotonic() - started, 1)
+
+
+def copy_workspace(n_files: int, into: pathlib.Path) -> list[pathlib.Path]:
+    """The first `n_files` library files (as `run` takes them) copied under `into`; directory names the
+    workspace scan skips are renamed so that every file is indexed."""
+    from completion.workspace import SKIP_DIRS
+
+    copied = []
+    for source in sorted(p for p in LIBRARY.rglob("*.py") if "__pycache__" not in p.parts)[:n_files]:
+        parts = [part + "_" if part in SKIP_DIRS else part for part in source.relative_to(LIBRARY).parts]
+        target = into.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        copied.append(target)
+    return copied
+
+
+async def server_run(n_files: int, requests: int) -> dict[str, Any]:
+    from bench_latency import sim_process
+    from replay_kit import RootedClient
+
+    phases: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="tandem-bench-memory-") as tmp:
+        workspace = pathlib.Path(tmp) / "workspace"
+        files = await asyncio.to_thread(copy_workspace, n_files, workspace)
+        source_mb = sum(f.stat().st_size for f in files) / 1e6
+        env = {**os.environ, "XDG_CONFIG_HOME": tmp}
+        trace = pathlib.Path(tmp) / "trace.jsonl"
+        with sim_process("--profile", "instant") as base_url:
+            client = RootedClient(root=workspace, trace_path=trace, env=env)
+            model = {"provider": "openai-chat", "base_url": base_url, "model": "sim-instant", "max_tokens": 96}
+            await client.start({"models": {"fast": model}, "completion": {"debounce": "fixed", "debounce_ms": 0}})
+            pid = client.server_pid
+            assert pid is not None
+            try:
+                phases["started"] = proc_status_mb(pid)
+                scan_s = await wait_quiet(pid)
+                phases[f"workspace of {len(files)} files indexed"] = proc_status_mb(pid)
+                largest = sorted(files, key=lambda f: -f.stat().st_size)[:OPEN_DOCUMENTS]
+                documents = []
+                for path in largest:
+                    text = path.read_text(encoding="utf-8")
+                    documents.append((client.open(uri=path.as_uri(), language_id="python", text=text, cursor=0), text))
+                await wait_quiet(pid)
+                phases[f"+ {OPEN_DOCUMENTS} largest files open"] = proc_status_mb(pid)
+                shown = 0
+                for i in range(requests):
+                    document, text = documents[i % len(documents)]
+                    lines = text.split("\n")
+                    # A different place each time (a stride prime to any file's length), after the indentation.
+                    line = (i // len(documents)) * 7919 % len(lines)
+                    document.line = line
+                    document.line_before = lines[line][: len(lines[line]) - len(lines[line].lstrip())]
+                    pending = client.request_inline(document)
+                    await asyncio.wait_for(pending.answered.wait(), 30)
+                    shown += bool(pending.text())
+                await wait_quiet(pid)
+                phases[f"+ {requests} completions at distinct places ({shown} shown)"] = proc_status_mb(pid)
+            finally:
+                await client.stop()
+    return {
+        "files": len(files),
+        "source_mb": round(source_mb, 1),
+        "scan_wait_s": scan_s,
+        "requests": requests,
+        "phases": phases,
+        "peak_rss_mb": max(v.get("VmHWM", 0.0) for v in phases.values()),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--server", action="store_true", help="measure `tandem serve` itself over stdio")
+    parser.add_argument("--requests", type=int, default=6000, help="--server: completions asked (default 6000)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.server:
+        logging.getLogger("pygls").setLevel(logging.ERROR)
+        measured = asyncio.run(server_run(args.files, args.requests))
+        if args.json:
+            print(json.dumps(measured, indent=2))
+            return
+        print(
+            f"tandem serve over stdio: workspace of {measured['files']} library files ({measured['source_mb']} MB), "
+            f"scan done after {measured['scan_wait_s']} s; simulated provider (tandem sim, instant profile)"
+        )
+        for phase, mb in measured["phases"].items():
+            print(f"  after {phase}: VmRSS {mb.get('VmRSS')} MB, VmHWM {mb.get('VmHWM')} MB")
+        print(f"peak RSS of the server process (VmHWM): {measured['peak_rss_mb']} MB")
+        return
     result = run(args.files)
     if args.json:
         print(json.dumps(result, indent=2))
