@@ -4,12 +4,18 @@ One Neovim process runs every scenario of editors/neovim/tests/scenarios.lua: it
 source file (from the Python standard library) cut at chosen points, types the character before the cut,
 waits for the ghost-text extmark, and presses keys. The simulator runs in truth mode on the uncut file, so
 the suggestion must be exactly the file's true continuation.
+
+Edit scenarios select a function of a whole copy of the file and run an edit (`:TandemEdit`, a preset code
+action, "Edit selection with tandem..."); two simulators (spark as the fast model, codex as the accurate
+one) answer from the edit truth each scenario sets, errors off, so the buffer must end equal to the truth.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
+import math
 import os
 import pathlib
 import re
@@ -28,7 +34,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "neovim"
 SCENARIOS = PLUGIN / "tests" / "scenarios.lua"
 NVIM_MIN = (0, 11)
-# The whole Neovim run: server start-up plus a handful of completions from the spark simulator.
+# The whole Neovim run: server start-up, a handful of completions from the spark simulator, three edits.
 NVIM_RUN_TIMEOUT_S = 150
 
 pytestmark = [pytest.mark.editor, pytest.mark.timeout(NVIM_RUN_TIMEOUT_S + 30)]
@@ -141,6 +147,52 @@ def choose_cuts(truth: str) -> dict[str, Cut]:
     return cuts
 
 
+@dataclass(frozen=True, kw_only=True)
+class EditTarget:
+    """A top-level function of the truth (lines `line1`..`line2`, 1-based) and the file after the edit:
+    a comment line inserted before the function's last line."""
+
+    line1: int
+    line2: int
+    after: str
+
+
+EDIT_COMMENT = "# Edited by tandem from Neovim."
+
+
+def choose_edit_targets(truth: str, count: int) -> list[EditTarget]:
+    """The first `count` short top-level functions of `truth` (chosen by rule, so any version works)."""
+    lines = truth.split("\n")
+    # Lines that start a top-level statement: a function runs until the next one.
+    tops = [i for i, line in enumerate(lines) if re.match(r"[A-Za-z_@]", line)] + [len(lines)]
+    targets: list[EditTarget] = []
+    for start, following in itertools.pairwise(tops):
+        if not lines[start].startswith("def "):
+            continue
+        end = following - 1
+        while end > start and not lines[end].strip():
+            end -= 1
+        if not 4 <= end - start + 1 <= 25:
+            continue
+        last = lines[end]
+        indent = last[: len(last) - len(last.lstrip())]
+        after = [*lines[:end], indent + EDIT_COMMENT, *lines[end:]]
+        targets.append(EditTarget(line1=start + 1, line2=end + 1, after="\n".join(after)))
+        if len(targets) == count:
+            return targets
+    raise AssertionError("the truth file has too few short top-level functions for the edit scenarios")
+
+
+# Posts the edit truth ({files, errors}, read on stdin) to each simulator's control API.
+SET_EDIT_TRUTH = """
+import sys, urllib.request
+body = sys.stdin.buffer.read()
+for root in sys.argv[1:]:
+    request = urllib.request.Request(root + "/_sim/edit-truth", data=body, headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=30).read()
+"""
+
+
 def _rest_of_line(truth: str, at: int) -> str:
     newline = truth.find("\n", at)
     return truth[at : newline if newline >= 0 else len(truth)]
@@ -150,6 +202,7 @@ def _rest_of_line(truth: str, at: int) -> str:
 class NvimRun:
     truth: str
     cuts: dict[str, Cut]
+    edits: dict[str, EditTarget]
     results: dict[str, Any]
     server_log: str
     stderr: str
@@ -197,14 +250,36 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
         if name != "block":
             scenario["expect_ghost"] = _rest_of_line(truth_text, cut.end)
         scenarios.append(scenario)
-    edit_path = work / "edit_textwrap.py"
-    edit_path.write_text(truth_text, encoding="utf-8")
-    scenarios.append({"name": "edit", "run": "edit", "path": str(edit_path), "instruction": "add a comment"})
-    scenarios.append({"name": "health", "run": "health", "path": str(edit_path)})
+    edit_runs = (
+        ("edit_command", {"instruction": "add a comment"}),
+        ("code_action_preset", {"action": "tandem: Add type hints"}),
+        ("code_action_prompt", {"action": "Edit selection with tandem...", "instruction": "add a comment"}),
+    )
+    edits = dict(zip([name for name, _ in edit_runs], choose_edit_targets(truth_text, len(edit_runs)), strict=True))
+    for name, fields in edit_runs:
+        # Each edit has its own whole copy of the file: the truth of one never touches another's.
+        path = work / f"{name}_textwrap.py"
+        path.write_text(truth_text, encoding="utf-8")
+        target = edits[name]
+        scenarios.append(
+            {
+                "name": name,
+                "run": name,
+                "path": str(path),
+                "line1": target.line1,
+                "line2": target.line2,
+                "edit_truth": {path.name: target.after},
+                **fields,
+            }
+        )
+    scenarios.append({"name": "health", "run": "health", "path": str(work / "edit_command_textwrap.py")})
 
     server_log = base / "server.log"
     result_path = base / "result.json"
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth_path),))) as sim:
+    fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
+    # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
+    accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
+    with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
         setup = {
             "cmd": [
                 sys.executable,
@@ -217,12 +292,21 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
                 str(server_log),
             ],
             "init_options": {
-                "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
+                "models": {
+                    "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
+                    "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
+                }
             },
             "debounce_ms": 20,
         }
+        spec = {
+            "result_path": str(result_path),
+            "setup": setup,
+            "set_edit_truth": [sys.executable, "-c", SET_EDIT_TRUTH, sim.root_url, accurate.root_url],
+            "scenarios": scenarios,
+        }
         spec_path = base / "spec.json"
-        spec_path.write_text(json.dumps({"result_path": str(result_path), "setup": setup, "scenarios": scenarios}))
+        spec_path.write_text(json.dumps(spec))
         env = {
             **os.environ,
             "TANDEM_TEST_SPEC": str(spec_path),
@@ -241,7 +325,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
             stderr = f"Neovim did not exit within {NVIM_RUN_TIMEOUT_S} s: {error.stderr!r}"
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     log_text = server_log.read_text(errors="replace") if server_log.exists() else ""
-    return NvimRun(truth=truth_text, cuts=cuts, results=results, server_log=log_text, stderr=stderr)
+    return NvimRun(truth=truth_text, cuts=cuts, edits=edits, results=results, server_log=log_text, stderr=stderr)
 
 
 def test_ghost_text_is_the_true_rest_of_the_line_and_tab_accepts_it(nvim_run: NvimRun) -> None:
@@ -255,9 +339,15 @@ def test_ghost_text_is_the_true_rest_of_the_line_and_tab_accepts_it(nvim_run: Nv
     assert record["cursor_after_accept"] == [record["after_accept"].count("\n") + 1, len(last_line.encode())]
 
 
-def test_statusline_shows_the_round_trip(nvim_run: NvimRun) -> None:
+def test_statusline_shows_the_servers_tandem_status(nvim_run: NvimRun) -> None:
     record = nvim_run.scenario("line")
-    assert re.fullmatch(r"tandem \d+ms.*", record["statusline"]), record["statusline"]
+    server = record["server_status"]
+    # The notification as the server sent it, as Neovim received it.
+    assert server["state"] == "ready" and "sim-spark" in server["model"], server
+    assert server["route"] == "fast" and isinstance(server["cache_hit"], bool), server
+    assert isinstance(server["latency_ms"], int | float) and server["latency_ms"] >= 0, server
+    shown = "cache" if server["cache_hit"] else server["route"]
+    assert record["statusline"] == f"tandem {math.floor(server['latency_ms'] + 0.5)}ms {shown}"
 
 
 def test_block_after_a_def_is_the_true_body(nvim_run: NvimRun) -> None:
@@ -289,13 +379,31 @@ def test_escape_dismisses_without_inserting(nvim_run: NvimRun) -> None:
     assert record["buffer_unchanged"] is True
 
 
-def test_edit_command_reaches_the_server_or_says_why_not(nvim_run: NvimRun) -> None:
-    record = nvim_run.scenario("edit")
-    if record["server_offers_edit"]:
-        pytest.skip("the server now offers tandem.edit: this test should check the applied WorkspaceEdit")
-    assert "does not offer edits" in (record["edit_error"] or "")
-    assert any("does not offer edits" in note["message"] for note in record["notifications"])
-    assert record["after_edit"] == nvim_run.truth.rstrip("\n") or record["after_edit"] == nvim_run.truth
+def _edited(nvim_run: NvimRun, name: str) -> dict[str, Any]:
+    """The edit scenario's record, after checking the edit was applied and the buffer is its truth."""
+    record = nvim_run.scenario(name)
+    result = record["result"]
+    assert result["applied"] is True, result
+    assert result["tier"] in ("fast", "accurate") and result["files"] == [f"{name}_textwrap.py"], result
+    # Neovim's buffer has no final newline character; the file it writes does.
+    assert record["after_edit"] + "\n" == nvim_run.edits[name].after
+    return record
+
+
+def test_tandem_edit_on_a_visual_selection_applies_the_servers_edit(nvim_run: NvimRun) -> None:
+    record = _edited(nvim_run, "edit_command")
+    # Back to "ready" once the edit is done: the statusline shows the last completion again.
+    assert record["statusline"].startswith("tandem ") and "…" not in record["statusline"], record["statusline"]
+
+
+def test_a_preset_code_action_applies_the_servers_edit(nvim_run: NvimRun) -> None:
+    record = _edited(nvim_run, "code_action_preset")
+    assert {"tandem: Fix", "tandem: Add type hints"} <= set(record["offered"]), record["offered"]
+
+
+def test_edit_selection_code_action_asks_for_the_instruction(nvim_run: NvimRun) -> None:
+    record = _edited(nvim_run, "code_action_prompt")
+    assert record["input_prompt"] == "tandem edit: "
 
 
 def test_checkhealth_reports_the_running_server(nvim_run: NvimRun) -> None:

@@ -3,8 +3,11 @@
 --
 --   TANDEM_TEST_SPEC=spec.json nvim --headless --clean --cmd 'set rtp^=editors/neovim' -c 'luafile THIS'
 --
--- spec.json: { result_path, setup = {...} (passed to require("tandem").setup), scenarios = [...] }.
--- Each scenario opens its file, enters insert mode at the end, types `type` and records what happened.
+-- spec.json: { result_path, setup = {...} (passed to require("tandem").setup), set_edit_truth = [command],
+-- scenarios = [...] }. A completion scenario opens its file, enters insert mode at the end, types `type`
+-- and records what happened. An edit scenario first gives the simulators its edit truth (`set_edit_truth`
+-- reads {files, errors} on stdin and posts it to their control API), selects lines `line1`..`line2`
+-- linewise and runs the edit the way its `run` says.
 -- The result file holds one entry per scenario, or `error` (with what the editor showed) when a step
 -- failed; pytest asserts on it.
 --
@@ -154,6 +157,11 @@ local runners = {}
 function runners.accept(bufnr, scenario, out)
   type_and_wait(bufnr, scenario)
   out.ghost = ghost_text(bufnr)
+  -- The server's `tandem/status` follows its answer; the statusline shows it.
+  wait_until(function()
+    return require("tandem.status").get().server ~= nil
+  end, 5000, "the server's tandem/status notification", bufnr)
+  out.server_status = require("tandem.status").get().server
   out.statusline = require("tandem").statusline()
   press_and_wait_for_change(bufnr, scenario.key or "<Tab>", "the accept key to insert the suggestion")
   out.after_accept = buffer_text(bufnr)
@@ -210,24 +218,146 @@ function runners.dismiss(bufnr, scenario, out)
   out.buffer_unchanged = buffer_text(bufnr) == before
 end
 
--- `:TandemEdit` on the first line: the command reaches the server, or says why it cannot.
-function runners.edit(bufnr, scenario, out)
-  local client = assert(tandem_client.get(bufnr))
-  out.server_offers_edit = tandem_client.offers_command(client, "tandem.edit")
-  local before = #results.notifications
-  local done = false
-  require("tandem.edit").send(bufnr, {
-    start = { line = 0, character = 0 },
-    ["end"] = { line = 1, character = 0 },
-  }, scenario.instruction, function(err)
-    out.edit_error = err or vim.NIL
-    done = true
-  end)
+--- Give the simulators the edit truth of the next edit: {path as the server shows it: text after the edit}.
+local function set_edit_truth(files)
+  local done = vim.system(spec.set_edit_truth, { stdin = vim.json.encode({ files = files, errors = "off" }) }):wait()
+  if done.code ~= 0 then
+    error("setting the simulators' edit truth failed: " .. tostring(done.stderr), 2)
+  end
+end
+
+--- Select lines `line1`..`line2` linewise, as a user does with `V`.
+local function select_lines(bufnr, scenario)
+  keys(string.format("%dGV%dG", scenario.line1, scenario.line2))
   wait_until(function()
-    return done
-  end, 30000, "the edit command to finish", bufnr)
-  out.notifications = vim.list_slice(results.notifications, before + 1)
+    return vim.api.nvim_get_mode().mode == "V" and vim.fn.line(".") == scenario.line2
+  end, 5000, "a linewise visual selection", bufnr)
+end
+
+--- Run `start()`, then wait for `User TandemEditDone` (or for `failed()` to say why it cannot come);
+--- returns the server's answer.
+local function await_edit(bufnr, start, failed)
+  local result
+  vim.api.nvim_create_autocmd("User", {
+    pattern = "TandemEditDone",
+    once = true,
+    callback = function(event)
+      result = event.data
+    end,
+  })
+  start()
+  wait_until(function()
+    return result ~= nil or (failed and failed())
+  end, 30000, "the edit to finish (User TandemEditDone)", bufnr)
+  if result == nil then
+    error("the edit did not start: " .. tostring(failed()), 2)
+  end
+  return result
+end
+
+local function to_normal_mode(bufnr)
+  keys("<Esc>")
+  wait_until(function()
+    return vim.api.nvim_get_mode().mode == "n"
+  end, 5000, "normal mode", bufnr)
+end
+
+-- `:'<,'>TandemEdit <instruction>` on a linewise selection, typed as a user types it.
+function runners.edit_command(bufnr, scenario, out)
+  set_edit_truth(scenario.edit_truth)
+  select_lines(bufnr, scenario)
+  out.result = await_edit(bufnr, function()
+    -- `:` in visual mode gives `:'<,'>`.
+    keys(":TandemEdit " .. scenario.instruction .. "<CR>")
+  end)
   out.after_edit = buffer_text(bufnr)
+  out.statusline = require("tandem").statusline()
+end
+
+--- `vim.lsp.buf.code_action()` on the selection with `vim.ui.select` answered by `choose(items)`, which
+--- returns the item to pick, false (it runs the edit itself) or nil (the run stops with the titles offered).
+local function code_action(bufnr, scenario, out, choose)
+  set_edit_truth(scenario.edit_truth)
+  select_lines(bufnr, scenario)
+  local original_select = vim.ui.select
+  local not_offered
+  vim.ui.select = function(items, opts, on_choice)
+    out.offered = vim.tbl_map(function(item)
+      return item.action.title
+    end, items)
+    out.select_prompt = opts.prompt
+    -- A real picker (the inputlist prompt, telescope, fzf-lua) takes the keyboard, and Visual mode ends
+    -- with the choice. Left on, Neovim would hold the edit's "Workspace edit" message on screen for up to
+    -- 3 s (waiting for a key) before it goes on.
+    vim.cmd.normal({ args = { vim.keycode("<Esc>") }, bang = true })
+    out.mode_at_choice = vim.api.nvim_get_mode().mode
+    local item = choose(items)
+    if item == nil then
+      not_offered = "no code action to pick among " .. vim.inspect(out.offered)
+    end
+    on_choice(item or nil)
+  end
+  local ok, result = pcall(await_edit, bufnr, function()
+    vim.lsp.buf.code_action()
+  end, function()
+    return not_offered
+  end)
+  vim.ui.select = original_select
+  if not ok then
+    error(result, 0)
+  end
+  out.result = result
+  out.after_edit = buffer_text(bufnr)
+  to_normal_mode(bufnr)
+end
+
+-- A preset code action ("tandem: Add type hints"): Neovim sends its `tandem.edit` command.
+function runners.code_action_preset(bufnr, scenario, out)
+  code_action(bufnr, scenario, out, function(items)
+    for _, item in ipairs(items) do
+      if item.action.title == scenario.action then
+        return item
+      end
+    end
+  end)
+end
+
+-- "Edit selection with tandem...": its client-side command `tandem.editSelection` asks for the instruction
+-- with `vim.ui.input`, then edits the code action's range. When the server does not offer this action to
+-- Neovim, the command is run the way Neovim runs a chosen code action's command (`client:exec_cmd` with
+-- the code action request's context), from the context of one of tandem's actions.
+function runners.code_action_prompt(bufnr, scenario, out)
+  local original_input = vim.ui.input
+  vim.ui.input = function(opts, on_confirm)
+    out.input_prompt = opts.prompt
+    on_confirm(scenario.instruction)
+  end
+  local ok, err = pcall(code_action, bufnr, scenario, out, function(items)
+    local tandem_item
+    for _, item in ipairs(items) do
+      if item.action.title == scenario.action then
+        out.prompt_action_offered = true
+        return item
+      end
+      if item.action.title:find("^tandem: ") then
+        tandem_item = tandem_item or item
+      end
+    end
+    out.prompt_action_offered = false
+    if tandem_item == nil then
+      return nil
+    end
+    local client = assert(vim.lsp.get_client_by_id(tandem_item.ctx.client_id))
+    local command = { title = scenario.action, command = "tandem.editSelection" }
+    vim.schedule(function()
+      client:exec_cmd(command, tandem_item.ctx)
+    end)
+    return false
+  end)
+  vim.ui.input = original_input
+  if not ok then
+    error(err, 0)
+  end
 end
 
 -- `:checkhealth tandem` with the server running: the report's text.

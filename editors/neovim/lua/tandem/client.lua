@@ -54,16 +54,7 @@ local function show_message(err, result, ctx)
 end
 
 local function server_status(_, result)
-  if type(result) == "table" then
-    local fields = { server = result }
-    if result.latency_ms then
-      fields.latency_ms = result.latency_ms
-    end
-    if result.error then
-      fields.message = result.error
-    end
-    status.update(fields)
-  end
+  status.from_server(result)
 end
 
 --- Start tandem for `bufnr` (or attach the running client of its project). Returns the client id.
@@ -93,6 +84,9 @@ function M.start(bufnr)
       ["window/showMessage"] = show_message,
       ["tandem/status"] = server_status,
     },
+    -- Client-side commands the server's code actions name: "Edit selection with tandem..." prompts here.
+    -- Kept on this client (not in the global vim.lsp.commands) so no other server can invoke them.
+    commands = require("tandem.edit").client_commands(),
     on_init = function(client)
       status.update({ state = "ready" })
       if next(cfg.settings) ~= nil then

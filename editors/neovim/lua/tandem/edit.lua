@@ -1,6 +1,13 @@
--- `:TandemEdit`: an instruction over the selected range, sent as `workspace/executeCommand` `tandem.edit`
--- {uri, range, instruction}. The server computes the edit and applies it with `workspace/applyEdit`,
--- which Neovim handles itself (as it does the `$/progress` of long edits).
+-- Edits: an instruction over a range, sent as `workspace/executeCommand` `tandem.edit`
+-- {uri, range, instruction, version}. The server computes the edit and applies it with
+-- `workspace/applyEdit`, which Neovim handles itself (as it does the `$/progress` of long edits).
+--
+-- Three ways in: `:[range]TandemEdit [instruction]`; the server's preset code actions ("tandem: Fix", ...,
+-- whose `tandem.edit` command passes through this module on its way to the server); and its "Edit
+-- selection with tandem..." code action, whose client-side command `tandem.editSelection` asks for the
+-- instruction with `vim.ui.input`. Both commands are registered on tandem's client (`client_commands`).
+-- When an edit ends, `User TandemEditDone` fires with the server's answer as its data
+-- ({applied, message, tier, route, files, ...}, or {applied = false, message} on an error).
 
 local client_mod = require("tandem.client")
 local status = require("tandem.status")
@@ -47,35 +54,116 @@ function M.range(client, bufnr, line1, line2)
   }
 end
 
---- Send `tandem.edit` for `range` with `instruction`. `done(err, result)` is called with the answer.
+local function finished(result)
+  vim.api.nvim_exec_autocmds("User", { pattern = "TandemEditDone", modeline = false, data = result })
+end
+
+--- Send one `tandem.edit` argument ({uri, range, instruction, ...}) for `bufnr`; `done(err, result)`.
+---@param bufnr integer
+---@param argument table
+---@param done fun(err: string|nil, result: any)|nil
+function M.send_argument(bufnr, argument, done)
+  done = done or function() end
+  local client = client_mod.get(bufnr)
+  local function refuse(message)
+    vim.notify(message, vim.log.levels.WARN)
+    finished({ applied = false, message = message })
+    return done(message)
+  end
+  if not client then
+    return refuse("tandem is not running in this buffer (see :checkhealth tandem)")
+  end
+  if not client_mod.offers_command(client, M.command) then
+    return refuse("this tandem server does not offer edits (" .. M.command .. ") yet; upgrade tandem")
+  end
+  status.update({ state = "editing" })
+  -- A request, not client:exec_cmd: this module is also the client-side handler of `tandem.edit`.
+  local params = { command = M.command, arguments = { argument } }
+  client:request("workspace/executeCommand", params, function(err, result)
+    if err then
+      status.update({ state = "ready", message = err.message })
+      vim.notify("tandem edit: " .. err.message, vim.log.levels.ERROR)
+      finished({ applied = false, message = err.message })
+      return done(err.message, nil)
+    end
+    status.update({ state = "ready" })
+    finished(result)
+    done(nil, result)
+  end, bufnr)
+end
+
+--- Send `tandem.edit` for `range` of `bufnr` with `instruction`. `done(err, result)` is called with the
+--- answer. The server reports an edit it could not apply with `window/showMessage` (which Neovim shows);
+--- an error of the request itself (bad arguments, no instruction) is shown here.
 ---@param bufnr integer
 ---@param range table lsp.Range
 ---@param instruction string
 ---@param done fun(err: string|nil, result: any)|nil
 function M.send(bufnr, range, instruction, done)
-  done = done or function() end
-  local client = client_mod.get(bufnr)
-  if not client then
-    local message = "tandem is not running in this buffer (see :checkhealth tandem)"
-    vim.notify(message, vim.log.levels.WARN)
-    return done(message)
-  end
-  if not client_mod.offers_command(client, M.command) then
-    local message = "this tandem server does not offer edits (" .. M.command .. ") yet; upgrade tandem"
-    vim.notify(message, vim.log.levels.WARN)
-    return done(message)
-  end
-  status.update({ state = "waiting" })
-  local arguments = { { uri = vim.uri_from_bufnr(bufnr), range = range, instruction = instruction } }
-  client:exec_cmd({ title = "tandem edit", command = M.command, arguments = arguments }, { bufnr = bufnr }, function(err, result)
-    if err then
-      status.update({ state = "ready", message = err.message })
-      vim.notify("tandem edit: " .. err.message, vim.log.levels.ERROR)
-      return done(err.message, nil)
+  M.send_argument(bufnr, {
+    uri = vim.uri_from_bufnr(bufnr),
+    range = range,
+    instruction = instruction,
+    -- The version the range was taken from: the server refuses (or rebases) an edit typed past.
+    version = vim.lsp.util.buf_versions[bufnr],
+  }, done)
+end
+
+--- Ask for the instruction with `vim.ui.input`, then send the edit.
+---@param bufnr integer
+---@param range table lsp.Range
+local function prompt_and_send(bufnr, range)
+  vim.ui.input({ prompt = "tandem edit: " }, function(instruction)
+    if instruction and vim.trim(instruction) ~= "" then
+      M.send(bufnr, range, vim.trim(instruction))
     end
-    status.update({ state = "ready" })
-    done(nil, result)
   end)
+end
+
+--- `tandem.editSelection`, the command of the server's "Edit selection with tandem..." code action:
+--- asks for the instruction, then edits the range the code action was asked for. The range is the
+--- command's own argument when the server gives one, else the code action request's (`ctx.params`).
+---@param command table lsp.Command
+---@param ctx table the handler context Neovim passes (bufnr, client_id, params of the code action request)
+function M.edit_selection(command, ctx)
+  local argument = type(command.arguments) == "table" and command.arguments[1] or nil
+  local bufnr = ctx.bufnr
+  if type(argument) == "table" and type(argument.uri) == "string" then
+    bufnr = vim.uri_to_bufnr(argument.uri)
+  end
+  local range = type(argument) == "table" and argument.range or (ctx.params and ctx.params.range)
+  if bufnr == nil or bufnr == 0 then
+    bufnr = vim.api.nvim_get_current_buf()
+  end
+  if type(range) ~= "table" then
+    local client = client_mod.get(bufnr)
+    if not client then
+      vim.notify("tandem is not running in this buffer (see :checkhealth tandem)", vim.log.levels.WARN)
+      return
+    end
+    local line = vim.api.nvim_win_get_cursor(0)[1]
+    range = M.range(client, bufnr, line, line)
+  end
+  prompt_and_send(bufnr, range)
+end
+
+--- `tandem.edit` run from a code action (the server's presets): sent on through `send_argument`, so the
+--- statusline, `User TandemEditDone` and error messages work as for `:TandemEdit`.
+---@param command table lsp.Command
+---@param ctx table
+local function edit_from_code_action(command, ctx)
+  local argument = type(command.arguments) == "table" and command.arguments[1] or nil
+  local bufnr = ctx.bufnr
+  if type(argument) == "table" and type(argument.uri) == "string" then
+    bufnr = vim.uri_to_bufnr(argument.uri)
+  end
+  M.send_argument(bufnr or vim.api.nvim_get_current_buf(), argument or {})
+end
+
+--- The client-side commands of tandem's client (`commands` of `vim.lsp.start`).
+---@return table<string, fun(command: table, ctx: table)>
+function M.client_commands()
+  return { [M.command] = edit_from_code_action, ["tandem.editSelection"] = M.edit_selection }
 end
 
 --- The `:[range]TandemEdit [instruction]` command: asks for the instruction when none is given.
@@ -93,15 +181,10 @@ function M.command_handler(args)
     line2 = line1
   end
   local range = M.range(client, bufnr, line1, line2)
-  local function go(instruction)
-    if instruction and vim.trim(instruction) ~= "" then
-      M.send(bufnr, range, vim.trim(instruction))
-    end
-  end
-  if args.args ~= "" then
-    go(args.args)
+  if vim.trim(args.args) ~= "" then
+    M.send(bufnr, range, vim.trim(args.args))
   else
-    vim.ui.input({ prompt = "tandem edit: " }, go)
+    prompt_and_send(bufnr, range)
   end
 end
 

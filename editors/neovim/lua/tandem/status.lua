@@ -1,16 +1,20 @@
--- What the statusline shows: the server's state, the last completion's latency, the last problem.
+-- What the statusline shows: the server's state, the last completion's latency and route, the last problem.
 --
--- Fed by client.lua (start, exit, `window/showMessage`, the `tandem/status` notification when the server
--- sends one) and by suggest.lua (request sent, answered, failed).
+-- Fed by client.lua (start, exit, `window/showMessage`, the server's `tandem/status` notification), by
+-- suggest.lua (request sent, answered, failed) and by edit.lua (edit sent, finished).
+--
+-- `tandem/status` (server -> client, after each completion it answered with text or an error):
+--   { state = "ready" | "error", latency_ms = 12.3, route = "fast" | "accurate", model = "...",
+--     cache_hit = true, error = "..." | nil }
 
 local M = {}
 
 ---@class tandem.Status
----@field state string          "off" | "starting" | "ready" | "waiting" | "error"
----@field latency_ms number|nil the last answered request, round trip as the editor saw it
----@field message string|nil    the last warning or error, in the server's words
----@field server table|nil      the last `tandem/status` payload (route, cache hit, ...)
-local status = { state = "off", latency_ms = nil, message = nil, server = nil }
+---@field state string            "off" | "starting" | "ready" | "waiting" | "editing" | "error"
+---@field round_trip_ms number|nil the last answered completion request, as the editor timed it
+---@field message string|nil      the last warning or error, in the server's words
+---@field server table|nil        the last `tandem/status` payload (latency_ms, route, model, cache_hit, error)
+local status = { state = "off", round_trip_ms = nil, message = nil, server = nil }
 
 --- A copy of the current status.
 ---@return tandem.Status
@@ -33,7 +37,19 @@ function M.update(fields)
   end)
 end
 
---- A short text for 'statusline', e.g. `tandem 42ms`, `tandem …`, `tandem ⚠ no model configured`.
+--- A `tandem/status` notification from the server.
+---@param payload table
+function M.from_server(payload)
+  if type(payload) ~= "table" then
+    return
+  end
+  M.update({ server = payload })
+end
+
+--- A short text for 'statusline': `tandem 42ms fast`, `tandem 0ms cache`, `tandem …`, `tandem editing…`,
+--- `tandem ⚠ <error>`.
+--- The latency and route are the server's (its `tandem/status`); before the server has sent one, the
+--- editor's own round trip.
 ---@return string
 function M.statusline()
   local s = status
@@ -43,15 +59,24 @@ function M.statusline()
     return "tandem …starting"
   elseif s.state == "waiting" then
     return "tandem …"
+  elseif s.state == "editing" then
+    return "tandem editing…"
   elseif s.state == "error" then
     return "tandem ⚠ " .. (s.message or "error")
   end
-  local text = "tandem"
-  if s.latency_ms then
-    text = text .. string.format(" %dms", math.floor(s.latency_ms + 0.5))
+  local server = s.server or {}
+  if server.state == "error" and server.error then
+    return "tandem ⚠ " .. tostring(server.error)
   end
-  if s.server and s.server.source then
-    text = text .. " " .. tostring(s.server.source)
+  local text = "tandem"
+  local latency_ms = tonumber(server.latency_ms) or s.round_trip_ms
+  if latency_ms then
+    text = text .. string.format(" %dms", math.floor(latency_ms + 0.5))
+  end
+  if server.cache_hit == true then
+    text = text .. " cache"
+  elseif type(server.route) == "string" then
+    text = text .. " " .. server.route
   end
   if s.message then
     text = text .. " ⚠"

@@ -200,7 +200,7 @@ function M.request(bufnr, invoked)
       end
       return
     end
-    status.update({ state = "ready", latency_ms = (vim.uv.hrtime() - sent_ns) / 1e6 })
+    status.update({ state = "ready", round_trip_ms = (vim.uv.hrtime() - sent_ns) / 1e6 })
     local r, c = cursor()
     if not vim.api.nvim_buf_is_valid(bufnr) or vim.b[bufnr].changedtick ~= tick or r ~= row or c ~= col then
       return -- the user moved on; a newer request is (or will be) on its way
