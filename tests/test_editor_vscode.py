@@ -3,8 +3,10 @@ tests, and the real-editor test.
 
 The real-editor test (editors/vscode/test/e2e/run.mjs) runs VS Code as code-server in headless Chromium
 with the packaged .vsix, the real `tandem serve` and the simulator in truth mode: it types into a copy of a
-real file cut short, waits for the ghost text, checks it is the file's true continuation, accepts it with
-Tab and checks the saved file. It is skipped, with the reason, when Node, Chromium or code-server is absent.
+real file cut short, waits for the ghost text, checks it is the file's true continuation and that the status
+item shows the latency from `tandem/status`, accepts it with Tab and checks the saved file; then it selects a
+function, runs "tandem: Edit selection..." with an instruction and checks the saved file equals the edit
+truth. It is skipped, with the reason, when Node, Chromium or code-server is absent.
 """
 
 from __future__ import annotations
@@ -179,3 +181,5 @@ def test_ghost_text_in_code_server() -> None:
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-4000:]
     assert "[e2e] passed" in run.stdout
     assert "Tab accepted" in run.stdout
+    assert re.search(r"status item: \"tandem \d", run.stdout), "the status item never showed the latency"
+    assert "edit applied and saved: the file equals the edit truth" in run.stdout

@@ -3,8 +3,12 @@
 // source file.
 //
 // It opens a copy of the file with its tail removed, types the first characters of the removed part, waits
-// for tandem's ghost text, checks that it is the file's true continuation, accepts it with Tab, saves, and
-// checks the file on disk. Screenshots go to test/e2e/artifacts/. Prints how long each step took.
+// for tandem's ghost text, checks that it is the file's true continuation and that the status item shows
+// the latency from the server's `tandem/status`, accepts it with Tab, saves, and checks the file on disk.
+// Then an edit: it selects a function of a whole copy of the file, runs "tandem: Edit selection..." with
+// an instruction, and checks that the saved file equals the simulators' edit truth (a second simulator
+// stands in for the accurate model; both answer edits from that truth, errors off). Screenshots go to
+// test/e2e/artifacts/. Prints how long each step took.
 //
 //   node test/e2e/run.mjs      (after `npm run package` and test/e2e/install-code-server.sh)
 //
@@ -116,6 +120,86 @@ async function waitUntil(condition, what) {
   }
 }
 
+/**
+ * The edit: a short top-level function of the truth (lines line1..line2, 1-based) and the whole file after
+ * the edit, a comment inserted before the function's last line. Chosen by rule, so any version works.
+ */
+function chooseEdit(truth) {
+  const lines = truth.split("\n");
+  const tops = [...lines.keys()].filter((i) => /^[A-Za-z_@]/.test(lines[i]));
+  tops.push(lines.length);
+  for (let k = 0; k + 1 < tops.length; k++) {
+    const start = tops[k];
+    if (!lines[start].startsWith("def ")) {
+      continue;
+    }
+    let end = tops[k + 1] - 1;
+    while (end > start && lines[end].trim() === "") {
+      end--;
+    }
+    if (end - start + 1 < 4 || end - start + 1 > 25) {
+      continue;
+    }
+    const indent = lines[end].match(/^\s*/)[0];
+    const after = [...lines.slice(0, end), `${indent}# Edited by tandem from VS Code.`, ...lines.slice(end)];
+    return { line1: start + 1, line2: end + 1, after: after.join("\n") };
+  }
+  fail("the truth file has no short top-level function to edit");
+}
+
+/** The simulators' edit truth: {path as the server shows it (relative to the workspace): text after}. */
+async function setEditTruth(simUrls, files) {
+  for (const url of simUrls) {
+    const response = await fetch(`${url.replace(/\/v1$/, "")}/_sim/edit-truth`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ files, errors: "off" }),
+    });
+    if (!response.ok) {
+      fail(`the simulator refused the edit truth: ${response.status} ${await response.text()}`);
+    }
+  }
+}
+
+async function chord(page, modifier, key) {
+  await page.keyboard.down(modifier);
+  await page.keyboard.press(key);
+  await page.keyboard.up(modifier);
+}
+
+/** Opens a workspace file with Quick Open (Ctrl+P), as a user would, and waits for its editor. */
+async function quickOpen(page, name) {
+  await chord(page, "Control", "KeyP");
+  await page.waitForSelector(".quick-input-widget input");
+  await page.keyboard.type(name);
+  await page.waitForFunction(
+    (wanted) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.textContent.includes(wanted)),
+    { polling: 100 },
+    name,
+  );
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(
+    (wanted) => document.querySelector(".tab.active")?.textContent?.includes(wanted),
+    { polling: 100 },
+    name,
+  );
+  await page.waitForSelector(".editor-instance .monaco-editor .view-lines .view-line");
+}
+
+/** Runs a Command Palette command by its title. */
+async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input");
+  await page.keyboard.type(title);
+  await page.waitForFunction(
+    (wanted) =>
+      [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.textContent.includes(wanted)),
+    { polling: 100 },
+    title.replace(/^tandem: /, ""),
+  );
+  await page.keyboard.press("Enter");
+}
+
 /** The truth file, and where to cut it: the start of the top-level `def` nearest three quarters in. */
 function chooseCut(truth) {
   const defs = [...truth.matchAll(/^def [A-Za-z_]{3,}/gm)].map((m) => m.index);
@@ -139,6 +223,7 @@ const serverLog = path.join(dirs.logs, "tandem-serve.log");
 const traceFile = path.join(dirs.logs, "trace.jsonl");
 
 let sim;
+let accurateSim;
 let server;
 let browser;
 let page;
@@ -169,8 +254,21 @@ try {
     /listening on (http:\/\/\S+)/,
     "tandem sim",
   );
-  const simUrl = await sim.found;
-  step(`simulator at ${simUrl}`);
+  // The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
+  accurateSim = startAndWaitFor(
+    python,
+    ["-m", "completion.sim", "--port", "0", "--profile", "codex", "--ttft-ms", "50", "--tokens-per-s", "20000"],
+    { env: childEnv, cwd: repoRoot },
+    /listening on (http:\/\/\S+)/,
+    "tandem sim (accurate)",
+  );
+  const [simUrl, accurateUrl] = await Promise.all([sim.found, accurateSim.found]);
+  step(`simulators at ${simUrl} (fast) and ${accurateUrl} (accurate)`);
+
+  const edit = chooseEdit(truth);
+  const edited = path.join(dirs.workspace, `edited${path.extname(truthPath) || ".py"}`);
+  writeFileSync(edited, truth);
+  await setEditTruth([simUrl, accurateUrl], { [path.basename(edited)]: edit.after });
 
   // What a user gets from `pip install -e .`: a `tandem` executable, here a wrapper around this checkout.
   const tandem = path.join(dirs.bin, "tandem");
@@ -201,6 +299,9 @@ try {
     "tandem.models.fast.provider": "openai-chat",
     "tandem.models.fast.baseUrl": simUrl,
     "tandem.models.fast.model": "sim-spark",
+    "tandem.models.accurate.provider": "openai-chat",
+    "tandem.models.accurate.baseUrl": accurateUrl,
+    "tandem.models.accurate.model": "sim-codex",
     "tandem.completion.debounceMs": 0,
     "tandem.trace.path": traceFile,
   };
@@ -263,23 +364,7 @@ try {
   step("tandem server running (status item ready)");
 
   // Open the file with Quick Open, as a user would.
-  await page.keyboard.down("Control");
-  await page.keyboard.press("KeyP");
-  await page.keyboard.up("Control");
-  await page.waitForSelector(".quick-input-widget input");
-  await page.keyboard.type(path.basename(example));
-  await page.waitForFunction(
-    (name) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.textContent.includes(name)),
-    { polling: 100 },
-    path.basename(example),
-  );
-  await page.keyboard.press("Enter");
-  await page.waitForFunction(
-    (name) => document.querySelector(".tab.active")?.textContent?.includes(name),
-    { polling: 100 },
-    path.basename(example),
-  );
-  await page.waitForSelector(".editor-instance .monaco-editor .view-lines .view-line");
+  await quickOpen(page, path.basename(example));
   await page.click(".editor-instance .monaco-editor .view-lines");
   await page.keyboard.down("Control");
   await page.keyboard.press("End");
@@ -300,6 +385,20 @@ try {
   console.log(`[e2e] ghost text ${JSON.stringify(ghost)} appeared ${Date.now() - typedAt} ms after the last keystroke`);
   await page.screenshot({ path: path.join(artifacts, "ghost-text.png") });
   step("ghost text shown");
+
+  // The server's `tandem/status` follows its answer: the status item shows its latency and route.
+  const statusText = await (
+    await page.waitForFunction(
+      () => {
+        const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+        const text = item?.textContent?.trim() ?? "";
+        return /^tandem \d+(\.\d)? ?m?s (fast|accurate|cache)$/.test(text) ? text : false;
+      },
+      { polling: 50 },
+    )
+  ).jsonValue();
+  console.log(`[e2e] status item: ${JSON.stringify(statusText)}`);
+  step("status item shows the latency");
 
   const before = truth.slice(0, cut) + typed;
   const trueRest = truth.slice(before.length);
@@ -336,6 +435,52 @@ try {
   console.log(`[e2e] Tab accepted ${accepted.length} characters: ${JSON.stringify(accepted.slice(0, 80))}`);
   step("accepted with Tab and saved");
 
+  // An edit: select the function's lines, "tandem: Edit selection...", type the instruction.
+  await quickOpen(page, path.basename(edited));
+  await chord(page, "Control", "KeyG");
+  await page.waitForSelector(".quick-input-widget input");
+  await page.keyboard.type(String(edit.line1));
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("Home");
+  await page.keyboard.down("Shift");
+  for (let line = edit.line1; line <= edit.line2; line++) {
+    await page.keyboard.press("ArrowDown");
+  }
+  await page.keyboard.up("Shift");
+  await runCommand(page, "tandem: Edit selection...");
+  await page.waitForFunction(
+    () => document.querySelector(".quick-input-widget .quick-input-title")?.textContent?.includes("tandem: Edit selection"),
+    { polling: 50 },
+  );
+  const editSentAt = Date.now();
+  await page.keyboard.type("add a comment before the last line");
+  await page.keyboard.press("Enter");
+  // Applied (the editor has unsaved changes), or refused (the server says why in a notification).
+  const editOutcome = await (
+    await page.waitForFunction(
+      () => {
+        if (document.querySelector(".tab.active.dirty")) {
+          return "applied";
+        }
+        const toast = [...document.querySelectorAll(".notification-toast")].find((el) => /tandem: /.test(el.textContent));
+        return toast ? toast.textContent : false;
+      },
+      { polling: 50 },
+    )
+  ).jsonValue();
+  if (editOutcome !== "applied") {
+    fail(`the edit was not applied: ${editOutcome}`);
+  }
+  console.log(`[e2e] edit applied ${Date.now() - editSentAt} ms after the instruction`);
+  await chord(page, "Control", "KeyS");
+  await waitUntil(() => readFileSync(edited, "utf8") !== truth, "the edited file to be saved");
+  await page.screenshot({ path: path.join(artifacts, "edit-applied.png") });
+  const afterEdit = readFileSync(edited, "utf8");
+  if (afterEdit !== edit.after) {
+    fail(`after the edit the file is not the edit truth; it has ${JSON.stringify(afterEdit.split("\n").slice(edit.line1 - 1, edit.line2 + 1))}`);
+  }
+  step("edit applied and saved: the file equals the edit truth");
+
   const traces = existsSync(traceFile) ? readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean) : [];
   if (traces.length === 0) {
     fail(`tandem wrote no trace record to ${traceFile}`);
@@ -346,17 +491,7 @@ try {
   const hasReport =
     spawnSync(python, ["-c", "import completion.trace_report"], { env: childEnv, cwd: repoRoot }).status === 0;
   if (hasReport) {
-    await page.keyboard.press("F1");
-    await page.waitForSelector(".quick-input-widget input");
-    await page.keyboard.type("tandem: Show latency report");
-    await page.waitForFunction(
-      () =>
-        [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) =>
-          r.textContent.includes("Show latency report"),
-        ),
-      { polling: 100 },
-    );
-    await page.keyboard.press("Enter");
+    await runCommand(page, "tandem: Show latency report");
     await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("latency report"), {
       polling: 100,
     });
@@ -400,6 +535,7 @@ try {
   await browser?.close().catch(() => undefined);
   stopGroup(server?.child);
   stopGroup(sim?.child);
+  stopGroup(accurateSim?.child);
   if (ok) {
     rmSync(work, { recursive: true, force: true });
   } else {
