@@ -4,10 +4,16 @@ editors/emacs/tests/run-completion.el visits copies of a real source file (from 
 library) cut at chosen points, types the character before the cut, starts eglot through tandem.el,
 collects completion-at-point candidates and runs `completion-at-point`. The simulator answers in truth
 mode from the uncut file, so tandem's candidate must insert exactly the file's true continuation.
+
+Then edits of a function in whole copies of the file, by `tandem-edit` and by a preset code action picked
+in `eglot-code-actions`: two simulators (spark as the fast model, codex as the accurate one) answer from
+the edit truth the driver gives them before each edit, errors off, and eglot applies the server's
+workspace/applyEdit, so the buffer must end equal to the truth.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pathlib
@@ -80,9 +86,39 @@ def choose_cuts(truth: str) -> dict[str, Cut]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class EditTarget:
+    """A top-level function of the truth (lines `line1`..`line2`, 1-based) and the file after the edit."""
+
+    line1: int
+    line2: int
+    after: str
+
+
+def choose_edit_targets(truth: str, count: int) -> list[EditTarget]:
+    """The first `count` short top-level functions of `truth`, each with a comment inserted before its
+    last line (chosen by rule, so any version of the file works)."""
+    lines = truth.split("\n")
+    # Lines that start a top-level statement: a function runs until the next one.
+    tops = [i for i, line in enumerate(lines) if re.match(r"[A-Za-z_@]", line)] + [len(lines)]
+    targets: list[EditTarget] = []
+    for start, following in itertools.pairwise(tops):
+        end = following - 1
+        while end > start and not lines[end].strip():
+            end -= 1
+        if lines[start].startswith("def ") and 4 <= end - start + 1 <= 25:
+            indent = lines[end][: len(lines[end]) - len(lines[end].lstrip())]
+            after = [*lines[:end], indent + "# Edited by tandem from Emacs.", *lines[end:]]
+            targets.append(EditTarget(line1=start + 1, line2=end + 1, after="\n".join(after)))
+            if len(targets) == count:
+                return targets
+    raise AssertionError("the truth file has too few short top-level functions to edit")
+
+
+@dataclass(frozen=True, kw_only=True)
 class EmacsRun:
     truth: str
     cuts: dict[str, Cut]
+    edits: dict[str, EditTarget]
     results: dict[str, Any]
     server_log: str
     stderr: str
@@ -116,21 +152,49 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
     work = base / "work"
     work.mkdir()
     cuts = choose_cuts(truth_text)
-    scenarios = []
+    scenarios: list[dict[str, Any]] = []
     for name, cut in cuts.items():
         path = work / f"{name}_textwrap.py"
         path.write_text(truth_text[: cut.typed_at], encoding="utf-8")
         scenarios.append({"name": name, "path": str(path), "type": truth_text[cut.typed_at : cut.end]})
+    edit_runs = (
+        ("edit", {"instruction": "add a comment before the last line"}),
+        ("code_action", {"action": "tandem: Add type hints"}),
+    )
+    edits = dict(zip([name for name, _ in edit_runs], choose_edit_targets(truth_text, len(edit_runs)), strict=True))
+    for name, fields in edit_runs:
+        # Each edit has its own whole copy of the file, and its own truth (set by the driver before it runs).
+        path = work / f"{name}_textwrap.py"
+        path.write_text(truth_text, encoding="utf-8")
+        scenarios.append(
+            {
+                "name": name,
+                "kind": "edit",
+                "path": str(path),
+                "line1": edits[name].line1,
+                "line2": edits[name].line2,
+                # Paths as the server shows them to the model: relative to the workspace root.
+                "edit_truth": {path.name: edits[name].after},
+                **fields,
+            }
+        )
     server_log = base / "server.log"
     result_path = base / "result.json"
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth_path),))) as sim:
+    fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
+    # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
+    accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
+    with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
         spec = {
             "result_path": str(result_path),
             "plugin_dir": str(PLUGIN),
             "command": [sys.executable, "-m", "lsp.cli", "serve", "--log-file", str(server_log)],
             "init_options": {
-                "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
+                "models": {
+                    "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
+                    "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
+                }
             },
+            "sim_roots": [sim.root_url, accurate.root_url],
             "scenarios": scenarios,
         }
         spec_path = base / "spec.json"
@@ -153,7 +217,7 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
             stderr = f"Emacs did not exit within {EMACS_RUN_TIMEOUT_S} s: {error.stderr!r}"
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     log_text = server_log.read_text(errors="replace") if server_log.exists() else ""
-    return EmacsRun(truth=truth_text, cuts=cuts, results=results, server_log=log_text, stderr=stderr)
+    return EmacsRun(truth=truth_text, cuts=cuts, edits=edits, results=results, server_log=log_text, stderr=stderr)
 
 
 def _rest_of_line(truth: str, at: int) -> str:
@@ -189,3 +253,36 @@ def test_completion_at_point_inserts_a_multiline_block(emacs_run: EmacsRun) -> N
     assert "\n" in new_text and continuation.startswith(new_text), new_text
     assert new_text.split("\n")[1] == continuation.split("\n")[1], "the first body line"
     assert record["after"] == emacs_run.truth[: cut.end] + new_text
+
+
+def test_mode_line_shows_the_servers_tandem_status(emacs_run: EmacsRun) -> None:
+    record = emacs_run.scenario("word")
+    status = record["status"]
+    # The notification as the server sent it, as eglot handed it to tandem.el.
+    assert status["state"] == "ready" and "sim-spark" in status["model"], status
+    assert status["route"] == "fast" and isinstance(status["cache_hit"], bool), status
+    assert isinstance(status["latency_ms"], int | float) and status["latency_ms"] >= 0, status
+    shown = "cache" if status["cache_hit"] else status["route"]
+    # Emacs's `round` rounds halves to even, as Python's does.
+    assert record["mode_line"] == f" tandem {round(status['latency_ms'])}ms {shown} "
+    assert record["mode_line_installed"] is True
+
+
+def _edited(emacs_run: EmacsRun, name: str) -> dict[str, Any]:
+    """The edit scenario's record, after checking the edit was applied and the buffer is its truth."""
+    record = emacs_run.scenario(name)
+    result = record["result"]
+    assert result["applied"] is True, f"{result}\nserver log (tail): {emacs_run.server_log[-2000:]}"
+    assert result["tier"] in ("fast", "accurate") and result["files"] == [f"{name}_textwrap.py"], result
+    assert record["after"] == emacs_run.edits[name].after
+    assert record["modified"] is True  # applied to the buffer, not saved behind the user's back
+    return record
+
+
+def test_tandem_edit_applies_the_servers_edit_to_the_region(emacs_run: EmacsRun) -> None:
+    _edited(emacs_run, "edit")
+
+
+def test_a_preset_code_action_applies_the_servers_edit(emacs_run: EmacsRun) -> None:
+    record = _edited(emacs_run, "code_action")
+    assert {"tandem: Fix", "tandem: Add type hints"} <= set(record["offered"]), record["offered"]

@@ -22,6 +22,7 @@
 ;;; Code:
 
 (require 'cl-lib)
+(require 'subr-x)
 (require 'eglot)
 
 (defgroup tandem nil
@@ -48,6 +49,34 @@ For example:
   "Major modes whose buffers `tandem-eglot-setup' hands to tandem."
   :type '(repeat symbol))
 
+(defcustom tandem-confirm-edits nil
+  "Whether to ask before applying an edit that tandem sends.
+tandem only sends the edits you ask for (`tandem-edit', its code
+actions), so by default they are applied at once.  Set it to
+`confirm' to be asked, as eglot asks for other servers' edits.
+Edits of files that are not visited are always confirmed by eglot."
+  :type '(choice (const :tag "Apply at once" nil)
+                 (const :tag "Ask first" confirm)))
+
+(defcustom tandem-edit-timeout-s 600
+  "Seconds to wait for the server's answer to `tandem-edit'.
+Edits routed to the accurate model can take a minute or more."
+  :type 'number)
+
+(defcustom tandem-mode-line t
+  "Whether `tandem-eglot-setup' shows tandem's status in the mode line.
+It shows the last completion's latency and route (\"tandem 42ms fast\")
+in buffers that tandem serves."
+  :type 'boolean)
+
+(defvar tandem-edit-functions nil
+  "Abnormal hook run when an edit ends, with the server's answer as a plist.
+The plist has :applied (t or :json-false), :message, and when the
+server got that far :tier, :route and :files.")
+
+(defconst tandem--mode-line-entry '(:eval (tandem--mode-line))
+  "What `tandem-eglot-setup' adds to `mode-line-misc-info'.")
+
 (defvar tandem--last-status nil
   "The last `tandem/status' notification from the server (a plist), if it sent one.")
 
@@ -62,20 +91,52 @@ That is `tandem-command' plus `tandem-initialization-options'."
 (defun tandem-eglot-setup ()
   "Make eglot use tandem for `tandem-modes'.
 The entry goes first in `eglot-server-programs', so it wins over
-the modes' default servers."
+the modes' default servers.  With `tandem-mode-line', tandem's
+status joins the mode line."
   (setq eglot-server-programs
         (cons (cons tandem-modes #'tandem-eglot-contact)
-              (cl-remove #'tandem-eglot-contact eglot-server-programs :key #'cdr-safe))))
+              (cl-remove #'tandem-eglot-contact eglot-server-programs :key #'cdr-safe)))
+  (when tandem-mode-line
+    (add-to-list 'mode-line-misc-info tandem--mode-line-entry t)))
+
+;;; Status
 
 (cl-defmethod eglot-handle-notification (_server (_method (eql tandem/status)) &rest params)
   "Keep PARAMS of the server's `tandem/status' for `tandem-status'.
 They carry the last latency, route, cache hit and errors."
-  (setq tandem--last-status params))
+  (setq tandem--last-status params)
+  (force-mode-line-update t))
+
+(defun tandem-status-string ()
+  "A short text for the mode line, from the last `tandem/status'.
+For example \"tandem 42ms fast\", \"tandem 0ms cache\" or
+\"tandem ⚠ <error>\"; empty until the server has sent one."
+  (let* ((status tandem--last-status)
+         (latency (plist-get status :latency_ms))
+         (err (plist-get status :error)))
+    (cond ((null status) "")
+          ((and (stringp err) (equal (plist-get status :state) "error"))
+           (format "tandem ⚠ %s" err))
+          (t (concat "tandem"
+                     (if (numberp latency) (format " %dms" (round latency)) "")
+                     (cond ((eq (plist-get status :cache_hit) t) " cache")
+                           ((stringp (plist-get status :route))
+                            (concat " " (plist-get status :route)))
+                           (t "")))))))
+
+(defun tandem--mode-line ()
+  "The mode line text in a buffer that tandem serves, else nothing."
+  (let ((server (and (bound-and-true-p eglot--managed-mode) (eglot-current-server))))
+    (if (and server (tandem--server-p server))
+        (concat " " (tandem-status-string) " ")
+      "")))
 
 (defun tandem-status ()
   "Show what tandem last reported about itself."
   (interactive)
   (message "tandem: %s" (if tandem--last-status (prin1-to-string tandem--last-status) "no status yet")))
+
+;;; Edits
 
 (defun tandem--server ()
   "The eglot server of this buffer, if it is tandem."
@@ -84,24 +145,81 @@ They carry the last latency, route, cache hit and errors."
       (user-error "No language server in this buffer: M-x eglot first"))
     server))
 
+(defun tandem--server-p (server)
+  "Whether SERVER is tandem (the name it gave when it started)."
+  (equal (plist-get (eglot--server-info server) :name) "tandem"))
+
+(cl-defmethod eglot-handle-request :around
+  (server (_method (eql workspace/applyEdit)) &rest _)
+  "Apply SERVER's edit as `tandem-confirm-edits' says if it is tandem.
+Other servers' edits are applied as eglot does."
+  (let ((eglot-confirm-server-initiated-edits
+         (if (tandem--server-p server) tandem-confirm-edits eglot-confirm-server-initiated-edits)))
+    (cl-call-next-method)))
+
+(defun tandem--edit-finished (result)
+  "Report RESULT, the server's answer to `tandem.edit'.
+Then run `tandem-edit-functions' with it."
+  (let ((message (plist-get result :message)))
+    (cond ((eq (plist-get result :applied) t)
+           (message "tandem: edit applied (%s)" (or (plist-get result :route) "done")))
+          ((and (stringp message) (not (string-empty-p message)))
+           (message "%s" message))
+          (t (message "tandem: the edit was not applied"))))
+  (run-hook-with-args 'tandem-edit-functions result))
+
 (defun tandem-edit (beg end instruction)
   "Ask tandem to edit the region BEG..END following INSTRUCTION (`tandem.edit').
-The server computes the edit and applies it with workspace/applyEdit."
+Without a region, the current line.  The server computes the edit,
+choosing the fast or the accurate model, and applies it with
+workspace/applyEdit; Emacs stays usable meanwhile."
   (interactive
    (if (use-region-p)
        (list (region-beginning) (region-end) (read-string "tandem edit: "))
      (list (line-beginning-position) (line-end-position) (read-string "tandem edit: "))))
+  (when (string-empty-p (string-trim instruction))
+    (user-error "tandem edit: say what should change"))
   (let* ((server (tandem--server))
          (provider (eglot--server-capable :executeCommandProvider))
          (commands (and (listp provider) (plist-get provider :commands))))
     (unless (seq-contains-p commands "tandem.edit")
       (user-error "This tandem server does not offer edits (tandem.edit) yet; upgrade tandem"))
-    (eglot-execute-command
-     server "tandem.edit"
+    (tandem--send-edit
+     server
      (vector (list :uri (eglot--path-to-uri (buffer-file-name))
                    :range (list :start (eglot--pos-to-lsp-position beg)
                                 :end (eglot--pos-to-lsp-position end))
-                   :instruction instruction)))))
+                   :instruction (string-trim instruction)
+                   :version eglot--versioned-identifier)))))
+
+(defun tandem--send-edit (server arguments)
+  "Send `tandem.edit' with ARGUMENTS (a vector) to SERVER.
+The answer is reported when it comes (`tandem--edit-finished')."
+  ;; The server must see the text the range refers to: send pending changes first.
+  (eglot--signal-textDocument/didChange)
+  (jsonrpc-async-request
+   server :workspace/executeCommand
+   `(:command "tandem.edit" :arguments ,arguments)
+   :success-fn #'tandem--edit-finished
+   :error-fn (lambda (err)
+               (tandem--edit-finished
+                (list :applied :json-false
+                      :message (format "tandem edit: %s" (plist-get err :message)))))
+   :timeout-fn (lambda ()
+                 (tandem--edit-finished
+                  (list :applied :json-false
+                        :message (format "tandem edit: no answer in %ss" tandem-edit-timeout-s))))
+   :timeout tandem-edit-timeout-s)
+  (message "tandem: editing..."))
+
+(cl-defmethod eglot-execute-command (server (_command (eql tandem.edit)) arguments)
+  "Run tandem's code actions (preset edits) on SERVER like `tandem-edit'.
+eglot would wait for the answer, blocking Emacs and giving up after
+`jsonrpc-default-request-timeout'; an edit can take a minute.
+ARGUMENTS are the code action's."
+  (if (tandem--server-p server)
+      (tandem--send-edit server arguments)
+    (cl-call-next-method)))
 
 (provide 'tandem)
 ;;; tandem.el ends here

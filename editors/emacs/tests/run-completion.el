@@ -6,15 +6,21 @@
 ;;
 ;;   TANDEM_TEST_SPEC=spec.json emacs -Q --batch -l editors/emacs/tests/run-completion.el
 ;;
-;; spec.json: {result_path, plugin_dir, command: [...], init_options: {...}, scenarios: [{name, path,
-;; type}]}.  Each scenario visits its file, types `type' at the end, starts eglot with tandem.el's
-;; set-up, asks eglot's completion-at-point function for candidates, then runs the real
-;; `completion-at-point' command (which inserts the sole candidate and lets eglot apply its text edit).
+;; spec.json: {result_path, plugin_dir, command: [...], init_options: {...}, scenarios: [...]}.
+;; A completion scenario {name, path, type} visits its file, types `type' at the end, starts eglot with
+;; tandem.el's set-up, asks eglot's completion-at-point function for candidates, then runs the real
+;; `completion-at-point' command (which inserts the sole candidate and lets eglot apply its text edit),
+;; and records the server's `tandem/status' and the mode line that shows it.
+;; An edit scenario {name, kind: "edit", path, line1, line2, edit_truth, instruction or action} gives the
+;; simulators (spec's sim_roots) its edit truth, visits its file and runs `tandem-edit' on lines
+;; line1..line2 with the instruction, or picks the code action titled `action' in `eglot-code-actions';
+;; the server applies its edit through eglot (workspace/applyEdit).
 ;; The result file holds what happened per scenario, or `error' with eglot's event log.
 
 ;;; Code:
 
 (require 'json)
+(require 'url)
 (require 'package)
 
 ;; -Q skips site-start, where Debian activates its elpa-* packages.
@@ -65,7 +71,13 @@
          (before (buffer-substring-no-properties (point-min) (point-max))))
     ;; The command a user runs (C-M-i): the sole candidate is inserted and eglot applies its textEdit.
     (completion-at-point)
+    ;; The server's `tandem/status' follows its answer.
+    (tandem-test--wait (lambda () tandem--last-status) 10 "the server's tandem/status")
     (list :name (plist-get scenario :name)
+          :status tandem--last-status
+          ;; What the mode line entry shows (batch Emacs draws no mode line: `format-mode-line' is empty).
+          :mode_line (tandem--mode-line)
+          :mode_line_installed (if (member tandem--mode-line-entry mode-line-misc-info) t :json-false)
           :server (plist-get (eglot--server-info server) :name)
           :capf_installed (if capf-installed t :json-false)
           :typed_word (buffer-substring-no-properties start end)
@@ -73,6 +85,52 @@
           :new_texts (mapcar (lambda (i) (plist-get (plist-get i :textEdit) :newText)) tandem-items)
           :before before
           :after (buffer-substring-no-properties (point-min) (point-max))
+          :done t)))
+
+(defun tandem-test--set-edit-truth (files)
+  "Give every simulator of the spec the edit truth FILES (a plist: path, text after the edit)."
+  (dolist (root (plist-get tandem-test--spec :sim_roots))
+    (let* ((url-request-method "POST")
+           (url-request-extra-headers '(("Content-Type" . "application/json")))
+           (url-request-data (encode-coding-string (json-encode (list :files files :errors "off")) 'utf-8))
+           (buffer (url-retrieve-synchronously (concat root "/_sim/edit-truth") t t 30)))
+      (unless buffer
+        (error "The simulator at %s did not answer" root))
+      (with-current-buffer buffer
+        (goto-char (point-min))
+        (unless (looking-at "HTTP/1\\.[01] 200")
+          (error "The simulator refused the edit truth: %s" (buffer-string))))
+      (kill-buffer buffer))))
+
+(defun tandem-test--edit-scenario (scenario)
+  "Run the edit SCENARIO on its lines; return a plist of what was observed."
+  (tandem-test--set-edit-truth (plist-get scenario :edit_truth))
+  (find-file (plist-get scenario :path))
+  (unless (eglot-current-server)
+    (apply #'eglot (eglot--guess-contact)))
+  (tandem-test--wait #'eglot-managed-p 120 "eglot to manage the buffer")
+  (let* ((result nil)
+         (offered nil)
+         (tandem-edit-functions (list (lambda (answer) (setq result answer))))
+         (beg (progn (goto-char (point-min)) (forward-line (1- (plist-get scenario :line1))) (point)))
+         (end (progn (goto-char (point-min)) (forward-line (plist-get scenario :line2)) (point)))
+         (action (plist-get scenario :action)))
+    (if (not action)
+        (tandem-edit beg end (plist-get scenario :instruction))
+      ;; M-x eglot-code-actions as a user runs it: the menu is a `completing-read' (a keyboard event
+      ;; last, not a mouse click, so not a popup menu), answered with the action's title.
+      (let ((last-nonmenu-event ?a)
+            (completing-read-function
+             (lambda (_prompt collection &rest _)
+               (setq offered (all-completions "" collection))
+               action)))
+        (eglot-code-actions beg end nil t)))
+    (tandem-test--wait (lambda () result) 60 "the edit to finish (tandem-edit-functions)")
+    (list :name (plist-get scenario :name)
+          :result result
+          :offered offered
+          :after (buffer-substring-no-properties (point-min) (point-max))
+          :modified (if (buffer-modified-p) t :json-false)
           :done t)))
 
 (let ((results '()) (failure nil))
@@ -86,7 +144,10 @@
   (tandem-eglot-setup)
   (condition-case err
       (dolist (scenario (plist-get tandem-test--spec :scenarios))
-        (push (tandem-test--scenario scenario) results))
+        (push (if (equal (plist-get scenario :kind) "edit")
+                  (tandem-test--edit-scenario scenario)
+                (tandem-test--scenario scenario))
+              results))
     (error (setq failure (format "%s\neglot events:\n%s" (error-message-string err) (tandem-test--events)))))
   (with-temp-file (plist-get tandem-test--spec :result_path)
     (insert (json-encode (list :scenarios (vconcat (nreverse results)) :error failure))))
