@@ -216,7 +216,7 @@ def _q(d: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--hits", type=int, default=600, help="measured requests wanted (default 600)")
+    parser.add_argument("--hits", type=int, default=1500, help="measured requests wanted (default 1500)")
     parser.add_argument(
         "--profile-server", type=pathlib.Path, metavar="FILE", help="run tandem's server under cProfile into FILE"
     )

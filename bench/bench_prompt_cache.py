@@ -14,7 +14,8 @@ The provider is `tandem sim`, whose prompt caching is simulated (`completion/sim
 tokens, 128-token increments, 5-minute TTL, TTFT x (1 - 0.8 x cached share)): what it reports is what
 OpenAI documents, not a measurement of any real provider. Figures per order:
 
-    cached share (usage)     cached_tokens / prompt_tokens summed over the usage tandem received (trace)
+    cached share (usage)     cached_tokens / prompt_tokens summed over the usage tandem received (trace;
+                             streams that ended before the provider's usage arrived are left out)
     cached share (provider)  the same over every prompt the simulator saw (streams withdrawn before their
                              usage arrived included)
     TTFT p50                 model request sent -> first token, from tandem's trace (scaled time)
@@ -98,7 +99,8 @@ async def one_order(
         await asyncio.to_thread(sim.stop)
     records = _records(trace)
     model_records = [r for r in records if r.get("source") == "model" or r.get("kind") == "prefetch"]
-    used = [r for r in model_records if r["tokens"]["in"]]
+    # Usage the provider reported (a stream stopped early has tandem's own estimate, without cached tokens).
+    used = [r for r in model_records if r["tokens"]["in"] and not r["tokens"].get("estimated")]
     tokens_in = sum(r["tokens"]["in"] for r in used)
     cached = sum(r["tokens"]["cached"] for r in used)
     timed = [r["ms"] for r in used if {"first_token", "request_sent"} <= r["ms"].keys()]
@@ -184,7 +186,7 @@ def print_results(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sessions", type=int, default=6, help="spans per workspace (default 6)")
+    parser.add_argument("--sessions", type=int, default=10, help="spans per workspace (default 10)")
     parser.add_argument("--budget", type=int, default=8192, help="context budget in tokens (default 8192)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-scale", type=float, default=0.5)

@@ -179,8 +179,8 @@ def print_table(results: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stdlib-sessions", type=int, default=6, help="spans from the standard library (default 6)")
-    parser.add_argument("--repo-sessions", type=int, default=6, help="spans from this repository (default 6)")
+    parser.add_argument("--stdlib-sessions", type=int, default=8, help="spans from the standard library (default 8)")
+    parser.add_argument("--repo-sessions", type=int, default=8, help="spans from this repository (default 8)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds the spans are split into (default 2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-scale", type=float, default=0.5, help="typist and simulator clock (default 0.5)")
