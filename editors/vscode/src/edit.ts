@@ -60,10 +60,10 @@ export async function editSelection(client: LanguageClient | undefined): Promise
     version: document.version,
   };
   try {
-    // In the status bar only: the server's own work-done progress is the notification (with the route,
-    // the model and a Cancel button), and one notification per edit is enough.
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: "tandem: editing…" }, () =>
-      client.sendRequest(ExecuteCommandRequest.type, { command: EDIT_COMMAND, arguments: [args] }),
+    await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: "tandem: editing…", cancellable: true },
+      (_progress, token) =>
+        client.sendRequest(ExecuteCommandRequest.type, { command: EDIT_COMMAND, arguments: [args] }, token),
     );
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

@@ -462,7 +462,10 @@ try {
         if (document.querySelector(".tab.active.dirty")) {
           return "applied";
         }
-        const toast = [...document.querySelectorAll(".notification-toast")].find((el) => /tandem: /.test(el.textContent));
+        // (The extension's own "tandem: editing…" progress toast is not an answer.)
+        const toast = [...document.querySelectorAll(".notification-toast")].find(
+          (el) => /tandem: /.test(el.textContent) && !/tandem: editing/.test(el.textContent),
+        );
         return toast ? toast.textContent : false;
       },
       { polling: 50 },
