@@ -14,8 +14,10 @@ rotated round by round, so load from other users of the machine falls on all of 
 
 Figures per strategy:
 
-    answered without model wait  inline requests answered from output that already existed (a stream or the
-                                 completion cache) without waiting for any, over all inline requests (trace)
+    answered without model wait  inline requests answered (shown or empty) from output that already existed
+                                 (a stream or the completion cache) without waiting for any, over all inline
+                                 requests (trace; `tandem replay`'s definition); "shown-nw" counts only the
+                                 answers that showed a suggestion
     latency p50/p95              client side, request sent -> response, over answered requests
     keystrokes saved             1 - key presses made / key presses the text takes unassisted
     tokens out / accepted char   output tokens the simulator sent (every stream: requests, withdrawn ones,
@@ -147,23 +149,25 @@ def print_table(results: dict[str, Any]) -> None:
     )
     print(f"load average (1/5/15 min): before {results['load_average_before']}, after {results['load_average_after']}")
     header = (
-        f"{'strategy':<10} {'no-wait':>8} {'p50 ms':>8} {'p95 ms':>8} {'saved':>7} {'tok/acc':>8} {'vs fwd':>7} "
-        f"{'requests':>8} {'withdrawn':>9} {'shown':>6} {'accepted':>8} {'tok out':>8} {'prefetch':>8}"
+        f"{'strategy':<10} {'no-wait':>8} {'shown-nw':>8} {'p50 ms':>8} {'p95 ms':>8} {'saved':>7} {'tok/acc':>8} "
+        f"{'vs fwd':>7} {'requests':>8} {'withdrawn':>9} {'shown':>6} {'accepted':>8} {'tok out':>8} {'prefetch':>8}"
     )
     print(header)
     print("-" * len(header))
     for f in results["strategies"]:
         latency = f["latency_ms"]
         print(
-            f"{f['strategy']:<10} {_pct(f['answered_without_model_wait']):>8} {_num(latency['p50']):>8} "
+            f"{f['strategy']:<10} {_pct(f['answered_without_model_wait']):>8} "
+            f"{_pct(f['shown_without_model_wait']):>8} {_num(latency['p50']):>8} "
             f"{_num(latency['p95']):>8} {_pct(f['keystrokes_saved']):>7} {_num(f['tokens_out_per_accepted_char']):>8} "
             f"{_num(f['tokens_per_accepted_char_vs_no_prefetch']):>7} {f['requests']:>8} {f['withdrawn']:>9} "
             f"{f['shown']:>6} {f['accepted']:>8} {f['tokens_out_provider']:>8} {f['prefetch_streams']:>8}"
         )
     print(
-        "no-wait: answered without waiting for a model; saved: keystrokes saved; tok/acc: output tokens the simulator "
-        "sent per accepted character; vs fwd: that ratio over the forward-cache-only strategy's (no prefetch); "
-        "prefetch: prefetch streams started"
+        "no-wait: answered (shown or empty) without waiting for a model, as `tandem replay` counts it; shown-nw: "
+        "the same, counting only answers that showed a suggestion; saved: keystrokes saved; tok/acc: output tokens "
+        "the simulator sent per accepted character; vs fwd: that ratio over the forward-cache-only strategy's "
+        "(no prefetch); prefetch: prefetch streams started"
     )
     print("settings (initializationOptions merged over the replay's own):")
     for f in results["strategies"]:

@@ -147,6 +147,15 @@ class Totals:
     def figures(self) -> dict[str, Any]:
         latencies = [ms for t in self.tallies for ms in t.latencies_ms]
         hits, inline = without_model_wait(self.records)
+        # The same, counting only answers that showed something (an empty answer at once counts above).
+        shown_hits = sum(
+            1
+            for r in self.records
+            if r.get("kind") == "inline"
+            and r.get("source") in ("stream", "cache")
+            and r.get("waited_for_model") is False
+            and r.get("outcome") == "shown"
+        )
         presses, unassisted = self.total("key_presses"), self.total("key_presses_unassisted")
         accepted_chars = self.total("accepted_chars")
         traced_out = sum(_tokens(r, "out") for r in self.records)
@@ -167,6 +176,7 @@ class Totals:
             "accepted": self.total("accepted"),
             "answered_without_model_wait": _share(hits, inline),
             "inline_records": inline,
+            "shown_without_model_wait": _share(shown_hits, inline),
             "latency_ms": {
                 "p50": _round(percentile(latencies, 0.50)),
                 "p95": _round(percentile(latencies, 0.95)),
