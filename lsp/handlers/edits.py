@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from completion.edits import EditConflict, line_offset, rebase_edits
@@ -44,8 +44,12 @@ log = logging.getLogger(__name__)
 
 EDIT_COMMAND = "tandem.edit"
 # The VS Code extension's own command: it prompts for the instruction, then sends tandem.edit.
-VSCODE_PROMPT_COMMAND = "tandem.editSelection"
-VSCODE_CLIENTS = frozenset({"Visual Studio Code", "Visual Studio Code - Insiders", "code-server", "VSCodium"})
+PROMPT_COMMAND = "tandem.editSelection"
+# Clients whose tandem plugin implements PROMPT_COMMAND (asks for an instruction, then runs tandem.edit):
+# the VS Code extension and the Neovim plugin. Others get the presets only.
+PROMPTING_CLIENTS = frozenset(
+    {"Visual Studio Code", "Visual Studio Code - Insiders", "code-server", "VSCodium", "Neovim"}
+)
 # Preset instructions: (code action title, instruction).
 PRESETS: tuple[tuple[str, str], ...] = (
     ("Fix", "Fix the bugs in this code."),
@@ -247,9 +251,13 @@ async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcom
     why = ""
     for _ in range(_APPLY_TRIES):
         edit = workspace.workspace_edit(edits, current, document_changes=document_changes)
-        result = await ls.workspace_apply_edit_async(
-            types.ApplyWorkspaceEditParams(edit=edit, label=f"tandem: {label[:60]}")
-        )
+        try:
+            result = await ls.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label=f"tandem: {label[:60]}")
+            )
+        except JsonRpcException as error:
+            # Some editors (eglot) refuse with an error reply rather than `applied: false`.
+            return False, f"the editor refused it: {error.message}"
         if result.applied:
             return True, ""
         why = result.failure_reason or "the editor refused it"
@@ -303,9 +311,9 @@ def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[type
     span = {"start": {"line": where.start.line, "character": where.start.character}}
     span["end"] = {"line": where.end.line, "character": where.end.character}
     actions: list[types.CodeAction] = []
-    if ls.client_name in VSCODE_CLIENTS:
+    if ls.client_name in PROMPTING_CLIENTS:
         title = "Edit selection with tandem..."
-        command = types.Command(title=title, command=VSCODE_PROMPT_COMMAND)
+        command = types.Command(title=title, command=PROMPT_COMMAND, arguments=[{"uri": document.uri, "range": span}])
         actions.append(types.CodeAction(title=title, kind=types.CodeActionKind.RefactorRewrite, command=command))
     for title, instruction in PRESETS:
         argument = {"uri": document.uri, "range": span, "instruction": instruction}
