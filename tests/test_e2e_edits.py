@@ -364,3 +364,35 @@ async def test_cancelling_the_progress_stops_the_edit(tmp_path: pathlib.Path) ->
             assert isinstance(session.client.progress_reports[token][-1], types.WorkDoneProgressEnd)
         [record] = edit_records(session)
         assert record["outcome"] == "cancelled"
+
+
+async def test_an_editor_refusing_with_an_error_reply_is_told_and_traced(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    # eglot answers a declined workspace/applyEdit with an error reply, not with `applied: false`.
+    fast, accurate = sims
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "eglot", options=two_models(fast, accurate)) as session:
+        refused: list[types.ApplyWorkspaceEditParams] = []
+
+        def refuse(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+            refused.append(params)
+            raise ValueError("the user said no")
+
+        session.client.feature(types.WORKSPACE_APPLY_EDIT)(refuse)
+        uri = session.open("invoice.py", SAMPLE)
+        argument = {
+            "uri": uri,
+            "range": {"start": {"line": 3, "character": 0}, "end": {"line": 8, "character": 0}},
+            "instruction": "add type hints",
+            "model": "fast",
+        }
+        result = await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="tandem.edit", arguments=[argument])
+        )
+        assert isinstance(result, dict) and result["applied"] is False, result
+        # The message was sent before the command's result.
+        assert any("not applied" in m.message and "refused" in m.message for m in session.client.messages)
+        assert len(refused) == 1
+    [record] = edit_records(session)
+    assert record["outcome"] != "applied" and "refused" in record["error"]
