@@ -27,7 +27,7 @@ from completion.debounce import AdaptiveDebounce
 from completion.errors import BackendTimeout, describe
 from completion.postprocess import Surroundings, clean
 from completion.prefetch import AfterAccepting, TokenBudget
-from completion.request import CompletionRequest, CompletionResult
+from completion.request import CompletionRequest, CompletionResult, Ticket
 from completion.streams import Stream, StreamStore
 from completion.tiers import Tier, Tiers
 from completion.trace import Tracer, TraceRecord
@@ -45,26 +45,6 @@ NO_MODEL_NOTICE = (
 _FOLLOWING_LINES = 3
 # Rough prompt size when no token count is at hand (prefetch budgeting only).
 _CHARS_PER_TOKEN = 4
-
-
-@dataclass
-class _Ticket:
-    """A request in progress; superseding it cancels its current wait and it is answered empty."""
-
-    superseded: bool = False
-    _scope: anyio.CancelScope | None = None
-
-    def waiting(self) -> anyio.CancelScope:
-        """A fresh scope for one wait (anyio scopes are single-use), cancelled if already superseded."""
-        self._scope = anyio.CancelScope()
-        if self.superseded:
-            self._scope.cancel()
-        return self._scope
-
-    def supersede(self) -> None:
-        self.superseded = True
-        if self._scope is not None:
-            self._scope.cancel()
 
 
 @dataclass(frozen=True)
@@ -90,7 +70,7 @@ class Engine:
         self.workspace = workspace
         self.tiers = Tiers(client, env if env is not None else os.environ)
         self._streams = StreamStore()
-        self._tickets: dict[str, _Ticket] = {}
+        self._tickets: dict[str, Ticket] = {}
         self.config = config
         self._cache = self._make_cache(config)
         self._debounce = AdaptiveDebounce(ceiling_s=config.completion.debounce_ms / 1000)
@@ -147,7 +127,7 @@ class Engine:
             if self._tickets.get(request.uri) is ticket:
                 del self._tickets[request.uri]
 
-    async def _complete(self, request: CompletionRequest, record: TraceRecord, ticket: _Ticket) -> CompletionResult:
+    async def _complete(self, request: CompletionRequest, record: TraceRecord, ticket: Ticket) -> CompletionResult:
         settings = self.config.completion
         unit_ctx = UnitContext(
             line_before=request.line_before(),
@@ -251,7 +231,7 @@ class Engine:
         self,
         request: CompletionRequest,
         record: TraceRecord,
-        ticket: _Ticket,
+        ticket: Ticket,
         reuse: _Reuse,
         unit_ctx: UnitContext,
         *,
@@ -413,38 +393,17 @@ class Engine:
         return True
 
     def _trace_stream(self, record: TraceRecord, stream: Stream) -> None:
-        stats = stream.stats
-        record.mark("request_sent", stats.request_sent_ns)
-        record.mark("first_byte", stats.first_byte_ns)
-        record.mark("first_token", stats.first_token_ns)
-        record.mark("first_line", stream.first_line_ns)
-        record.mark("done", stream.done_ns)
-        record.tokens_in = stats.usage.input_tokens
-        record.tokens_out = stats.usage.output_tokens
-        record.tokens_cached = stats.usage.cached_tokens
-        if not record.tokens_out and stats.request_sent_ns and stream.error is not None:
-            # A stream stopped before the provider's usage chunk still cost tokens: count what arrived
-            # and what was sent, so that tokens per accepted character does not flatter speculation.
-            record.tokens_out = self._count_tokens(stream.text)
-            record.tokens_in = record.context_tokens or record.prompt_chars // _CHARS_PER_TOKEN
-            record.tokens_estimated = True
-        if record.kind == "prefetch":
-            record.outcome = record.outcome or ("cancelled" if stream.cancelled else "done")
-        if stream.error is not None and not stream.cancelled and not record.error:
-            record.error = describe(stream.error)
-        self.tracer.write(record)
-
-    def _count_tokens(self, text: str) -> int:
         counter = self.workspace.counter if self.workspace is not None else None
-        return counter.count(text) if counter is not None else -(-len(text) // _CHARS_PER_TOKEN)
+        record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
+        self.tracer.write(record)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _supersede(self, uri: str) -> _Ticket:
+    def _supersede(self, uri: str) -> Ticket:
         older = self._tickets.get(uri)
         if older is not None:
             older.supersede()
-        ticket = _Ticket()
+        ticket = Ticket()
         self._tickets[uri] = ticket
         return ticket
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+import anyio
+
 
 class TextSource(Protocol):
     """Read access to a document's text in code-point columns (`cache.lines.LineBuffer` is one)."""
@@ -74,3 +76,23 @@ class CompletionResult:
     @staticmethod
     def empty(*, notice: str = "", trace_id: str = "") -> CompletionResult:
         return CompletionResult(notice=notice, trace_id=trace_id)
+
+
+@dataclass
+class Ticket:
+    """A request in progress; superseding it cancels its current wait and it is answered empty."""
+
+    superseded: bool = False
+    _scope: anyio.CancelScope | None = None
+
+    def waiting(self) -> anyio.CancelScope:
+        """A fresh scope for one wait (anyio scopes are single-use), cancelled if already superseded."""
+        self._scope = anyio.CancelScope()
+        if self.superseded:
+            self._scope.cancel()
+        return self._scope
+
+    def supersede(self) -> None:
+        self.superseded = True
+        if self._scope is not None:
+            self._scope.cancel()

@@ -15,8 +15,14 @@ import json
 import os
 import pathlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+from completion.errors import describe
+
+if TYPE_CHECKING:
+    from completion.streams import Stream
 
 PHASES: tuple[str, ...] = (
     "received",
@@ -32,6 +38,8 @@ PHASES: tuple[str, ...] = (
 )
 
 _ids = itertools.count(1)
+# Rough token size of text when no tokenizer is at hand.
+_CHARS_PER_TOKEN = 4
 
 
 @dataclass(kw_only=True)
@@ -68,6 +76,29 @@ class TraceRecord:
     # The provider sent no usage (the stream was stopped first): tokens counted here instead.
     tokens_estimated: bool = False
     marks_ns: dict[str, int] = field(default_factory=dict)
+
+    def stream_ended(self, stream: Stream, *, count_tokens: Callable[[str], int] | None = None) -> None:
+        """Fill in what the model stream behind this record did: phase times, usage, failure."""
+        stats = stream.stats
+        self.mark("request_sent", stats.request_sent_ns)
+        self.mark("first_byte", stats.first_byte_ns)
+        self.mark("first_token", stats.first_token_ns)
+        self.mark("first_line", stream.first_line_ns)
+        self.mark("done", stream.done_ns)
+        self.tokens_in = stats.usage.input_tokens
+        self.tokens_out = stats.usage.output_tokens
+        self.tokens_cached = stats.usage.cached_tokens
+        if not self.tokens_out and stats.request_sent_ns and stream.error is not None:
+            # A stream stopped before the provider's usage chunk still cost tokens: count what arrived
+            # and what was sent, so that tokens per accepted character does not flatter speculation.
+            count = count_tokens or (lambda text: -(-len(text) // _CHARS_PER_TOKEN))
+            self.tokens_out = count(stream.text)
+            self.tokens_in = self.context_tokens or self.prompt_chars // _CHARS_PER_TOKEN
+            self.tokens_estimated = True
+        if self.kind == "prefetch":
+            self.outcome = self.outcome or ("cancelled" if stream.cancelled else "done")
+        if stream.error is not None and not stream.cancelled and not self.error:
+            self.error = describe(stream.error)
 
     def mark(self, phase: str, at_ns: int | None = None) -> None:
         """Record when `phase` happened (now unless given); the first mark of a phase wins."""
