@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
+from completion.router import RouterThresholds
+
 Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 # Providers whose backend exists today; the others are accepted by the schema but reported unusable.
@@ -119,17 +121,11 @@ class PrefetchConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RouterConfig:
-    """`[router]`: where an edit goes (the fields of `completion.router.RouterThresholds`), and a
+class RouterConfig(RouterThresholds):
+    """`[router]`: where an edit goes (the thresholds of `completion.router.RouterThresholds`), and a
     per-project override. `force = "fast"` or `"accurate"` sends every edit there; "" lets the router decide."""
 
     force: Literal["", "fast", "accurate"] = ""
-    large_selection_lines: int = 30
-    span_files: float = 2.0
-    working_diff_files: int = 3
-    working_diff_lines: int = 150
-    common_name_share: float = 0.3
-    accurate_score: float = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)

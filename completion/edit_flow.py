@@ -30,7 +30,7 @@ from typing import Any
 import anyio
 
 from completion.backends.base import ModelRequest, StreamStats
-from completion.config import Config, RouterConfig
+from completion.config import Config
 from completion.edit_types import (
     Attempt,
     AttemptOutcome,
@@ -68,18 +68,6 @@ from completion.trace import Tracer
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest", "route_message"]
 # Progress is reported at most every this many characters of answer (a report per token floods the client).
 _PROGRESS_EVERY_CHARS = 400
-
-
-def thresholds_of(router: RouterConfig) -> RouterThresholds:
-    """The router's thresholds from the `[router]` configuration table."""
-    return RouterThresholds(
-        large_selection_lines=router.large_selection_lines,
-        span_files=router.span_files,
-        working_diff_files=router.working_diff_files,
-        working_diff_lines=router.working_diff_lines,
-        common_name_share=router.common_name_share,
-        accurate_score=router.accurate_score,
-    )
 
 
 def _other(tier: Tier) -> Tier:
@@ -136,7 +124,7 @@ class EditFlow:
 
     def decide(self, request: EditRequest, inputs: EditInputs) -> RouteDecision:
         """The route of `request`, with its reasons; the request's override, then the project's, win."""
-        thresholds = thresholds_of(self.config.router)
+        thresholds: RouterThresholds = self.config.router
         features = route_features(
             mode="edit",
             path=request.path,

@@ -54,6 +54,19 @@ def uri_path(uri: str) -> pathlib.Path | None:
     return pathlib.Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
+def relative_path(uri: str, root: pathlib.Path | None) -> str:
+    """The path privacy rules and the symbol index use: POSIX, relative to `root` when inside it."""
+    path = uri_path(uri)
+    if path is None:
+        return uri
+    if root is not None:
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path.as_posix()
+
+
 def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int) -> ScanResult:
     """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules."""
     started = time.perf_counter()
@@ -170,16 +183,7 @@ class WorkspaceIndex:
     # -- documents ------------------------------------------------------------------------------
 
     def relative(self, uri: str) -> str:
-        """The path the privacy rules and the symbol index use: POSIX, relative to the root."""
-        path = uri_path(uri)
-        if path is None:
-            return uri
-        if self.root is not None:
-            try:
-                return path.relative_to(self.root).as_posix()
-            except ValueError:
-                pass
-        return path.as_posix()
+        return relative_path(uri, self.root)
 
     def may_send(self, path: str) -> Verdict:
         return self.privacy.check_path(path)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 
 from completion.edits import FileEdit, line_col
-from completion.workspace import uri_path
+from completion.workspace import relative_path
 
 if TYPE_CHECKING:
     from cache.symbols import SymbolIndex
@@ -40,17 +40,7 @@ class EditWorkspace:
     # -- paths ----------------------------------------------------------------------------------
 
     def path_of(self, uri: str) -> str:
-        if self.index is not None:
-            return self.index.relative(uri)
-        path = uri_path(uri)
-        if path is None:
-            return uri
-        if self.root is not None:
-            try:
-                return path.relative_to(self.root).as_posix()
-            except ValueError:
-                pass
-        return path.as_posix()
+        return relative_path(uri, self.root)
 
     def uri_of(self, path: str) -> str:
         doc = self._open_by_path.get(path)
