@@ -24,15 +24,16 @@ import httpx
 from completion.backends.openai_chat import AnswerCleaner
 from completion.backends.streaming import (
     ERROR_EXCERPT_CHARS,
-    _check_status,
-    _map_transport_error,
-    _Progress,
+    StreamProgress,
+    check_status,
     host_of,
+    map_transport_error,
     now_ns,
+    read_sse_events,
     redact,
 )
 from completion.errors import BackendUnavailable, BadResponse, CompletionError, NotConfigured, RateLimited
-from completion.sse import SseEvent, SseParser
+from completion.sse import SseEvent
 
 if TYPE_CHECKING:
     from completion.backends.base import ModelRequest, StreamStats
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # What is read after the last event at most, so the connection can go back to the pool.
-_TAIL_MAX_BYTES = 65536
 
 
 async def stream_events(
@@ -64,59 +64,28 @@ async def stream_events(
         raise BackendUnavailable("the HTTP client is closed (the server is shutting down)")
     retried = False
     while True:
-        progress = _Progress()
+        progress = StreamProgress()
         stats.request_sent_ns = now_ns()
         try:
             async with client.stream(
                 "POST", call.url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
             ) as response:
                 stats.first_byte_ns = now_ns()
-                wait_s = await _check_status(response, call, allow_retry=not retried)
+                wait_s = await check_status(response, call, allow_retry=not retried)
                 if wait_s is None:
                     ending = f"{host_of(call.url)} ended the response without {last_name}"
-                    async with aclosing(_events(response, progress, is_last, ending)) as events:
+                    async with aclosing(read_sse_events(response, progress, is_last, ending)) as events:
                         async for event in events:
                             yield event
                     return
         except httpx.HTTPError as exc:
-            raise _map_transport_error(exc, call, progress) from None
+            raise map_transport_error(exc, call, progress) from None
         except httpx.InvalidURL as exc:
             raise NotConfigured(f"base_url is not a usable URL: {exc}") from None
         # Only a short 429 gets here, and only once: nothing has been yielded yet.
         retried = True
         log.debug("429 from %s: retrying once in %.2f s", host_of(call.url), wait_s)
         await anyio.sleep(wait_s)
-
-
-async def _events(
-    response: httpx.Response, progress: _Progress, is_last: Callable[[SseEvent], bool], ending: str
-) -> AsyncGenerator[SseEvent, None]:
-    """The events of `response` up to the last one, then the rest of the body read (bounded) and dropped.
-    Raises BadResponse("stream truncated: {ending} ...") if the body ends first."""
-    parser = SseParser()
-    done = False
-    tail_bytes = 0
-    async for data in response.aiter_bytes():
-        if done:
-            tail_bytes += len(data)
-            if tail_bytes > _TAIL_MAX_BYTES:
-                return
-            continue
-        progress.body_bytes += len(data)
-        for event in parser.feed(data):
-            if done:
-                continue
-            progress.events += 1
-            yield event
-            done = is_last(event)
-    if done:
-        return
-    for event in parser.close():
-        progress.events += 1
-        yield event
-        if is_last(event):
-            return
-    raise BadResponse(f"stream truncated: {ending} (after {progress.events} events)")
 
 
 def event_payload(event: SseEvent) -> dict[str, Any]:

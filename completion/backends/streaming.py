@@ -21,7 +21,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ from completion.errors import (
     RateLimited,
 )
 from completion.http import parse_retry_after
-from completion.sse import SseParser
+from completion.sse import SseEvent, SseParser
 
 if TYPE_CHECKING:
     from completion.config import ModelConfig
@@ -137,21 +137,21 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
     headers = request_headers(call.api_key, streaming=True)
     retried = False
     while True:
-        progress = _Progress()
+        progress = StreamProgress()
         stats.request_sent_ns = now_ns()
         try:
             async with client.stream(
                 "POST", call.url, json=dict(call.body), headers=headers, timeout=call.timeout
             ) as response:
                 stats.first_byte_ns = now_ns()
-                wait_s = await _check_status(response, call, allow_retry=not retried)
+                wait_s = await check_status(response, call, allow_retry=not retried)
                 if wait_s is None:
                     async with aclosing(_read_events(response, call, stats, progress)) as chunks:
                         async for chunk in chunks:
                             yield chunk
                     return
         except httpx.HTTPError as exc:
-            raise _map_transport_error(exc, call, progress) from None
+            raise map_transport_error(exc, call, progress) from None
         except httpx.InvalidURL as exc:
             raise NotConfigured(f"base_url is not a usable URL: {exc}") from None
         # Only a short 429 gets here, and only once: no text has been yielded yet.
@@ -161,12 +161,12 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
 
 
 @dataclass
-class _Progress:
+class StreamProgress:
     body_bytes: int = 0
     events: int = 0
 
 
-async def _check_status(response: httpx.Response, call: StreamCall, *, allow_retry: bool) -> float | None:
+async def check_status(response: httpx.Response, call: StreamCall, *, allow_retry: bool) -> float | None:
     """None if the response is a stream to read; seconds to wait before one retry; else raises."""
     status = response.status_code
     host = host_of(call.url)
@@ -194,16 +194,16 @@ async def _check_status(response: httpx.Response, call: StreamCall, *, allow_ret
     return None
 
 
-async def _read_events(
-    response: httpx.Response, call: StreamCall, stats: StreamStats, progress: _Progress
-) -> AsyncGenerator[Chunk, None]:
+async def read_sse_events(
+    response: httpx.Response, progress: StreamProgress, is_last: Callable[[SseEvent], bool], ending: str
+) -> AsyncGenerator[SseEvent, None]:
+    """The events of `response` up to the last one, then the rest of the body read (bounded) and dropped.
+    Raises BadResponse("stream truncated: {ending} ...") if the body ends first."""
     parser = SseParser()
     done = False
     tail_bytes = 0
     async for data in response.aiter_bytes():
         if done:
-            # After [DONE] the body should end at once; reading to its end returns the connection to the
-            # pool (httpx can iterate a body only once, hence this loop rather than a second read).
             tail_bytes += len(data)
             if tail_bytes > _TAIL_MAX_BYTES:
                 return
@@ -212,33 +212,41 @@ async def _read_events(
         for event in parser.feed(data):
             if done:
                 continue
-            if _is_done(event.data):
-                done = True
-                continue
-            chunk = _consume(event.data, stats, progress)
-            if chunk is not None:
-                yield chunk
+            progress.events += 1
+            yield event
+            done = is_last(event)
     if done:
         return
     for event in parser.close():
-        if _is_done(event.data):
+        progress.events += 1
+        yield event
+        if is_last(event):
             return
-        chunk = _consume(event.data, stats, progress)
-        if chunk is not None:
-            yield chunk
-    raise BadResponse(
-        f"stream truncated: {host_of(call.url)} ended the response after {progress.events} chunks without [DONE]"
-    )
+    raise BadResponse(f"stream truncated: {ending} (after {progress.events} events)")
+
+
+async def _read_events(
+    response: httpx.Response, call: StreamCall, stats: StreamStats, progress: StreamProgress
+) -> AsyncGenerator[Chunk, None]:
+    ending = f"{host_of(call.url)} ended the response without [DONE]"
+    events = read_sse_events(response, progress, lambda event: _is_done(event.data), ending)
+    async with aclosing(events):
+        async for event in events:
+            if _is_done(event.data):
+                # Read on: the events reader drains the rest of the body, returning the connection to the pool.
+                continue
+            chunk = _consume(event.data, stats)
+            if chunk is not None:
+                yield chunk
 
 
 def _is_done(data: str) -> bool:
     return data.strip() == "[DONE]"
 
 
-def _consume(data: str, stats: StreamStats, progress: _Progress) -> Chunk | None:
+def _consume(data: str, stats: StreamStats) -> Chunk | None:
     if not data.strip():
         return None
-    progress.events += 1
     chunk = parse_chunk(data)
     if chunk.usage is not None:
         stats.usage = chunk.usage
@@ -271,7 +279,7 @@ def _body_excerpt(body: bytes, secret: str | None) -> str:
     return _excerpt_text(text, secret)
 
 
-def _map_transport_error(exc: httpx.HTTPError, call: StreamCall, progress: _Progress) -> Exception:
+def map_transport_error(exc: httpx.HTTPError, call: StreamCall, progress: StreamProgress) -> Exception:
     """The `completion.errors` type for an httpx failure (its text carries the URL, never headers)."""
     host = host_of(call.url)
     timeout = call.timeout
