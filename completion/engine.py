@@ -264,6 +264,17 @@ class Engine:
         record.outcome = record.outcome or ("shown" if text else "empty")
         record.chars = len(text)
         record.mark("answered")
+        log.debug(
+            "%s %s %s: %s from %s in %.1f ms, %d chars%s",
+            record.id,
+            record.kind,
+            record.file,
+            record.outcome,
+            record.source,
+            (record.marks_ns["answered"] - record.received_ns) / 1e6,
+            record.chars,
+            f" ({record.error})" if record.error else "",
+        )
         if record.source == "model" and record.waited_for_model and text:
             self._debounce.model_answered((time.perf_counter_ns() - record.received_ns) / 1e9)
         if deferred and stream is not None:

@@ -39,10 +39,10 @@ def _serve(args: argparse.Namespace) -> int:
         filename=args.log_file,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # pygls logs every message it sends at INFO, document text included: keep it quiet unless debugging.
-    logging.getLogger("pygls").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    # pygls logs every message at INFO and DEBUG, document text included: only on explicit request.
+    logging.getLogger("pygls").setLevel(logging.DEBUG if args.log_protocol else logging.WARNING)
     # httpx logs a line per model request at INFO: one per keystroke is noise, not news.
-    logging.getLogger("httpx").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     from lsp.server import build_server
 
     server = build_server(trace_path=args.trace)
@@ -87,7 +87,12 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--trace", type=pathlib.Path, metavar="FILE", help="append trace records to FILE")
     serve.add_argument("--log-file", metavar="FILE", help="write logs to FILE (default: stderr)")
-    serve.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    serve.add_argument("-v", "--verbose", action="store_true", help="debug logging (never document text)")
+    serve.add_argument(
+        "--log-protocol",
+        action="store_true",
+        help="also log every LSP message, document text included (for debugging a client; do not share)",
+    )
 
 
 def _sim_arguments(sim: argparse.ArgumentParser) -> None:

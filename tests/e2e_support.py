@@ -105,6 +105,7 @@ async def serve(
     options: dict[str, Any] | None = None,
     user_config: str = "",
     workspace_config: str | None = None,
+    extra_args: list[str] | None = None,
 ) -> AsyncIterator[Session]:
     """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would."""
     home = tmp_path / "home"
@@ -118,7 +119,8 @@ async def serve(
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
     env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "lsp.cli", "serve", "--trace", str(trace)], server_env=env
+        server_command=[sys.executable, "-m", "lsp.cli", "serve", "--trace", str(trace), *(extra_args or [])],
+        server_env=env,
     )
     lsp_client = await config.start()
     assert isinstance(lsp_client, LanguageClient)
