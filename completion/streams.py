@@ -142,6 +142,28 @@ class Stream:
             return None
         return typed
 
+    def typed_ahead(self, request: CompletionRequest) -> int | None:
+        """Characters typed since the anchor when the user is ahead of a live stream whose text so far
+        is their start (and the text around is unchanged); else None."""
+        if self.done or self.error is not None or request.uri != self.uri or request.line < self.line:
+            return None
+        document = request.document
+        if request.line == self.line:
+            typed = request.character - self.character
+        else:
+            typed = len(document.line_content(self.line)) - self.character + 1
+            for index in range(self.line + 1, request.line):
+                typed += len(document.line_content(index)) + 1
+            typed += request.character
+        if typed <= len(self.text):
+            return None
+        head = request.prefix(len(self.before) + typed)
+        if head[: len(self.before) + len(self.text)] != self.before + self.text:
+            return None
+        if request.suffix(len(self.after)) != self.after:
+            return None
+        return typed
+
 
 class StreamStore:
     """The streams of each document, newest last, a few per document."""
@@ -165,6 +187,14 @@ class StreamStore:
             for stream in streams:
                 if stream.id == stream_id:
                     return stream
+        return None
+
+    def find_ahead(self, request: CompletionRequest) -> tuple[Stream, int] | None:
+        """The newest live stream the user has typed ahead of (see `Stream.typed_ahead`)."""
+        for stream in reversed(self._by_uri.get(request.uri, ())):
+            typed = stream.typed_ahead(request)
+            if typed is not None:
+                return stream, typed
         return None
 
     def live(self, uri: str) -> list[Stream]:

@@ -69,3 +69,19 @@ async def test_waiters_wake_on_growth_and_on_finish() -> None:
     stream.finish()
     await asyncio.wait_for(waiter, 1)
     assert stream.done
+
+
+async def test_typing_ahead_of_a_live_stream_is_recognised_only_when_it_agrees() -> None:
+    buffer = LineBuffer("x = \n")
+    store = StreamStore()
+    stream = store.add(_request(buffer, 0, 4), "m")
+    stream.append("fo")  # the model has produced less than the user has typed
+    buffer.replace((0, 4), (0, 4), "foo")
+    assert store.find(_request(buffer, 0, 7)) is None  # nothing to type through yet
+    found = store.find_ahead(_request(buffer, 0, 7))
+    assert found is not None and found[0] is stream and found[1] == 3
+    buffer.replace((0, 4), (0, 7), "fun")  # typing that the stream's text so far contradicts
+    assert store.find_ahead(_request(buffer, 0, 7)) is None
+    stream.finish()
+    buffer.replace((0, 4), (0, 7), "foo")
+    assert store.find_ahead(_request(buffer, 0, 7)) is None  # a finished stream will not catch up
