@@ -7,31 +7,37 @@ from completion.debounce import AdaptiveDebounce
 from completion.prefetch import AfterAccepting, TokenBudget
 
 
-def test_debounce_follows_typing_rhythm_within_its_ceiling() -> None:
+def test_a_model_that_keeps_up_with_the_typing_is_asked_at_once() -> None:
     debounce = AdaptiveDebounce(ceiling_s=0.3)
-    assert debounce.delay_s() <= 0.05  # nothing learnt yet: barely wait
+    assert debounce.delay_s() == 0  # nothing learnt yet
     at = 0.0
     for _ in range(20):
         at += 0.1
         debounce.keystroke("a", at)
+    debounce.model_answered(0.15)  # faster than three keystrokes
+    assert debounce.delay_s() == 0
+
+
+def test_a_model_slower_than_the_typing_waits_for_a_pause_within_the_ceiling() -> None:
+    debounce = AdaptiveDebounce(ceiling_s=0.3)
+    at = 0.0
+    for _ in range(20):
+        at += 0.1
+        debounce.keystroke("a", at)
+    debounce.model_answered(0.9)
     assert 0.1 < debounce.delay_s() <= 0.3
-    slow = AdaptiveDebounce(ceiling_s=0.3)
+    slow_typist = AdaptiveDebounce(ceiling_s=0.3)
     at = 0.0
     for _ in range(20):
         at += 0.5
-        slow.keystroke("a", at)
-    assert slow.delay_s() == 0.3  # capped
+        slow_typist.keystroke("a", at)
+    slow_typist.model_answered(2.0)
+    assert slow_typist.delay_s() == 0.3  # capped
     debounce.keystroke("a", at + 5.0)  # a pause is not rhythm
     assert debounce.typing_gap_s is not None and debounce.typing_gap_s < 0.2
 
 
-def test_slow_model_halves_the_wait_and_fixed_mode_ignores_rhythm() -> None:
-    debounce = AdaptiveDebounce(ceiling_s=1.0)
-    for step in range(10):
-        debounce.keystroke("a", step * 0.2)
-    fast_wait = debounce.delay_s()
-    debounce.model_answered(3.0)
-    assert debounce.delay_s() < fast_wait
+def test_fixed_mode_ignores_rhythm() -> None:
     fixed = AdaptiveDebounce(ceiling_s=0.35, fixed=True)
     assert fixed.delay_s() == 0.35
 
