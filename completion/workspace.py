@@ -236,6 +236,9 @@ class WorkspaceIndex:
             doc.index, doc.pending = index, None
             if self._builder is not None:
                 self._builder.open_document(doc.path, index)
+                # Pre-build a window once: resolving the file's imports and the definitions it uses is
+                # memoised, so the first keystroke's window costs what every later one does.
+                self._builder.build(path=doc.path, index=index, line=0, character=0)
 
         future = asyncio.ensure_future(asyncio.to_thread(TokenIndex, counter, snapshot))
         future.add_done_callback(done)
