@@ -253,7 +253,8 @@ def route_features(
         for word in set(_IDENT.findall(instruction)):
             stem = word.lower()
             if len(stem) >= 4 and stem not in _GENERIC_STEMS and stem != own_stem:
-                mentioned |= symbols.files_named(stem) - {path}
+                # A word naming many files (a package, an area tag) says nothing about this edit's reach.
+                mentioned |= specific(symbols.files_named(stem))
             if len(word) >= 3 and word.lower() not in _KEYWORDS and _looks_like_code(word, symbols):
                 mentioned |= specific(symbols.files_defining(word) | symbols.files_using(word))
         selected = file_symbols(selection)

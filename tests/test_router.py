@@ -225,3 +225,18 @@ def test_working_diff_counts_changed_lines_and_files() -> None:
 
 def test_expected_lines_is_a_rewrite_of_the_selection() -> None:
     assert RouteFeatures(mode="edit", selection_lines=12).expected_lines() == 24
+
+
+def test_a_word_naming_many_files_is_not_reach() -> None:
+    # "views" names one file; "replay" (an area tag) names a whole package of them.
+    files = [(f"lsp/replay/{name}/replay.py", "x = 1\n") for name in ("a", "b", "c", "d", "e")]
+    files += [("app/views.py", "def index():\n    return 1\n"), ("app/main.py", "print(1)\n")]
+    symbols = SymbolIndex.from_texts(files)
+    area = route_features(
+        mode="edit", path="app/main.py", selection="print(1)\n", instruction="replay: fix it", symbols=symbols
+    )
+    assert area.mentioned_files == ()
+    named = route_features(
+        mode="edit", path="app/main.py", selection="print(1)\n", instruction="call views", symbols=symbols
+    )
+    assert named.mentioned_files == ("app/views.py",)
