@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from completion.backends.base import Usage
-from completion.backends.sse_stream import clean_text, count, event_payload, stream_error, stream_events
-from completion.backends.streaming import StreamCall, api_key, host_of, request_headers
+from completion.backends.sse_stream import clean_text, count, event_payload, stream_error
+from completion.backends.streaming import StreamCall, api_key, host_of, request_headers, stream_events
 from completion.errors import BackendUnavailable, NotConfigured
 from completion.http import request_timeout
 from completion.prompts import chat_messages

@@ -19,8 +19,8 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from completion.backends.base import Usage
-from completion.backends.sse_stream import clean_text, count, event_payload, stream_error, stream_events
-from completion.backends.streaming import StreamCall, api_key, request_headers, warm_connection
+from completion.backends.sse_stream import clean_text, count, event_payload, stream_error
+from completion.backends.streaming import StreamCall, api_key, request_headers, stream_events, warm_connection
 from completion.errors import BackendUnavailable, BadResponse
 from completion.http import request_timeout
 from completion.prompts import chat_messages

@@ -2,9 +2,10 @@
 typed SSE events, and the text pipeline from a model's raw text to what a caller sees.
 
 Both APIs name each event (`event: content_block_delta`, `event: response.output_text.delta`) and end a
-stream with an event of their own (`message_stop`, `response.completed`) instead of `data: [DONE]`, so
-`streaming.stream_chunks` (OpenAI chunk objects, `[DONE]`) does not fit them; its status checks and
-transport error mapping do, and are reused here, so a failure reads the same whichever API it came from.
+stream with an event of their own (`message_stop`, `response.completed`) instead of `data: [DONE]`; they
+read them through `streaming.stream_events`, the same streamed POST (status checks, one short 429 retry,
+transport error mapping) that OpenAI's chunks go through, so a failure reads the same whichever API it
+came from.
 
 Neither API takes the stop strings tandem sends for completions (Anthropic refuses whitespace-only ones,
 the Responses API has no `stop` at all), so `StopCutter` applies them to the text as it streams.
@@ -14,78 +15,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
-
-import anyio
-import httpx
 
 from completion.backends.openai_chat import AnswerCleaner
 from completion.backends.streaming import (
     ERROR_EXCERPT_CHARS,
-    StreamProgress,
-    check_status,
-    host_of,
-    map_transport_error,
     now_ns,
-    read_sse_events,
     redact,
 )
-from completion.errors import BackendUnavailable, BadResponse, CompletionError, NotConfigured, RateLimited
+from completion.errors import BackendUnavailable, BadResponse, CompletionError, RateLimited
 from completion.sse import SseEvent
 
 if TYPE_CHECKING:
     from completion.backends.base import ModelRequest, StreamStats
-    from completion.backends.streaming import StreamCall
 
 log = logging.getLogger(__name__)
-
-# What is read after the last event at most, so the connection can go back to the pool.
-
-
-async def stream_events(
-    client: httpx.AsyncClient,
-    call: StreamCall,
-    stats: StreamStats,
-    *,
-    headers: Mapping[str, str],
-    is_last: Callable[[SseEvent], bool],
-    last_name: str,
-) -> AsyncGenerator[SseEvent, None]:
-    """POST `call` and yield its SSE events up to and including the one `is_last` accepts; raise
-    `BadResponse("stream truncated ...")` if the body ends before it (`last_name` names it in words).
-    Fills the request-sent and first-byte timestamps of `stats`. Raises only `completion.errors` types.
-
-    A 429 whose Retry-After is short is waited out and retried once, as `streaming.stream_chunks` does.
-    The response lives inside `async with client.stream(...)`: closing this generator closes it at once.
-    """
-    if client.is_closed:
-        raise BackendUnavailable("the HTTP client is closed (the server is shutting down)")
-    retried = False
-    while True:
-        progress = StreamProgress()
-        stats.request_sent_ns = now_ns()
-        try:
-            async with client.stream(
-                "POST", call.url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
-            ) as response:
-                stats.first_byte_ns = now_ns()
-                wait_s = await check_status(response, call, allow_retry=not retried)
-                if wait_s is None:
-                    ending = f"{host_of(call.url)} ended the response without {last_name}"
-                    async with aclosing(read_sse_events(response, progress, is_last, ending)) as events:
-                        async for event in events:
-                            yield event
-                    return
-        except httpx.HTTPError as exc:
-            raise map_transport_error(exc, call, progress) from None
-        except httpx.InvalidURL as exc:
-            raise NotConfigured(f"base_url is not a usable URL: {exc}") from None
-        # Only a short 429 gets here, and only once: nothing has been yielded yet.
-        retried = True
-        log.debug("429 from %s: retrying once in %.2f s", host_of(call.url), wait_s)
-        await anyio.sleep(wait_s)
 
 
 def event_payload(event: SseEvent) -> dict[str, Any]:

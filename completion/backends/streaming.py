@@ -132,29 +132,59 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
     The response lives inside `async with client.stream(...)`: closing this generator (or cancelling
     the task that iterates it) closes the response at once.
     """
+    headers = request_headers(call.api_key, streaming=True)
+    events = stream_events(
+        client, call, stats, headers=headers, is_last=lambda event: _is_done(event.data), last_name="[DONE]"
+    )
+    async with aclosing(events):
+        async for event in events:
+            if _is_done(event.data):
+                # Read on: the events reader drains the rest of the body, returning the connection to the pool.
+                continue
+            chunk = _consume(event.data, stats)
+            if chunk is not None:
+                yield chunk
+
+
+async def stream_events(
+    client: httpx.AsyncClient,
+    call: StreamCall,
+    stats: StreamStats,
+    *,
+    headers: Mapping[str, str],
+    is_last: Callable[[SseEvent], bool],
+    last_name: str,
+) -> AsyncGenerator[SseEvent, None]:
+    """POST `call` and yield its SSE events up to and including the one `is_last` accepts; raise
+    `BadResponse("stream truncated ...")` if the body ends before it (`last_name` names it in words).
+    Fills the request-sent and first-byte timestamps of `stats`. Raises only `completion.errors` types.
+
+    A 429 whose Retry-After is short is waited out and retried once, as `streaming.stream_chunks` does.
+    The response lives inside `async with client.stream(...)`: closing this generator closes it at once.
+    """
     if client.is_closed:
         raise BackendUnavailable("the HTTP client is closed (the server is shutting down)")
-    headers = request_headers(call.api_key, streaming=True)
     retried = False
     while True:
         progress = StreamProgress()
         stats.request_sent_ns = now_ns()
         try:
             async with client.stream(
-                "POST", call.url, json=dict(call.body), headers=headers, timeout=call.timeout
+                "POST", call.url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
             ) as response:
                 stats.first_byte_ns = now_ns()
                 wait_s = await check_status(response, call, allow_retry=not retried)
                 if wait_s is None:
-                    async with aclosing(_read_events(response, call, stats, progress)) as chunks:
-                        async for chunk in chunks:
-                            yield chunk
+                    ending = f"{host_of(call.url)} ended the response without {last_name}"
+                    async with aclosing(read_sse_events(response, progress, is_last, ending)) as events:
+                        async for event in events:
+                            yield event
                     return
         except httpx.HTTPError as exc:
             raise map_transport_error(exc, call, progress) from None
         except httpx.InvalidURL as exc:
             raise NotConfigured(f"base_url is not a usable URL: {exc}") from None
-        # Only a short 429 gets here, and only once: no text has been yielded yet.
+        # Only a short 429 gets here, and only once: nothing has been yielded yet.
         retried = True
         log.debug("429 from %s: retrying once in %.2f s", host_of(call.url), wait_s)
         await anyio.sleep(wait_s)
@@ -223,21 +253,6 @@ async def read_sse_events(
         if is_last(event):
             return
     raise BadResponse(f"stream truncated: {ending} (after {progress.events} events)")
-
-
-async def _read_events(
-    response: httpx.Response, call: StreamCall, stats: StreamStats, progress: StreamProgress
-) -> AsyncGenerator[Chunk, None]:
-    ending = f"{host_of(call.url)} ended the response without [DONE]"
-    events = read_sse_events(response, progress, lambda event: _is_done(event.data), ending)
-    async with aclosing(events):
-        async for event in events:
-            if _is_done(event.data):
-                # Read on: the events reader drains the rest of the body, returning the connection to the pool.
-                continue
-            chunk = _consume(event.data, stats)
-            if chunk is not None:
-                yield chunk
 
 
 def _is_done(data: str) -> bool:
