@@ -18,23 +18,21 @@ The API refuses whitespace-only `stop_sequences`; those are applied to the text 
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from completion.backends.base import Usage
+from completion.backends.http_backend import HttpBackend
 from completion.backends.sse_stream import clean_text, count, event_payload, stream_error
 from completion.backends.streaming import StreamCall, api_key, host_of, request_headers, stream_events
-from completion.errors import BackendUnavailable, NotConfigured
-from completion.http import request_timeout
+from completion.errors import NotConfigured
 from completion.prompts import chat_messages
 
 if TYPE_CHECKING:
     from completion.backends.base import ModelRequest, StreamStats
-    from completion.config import ModelConfig
     from completion.sse import SseEvent
 
 log = logging.getLogger(__name__)
@@ -45,17 +43,11 @@ _CONVERSATION_ROLES = ("user", "assistant")
 _WARM_BODY_MAX_BYTES = 1 << 20
 
 
-class AnthropicBackend:
+class AnthropicBackend(HttpBackend):
     """Streams text from the Messages API. Implements `base.Backend`."""
 
     name = "anthropic"
-
-    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
-        self._config = config
-        self._client = client
-        self._env = env
-        self._url = config.base_url.rstrip("/") + "/messages"
-        self._closed = False
+    path = "/messages"
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
@@ -90,10 +82,7 @@ class AnthropicBackend:
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
-        if self._closed:
-            raise BackendUnavailable(f"{self.name} backend was closed")
-        key = api_key(self._config, self._env)
-        call = StreamCall(url=self._url, body=self.body(request), timeout=request_timeout(self._config), api_key=key)
+        call = self._call(request)
         async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
@@ -127,10 +116,6 @@ class AnthropicBackend:
                         break
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             log.debug("warming %s failed (ignored): %s", host_of(url), type(exc).__name__)
-
-    async def aclose(self) -> None:
-        # The shared client belongs to the server; a backend holds nothing else.
-        self._closed = True
 
 
 def _is_last(event: SseEvent) -> bool:

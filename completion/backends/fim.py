@@ -16,9 +16,9 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from completion.backends import fim_templates
-from completion.backends.streaming import StreamCall, api_key, now_ns, stream_chunks, warm_connection
-from completion.errors import BackendUnavailable, NotConfigured
-from completion.http import request_timeout
+from completion.backends.http_backend import HttpBackend
+from completion.backends.streaming import now_ns, stream_chunks
+from completion.errors import NotConfigured
 
 if TYPE_CHECKING:
     import httpx
@@ -27,20 +27,17 @@ if TYPE_CHECKING:
     from completion.config import ModelConfig
 
 
-class FimBackend:
+class FimBackend(HttpBackend):
     """Streams `choices[0].text` from a completions API. Implements `base.Backend`."""
 
     name = "fim"
+    path = "/completions"
 
     def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
         if config.fim_template and config.fim_template not in fim_templates.TEMPLATES:
             known = ", ".join(sorted(fim_templates.TEMPLATES))
             raise NotConfigured(f"unknown fim_template {config.fim_template!r} (known: {known})")
-        self._config = config
-        self._client = client
-        self._env = env
-        self._url = config.base_url.rstrip("/") + "/completions"
-        self._closed = False
+        super().__init__(config, client, env=env)
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
@@ -68,24 +65,10 @@ class FimBackend:
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
-        if self._closed:
-            raise BackendUnavailable(f"{self.name} backend was closed")
-        call = StreamCall(
-            url=self._url,
-            body=self.body(request),
-            timeout=request_timeout(self._config),
-            api_key=api_key(self._config, self._env),
-        )
+        call = self._call(request)
         async with aclosing(stream_chunks(self._client, call, stats)) as chunks:
             async for chunk in chunks:
                 if chunk.text:
                     if not stats.first_token_ns:
                         stats.first_token_ns = now_ns()
                     yield chunk.text
-
-    async def warm(self) -> None:
-        await warm_connection(self._client, self._config, self._env)
-
-    async def aclose(self) -> None:
-        # The shared client belongs to the server; a backend holds nothing else.
-        self._closed = True

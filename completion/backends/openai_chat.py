@@ -8,38 +8,28 @@ in fences and open with a sentence of chatter even when told not to.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from completion.backends.streaming import StreamCall, api_key, now_ns, stream_chunks, warm_connection
-from completion.errors import BackendUnavailable, CompletionError
-from completion.http import request_timeout
+from completion.backends.http_backend import HttpBackend
+from completion.backends.streaming import now_ns, stream_chunks
+from completion.errors import CompletionError
 from completion.prompts import HOLE, chat_messages
 
 if TYPE_CHECKING:
-    import httpx
-
     from completion.backends.base import ModelRequest, StreamStats
-    from completion.config import ModelConfig
 
 # The OpenAI API takes at most 4 stop sequences; several compatible servers enforce the same limit.
 MAX_STOP_SEQUENCES = 4
 
 
-class OpenAIChatBackend:
+class OpenAIChatBackend(HttpBackend):
     """Streams the hole's text from a chat-completions API. Implements `base.Backend`."""
 
     name = "openai-chat"
-
-    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
-        self._config = config
-        self._client = client
-        self._env = env
-        self._url = config.base_url.rstrip("/") + "/chat/completions"
-        self._closed = False
+    path = "/chat/completions"
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
@@ -68,14 +58,7 @@ class OpenAIChatBackend:
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield cleaned text as it arrives; see `base.Backend.stream`."""
-        if self._closed:
-            raise BackendUnavailable(f"{self.name} backend was closed")
-        call = StreamCall(
-            url=self._url,
-            body=self.body(request),
-            timeout=request_timeout(self._config),
-            api_key=api_key(self._config, self._env),
-        )
+        call = self._call(request)
         cleaner = AnswerCleaner(raw=bool(request.messages))
         try:
             async with aclosing(stream_chunks(self._client, call, stats)) as chunks:
@@ -100,13 +83,6 @@ class OpenAIChatBackend:
             if not stats.first_token_ns:
                 stats.first_token_ns = now_ns()
             yield tail
-
-    async def warm(self) -> None:
-        await warm_connection(self._client, self._config, self._env)
-
-    async def aclose(self) -> None:
-        # The shared client belongs to the server; a backend holds nothing else.
-        self._closed = True
 
 
 _FENCE = "```"

@@ -13,23 +13,19 @@ instead). `max_output_tokens` is at least 16, the API's minimum.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from completion.backends.base import Usage
+from completion.backends.http_backend import HttpBackend
 from completion.backends.sse_stream import clean_text, count, event_payload, stream_error
-from completion.backends.streaming import StreamCall, api_key, request_headers, stream_events, warm_connection
-from completion.errors import BackendUnavailable, BadResponse
-from completion.http import request_timeout
+from completion.backends.streaming import StreamCall, request_headers, stream_events
+from completion.errors import BadResponse
 from completion.prompts import chat_messages
 
 if TYPE_CHECKING:
-    import httpx
-
     from completion.backends.base import ModelRequest, StreamStats
-    from completion.config import ModelConfig
     from completion.sse import SseEvent
 
 MIN_OUTPUT_TOKENS = 16
@@ -37,17 +33,11 @@ _SYSTEM_ROLES = ("system", "developer")
 _LAST_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 
 
-class OpenAIResponsesBackend:
+class OpenAIResponsesBackend(HttpBackend):
     """Streams text from a Responses API. Implements `base.Backend`."""
 
     name = "openai-responses"
-
-    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
-        self._config = config
-        self._client = client
-        self._env = env
-        self._url = config.base_url.rstrip("/") + "/responses"
-        self._closed = False
+    path = "/responses"
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
@@ -72,10 +62,7 @@ class OpenAIResponsesBackend:
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
-        if self._closed:
-            raise BackendUnavailable(f"{self.name} backend was closed")
-        key = api_key(self._config, self._env)
-        call = StreamCall(url=self._url, body=self.body(request), timeout=request_timeout(self._config), api_key=key)
+        call = self._call(request)
         async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
@@ -90,13 +77,6 @@ class OpenAIResponsesBackend:
                 text = _consume(event, stats)
                 if text:
                     yield text
-
-    async def warm(self) -> None:
-        await warm_connection(self._client, self._config, self._env)
-
-    async def aclose(self) -> None:
-        # The shared client belongs to the server; a backend holds nothing else.
-        self._closed = True
 
 
 def _is_last(event: SseEvent) -> bool:
