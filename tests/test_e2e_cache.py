@@ -88,3 +88,29 @@ async def test_accepting_a_suggestion_prefetches_what_follows(tmp_path: pathlib.
     # The request after Enter was answered from the prefetched stream, without waiting for a model.
     [after_enter] = [r for r in records if r["kind"] == "inline" and r["stream_id"] == prefetches[0]["stream_id"]]
     assert after_enter["prefetched"] and not after_enter["waited_for_model"]
+
+
+async def test_a_partial_acceptance_is_traced_with_its_length(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
+        assert isinstance(result, types.InlineCompletionList)
+        [item] = result.items
+        assert item.command is not None
+        session.insert(uri, cursor, "fibonacci")
+        # Copilot-style clients report a word accepted out of the suggestion.
+        session.client.protocol.notify(
+            "textDocument/didPartiallyAcceptCompletion",
+            {
+                "item": {
+                    "insertText": item.insert_text,
+                    "command": {"title": "", "command": item.command.command, "arguments": item.command.arguments},
+                },
+                "acceptedLength": 9,
+            },
+        )
+        await _until(lambda: any(r["kind"] == "accept" for r in session.records()))
+    [accept] = [r for r in session.records() if r["kind"] == "accept"]
+    assert accept["chars"] == 9

@@ -130,6 +130,17 @@ def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = 
     ls.engine.speculate(request, text, after_insert=True)
 
 
+def _plain(value: Any) -> Any:
+    """pygls hands notifications it has no type for as nested namedtuples (`Object`): plain data again."""
+    if hasattr(value, "_asdict"):
+        return {key: _plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
 def register(server: TandemServer) -> None:
     # pygls resolves a command handler's annotations at call time: `ls` stays unannotated because
     # TandemServer is only imported for type checking here.
@@ -144,14 +155,11 @@ def register(server: TandemServer) -> None:
     @server.feature("textDocument/didPartiallyAcceptCompletion")
     def did_partially_accept(ls: TandemServer, params: Any) -> None:
         """Copilot-style notification: the user accepted part of a suggestion (a word, a line)."""
-        item = getattr(params, "item", None) or (params.get("item") if isinstance(params, dict) else None)
-        length = getattr(params, "accepted_length", None) or (
-            params.get("acceptedLength") if isinstance(params, dict) else None
-        )
-        command = getattr(item, "command", None) or (item.get("command") if isinstance(item, dict) else None)
-        arguments = getattr(command, "arguments", None) or (
-            command.get("arguments") if isinstance(command, dict) else None
-        )
+        plain = _plain(params)
+        item = plain.get("item") if isinstance(plain, dict) else None
+        command = item.get("command") if isinstance(item, dict) else None
+        arguments = command.get("arguments") if isinstance(command, dict) else None
+        length = plain.get("acceptedLength") if isinstance(plain, dict) else None
         if arguments and isinstance(length, int):
             _on_accepted(ls, arguments[0], partial_chars=length)
 
