@@ -172,7 +172,7 @@ def test_working_diff_across_files_makes_a_completion_hard() -> None:
 
 def test_override_wins_but_keeps_the_routers_view() -> None:
     selection = "".join(f"x{i} = {i}\n" for i in range(60))
-    features = route_features(mode="edit", selection=selection)
+    features = route_features(mode="edit", selection=selection, instruction="rewrite it")
     forced = route(features, T, override="fast")
     assert forced.tier == "fast"
     assert forced.overridden
@@ -181,9 +181,14 @@ def test_override_wins_but_keeps_the_routers_view() -> None:
 
 
 def test_thresholds_move_the_boundary() -> None:
-    features = route_features(mode="edit", selection="".join(f"y{i}\n" for i in range(20)))
+    features = route_features(
+        mode="edit", selection="".join(f"y{i}\n" for i in range(20)), instruction="add type hints"
+    )
     assert route(features, T).tier == "fast"
     assert route(features, RouterThresholds(large_selection_lines=15)).tier == "accurate"
+    targeted = route_features(mode="edit", selection="".join(f"y{i}\n" for i in range(100)), instruction="fix y3")
+    assert route(targeted, T).tier == "fast"
+    assert route(targeted, RouterThresholds(targeted_share=0.5)).tier == "accurate"
     assert route(features, RouterThresholds(accurate_score=0.1)).tier == "accurate"
 
 
@@ -225,6 +230,50 @@ def test_working_diff_counts_changed_lines_and_files() -> None:
 
 def test_expected_lines_is_a_rewrite_of_the_selection() -> None:
     assert RouteFeatures(mode="edit", selection_lines=12).expected_lines() == 24
+
+
+@pytest.mark.parametrize(
+    ("instruction", "whole"),
+    [
+        ("fix the off-by-one in the loop", False),
+        ("handle an empty list", False),
+        ("add type hints", True),
+        ("document this function", True),
+        ("refactor into a class", True),
+        ("rename total everywhere", True),
+    ],
+)
+def test_a_targeted_instruction_changes_a_share_of_a_long_selection(instruction: str, whole: bool) -> None:
+    selection = "".join(f"    v{i} = compute(v{i - 1})\n" for i in range(80))
+    features = route_features(mode="edit", selection=selection, instruction=instruction)
+    assert features.whole_selection is whole
+    expected = 80 if whole else 80 * T.targeted_share
+    assert features.expected_change(T) == pytest.approx(expected)
+    assert route(features, T).tier == ("accurate" if whole else "fast")
+
+
+def test_a_name_in_many_files_does_not_point_at_them() -> None:
+    # `shared` is used by 6 of 9 files (more than max(3, sqrt(9)) = 3): no reach through it; `rare` by 2.
+    files = [(f"pkg/m{i}.py", "shared = 1\n" + ("rare = 2\n" if i < 2 else "")) for i in range(8)]
+    files.append(("pkg/edited.py", "x = 0\n"))
+    symbols = SymbolIndex.from_texts(files[:6] + [(p, "y = 1\n") for p, _ in files[6:8]] + files[8:])
+    features = route_features(
+        mode="edit",
+        path="pkg/edited.py",
+        selection="x = shared + rare\n",
+        instruction="use shared and rare",
+        symbols=symbols,
+    )
+    assert features.mentioned_files == ("pkg/m0.py", "pkg/m1.py")
+    narrow = route_features(
+        mode="edit",
+        path="pkg/edited.py",
+        selection="x = 0\n",
+        instruction="use shared",
+        symbols=symbols,
+        thresholds=RouterThresholds(specific_name_files=10),
+    )
+    assert len(narrow.mentioned_files) == 6
 
 
 def test_a_word_naming_many_files_is_not_reach() -> None:
