@@ -87,6 +87,39 @@ def test_far_larger_than_predicted_is_rejected() -> None:
         require_valid({"f.py": text}, [big], predicted_lines=5)
 
 
+def test_nothing_selected_predicts_no_size() -> None:
+    # An insertion point (or a new file): a long correct answer is not "far larger" than nothing.
+    text = "import os\n"
+    added = FileEdit(path="f.py", start=len(text), end=len(text), new_text="".join(f"y{i} = {i}\n" for i in range(90)))
+    assert validate_edits({"f.py": text}, [added], predicted_lines=0, primary="f.py").ok
+
+
+def test_the_prediction_is_about_the_primary_file() -> None:
+    # A 5-line selection in views.py; the edit also adds 100 lines of tests: only views.py is held to it.
+    views = "".join(f"v{i} = {i}\n" for i in range(30))
+    tests = "import views\n"
+    small = FileEdit(path="views.py", start=0, end=len("v0 = 0\n"), new_text="v0 = 100\n")
+    new_tests = FileEdit(
+        path="test_views.py", start=len(tests), end=len(tests), new_text="".join(f"t{i} = 1\n" for i in range(100))
+    )
+    originals = {"views.py": views, "test_views.py": tests}
+    assert validate_edits(originals, [small, new_tests], predicted_lines=10, primary="views.py").ok
+    assert not validate_edits(originals, [small, new_tests], predicted_lines=10).ok  # the total, without primary
+
+
+def test_rewriting_most_of_an_existing_file_is_far_larger_than_asked() -> None:
+    other = "".join(f"def f{i}():\n    return {i}\n" for i in range(20))
+    reindented = other.replace("\n    return", "\n  return")
+    rewrite = FileEdit(path="other.py", start=0, end=len(other), new_text=reindented)
+    verdict = validate_edits({"other.py": other, "f.py": ""}, [rewrite], predicted_lines=0, primary="f.py")
+    assert not verdict.ok
+    assert verdict.problems == ("the change rewrites 20 of the 40 lines of other.py, far more than expected",)
+    # A selection covering the whole file predicts its rewrite.
+    assert validate_edits({"other.py": other}, [rewrite], predicted_lines=80, primary="other.py").ok
+    # No prediction at all (the accurate model): no size checks.
+    assert validate_edits({"other.py": other}, [rewrite], primary="other.py").ok
+
+
 def test_repeated_unchanged_lines_do_not_count_as_changes() -> None:
     text = "".join(f"line{i}\n" for i in range(50))
     edit = FileEdit(path="f.py", start=0, end=len(text), new_text=text.replace("line7\n", "line7b\n"))

@@ -40,7 +40,9 @@ def checked_edits(
     """Parse `answer` over `target.originals`, validate it, and rebase it onto `current` (the files'
     texts now; a file the edit creates may be absent). Raises an `EditError` subclass on failure."""
     edits = parse_answer(answer, target)
-    verdict = validate_edits(target.originals, edits, predicted_lines=predicted_lines, limits=limits)
+    verdict = validate_edits(
+        target.originals, edits, predicted_lines=predicted_lines, primary=target.primary, limits=limits
+    )
     if not verdict.ok:
         raise EditInvalid("; ".join(verdict.problems))
     moved = rebase_edits(edits, target.originals, current)

@@ -117,15 +117,25 @@ def apply_all(originals: Mapping[str, str], edits: Iterable[FileEdit]) -> dict[s
     return {path: apply_edits(originals.get(path, ""), group) for path, group in edits_by_path(edits).items()}
 
 
-def changed_lines(originals: Mapping[str, str], edits: Iterable[FileEdit]) -> int:
-    """Lines removed plus lines added, as a diff would count them (unchanged lines inside an edit
-    that the model merely repeated are not counted)."""
-    total = 0
+def _line_changes(originals: Mapping[str, str], edits: Iterable[FileEdit]) -> tuple[int, int]:
+    removed = added = 0
     for edit in edits:
         old = originals.get(edit.path, "")[edit.start : edit.end].splitlines()
         new = edit.new_text.splitlines()
         matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
-                total += (i2 - i1) + (j2 - j1)
-    return total
+                removed += i2 - i1
+                added += j2 - j1
+    return removed, added
+
+
+def changed_lines(originals: Mapping[str, str], edits: Iterable[FileEdit]) -> int:
+    """Lines removed plus lines added, as a diff would count them (unchanged lines inside an edit
+    that the model merely repeated are not counted)."""
+    return sum(_line_changes(originals, edits))
+
+
+def removed_lines(originals: Mapping[str, str], edits: Iterable[FileEdit]) -> int:
+    """Lines of the originals that the edits remove or replace (as `changed_lines` counts them)."""
+    return _line_changes(originals, edits)[0]

@@ -4,8 +4,11 @@
 - Other files get a bracket and quote balance check: the edit may not leave the file less balanced
   than it was (comments and strings are skipped with a small per-language lexer; a file that was
   already unbalanced is judged by whether the edit made it worse).
-- A change far larger than predicted (default: more than 4x the predicted changed lines, and more
-  than 40 lines) is suspicious for a fast model: it is rejected so the caller can escalate.
+- A change far larger than predicted is suspicious for a fast model: it is rejected so the caller can
+  escalate. The prediction is the selection's (`predicted_lines`: a rewrite of it); the primary file's
+  change may be up to 4x that, and at least 40 lines. Nothing selected (an insertion point, a new file)
+  predicts no size. Whatever was predicted, an answer that rewrites most of an existing file outside
+  the prediction (re-indented, reformatted, regenerated) is far larger than asked.
 
 `validate_edits` returns a value with every problem in words; `require_valid` raises `EditInvalid`.
 """
@@ -17,7 +20,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from completion.edits.types import EditInvalid, FileEdit, apply_all, changed_lines
+from completion.edits.types import EditInvalid, FileEdit, apply_all, changed_lines, removed_lines
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 _HASH_COMMENT = (".py", ".pyi", ".sh", ".bash", ".rb", ".toml", ".yaml", ".yml", ".pl", ".r", ".nix", ".cfg")
@@ -36,6 +39,9 @@ class ValidationLimits:
 
     growth_factor: float = 4.0
     min_lines: int = 40
+    # A file of at least `rewrite_min_lines` lines with at least this share of them removed is rewritten.
+    rewrite_share: float = 0.5
+    rewrite_min_lines: int = 20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -134,10 +140,12 @@ def validate_edits(
     edits: Sequence[FileEdit],
     *,
     predicted_lines: int | None = None,
+    primary: str | None = None,
     limits: ValidationLimits | None = None,
 ) -> Validation:
     """Check `edits` over `originals`: every edited file still parses (or balances), and the change is
-    not far larger than `predicted_lines` (skipped when None)."""
+    not far larger than `predicted_lines` (no size checks when None). With `primary`, the prediction
+    is about that file's change (other files are held only to the rewrite check); without, the total."""
     limits = limits or ValidationLimits()
     problems: list[str] = []
     for path, after in apply_all(originals, edits).items():
@@ -152,10 +160,32 @@ def validate_edits(
                 problems.append(f"{path} would have {worse} more unbalanced bracket(s) or quote(s)")
     changed = changed_lines(originals, edits)
     if predicted_lines is not None:
-        allowed = max(limits.min_lines, int(limits.growth_factor * predicted_lines))
-        if changed > allowed:
-            problems.append(f"the change is {changed} lines, far more than the ~{predicted_lines} expected")
+        problems += _size_problems(originals, edits, predicted_lines, primary, limits, changed)
     return Validation(ok=not problems, problems=tuple(problems), changed_lines=changed)
+
+
+def _size_problems(
+    originals: Mapping[str, str],
+    edits: Sequence[FileEdit],
+    predicted: int,
+    primary: str | None,
+    limits: ValidationLimits,
+    total: int,
+) -> list[str]:
+    problems: list[str] = []
+    measured = total if primary is None else changed_lines(originals, [e for e in edits if e.path == primary])
+    allowed = max(limits.min_lines, int(limits.growth_factor * predicted))
+    if predicted > 0 and measured > allowed:
+        problems.append(f"the change is {measured} lines, far more than the ~{predicted} expected")
+    for path in sorted({e.path for e in edits}):
+        before = originals.get(path, "")
+        lines = before.count("\n") + (not before.endswith("\n") and bool(before))
+        if lines < limits.rewrite_min_lines or (path == primary and predicted >= lines):
+            continue
+        removed = removed_lines(originals, [e for e in edits if e.path == path])
+        if removed >= limits.rewrite_share * lines:
+            problems.append(f"the change rewrites {removed} of the {lines} lines of {path}, far more than expected")
+    return problems
 
 
 def require_valid(
@@ -163,10 +193,11 @@ def require_valid(
     edits: Sequence[FileEdit],
     *,
     predicted_lines: int | None = None,
+    primary: str | None = None,
     limits: ValidationLimits | None = None,
 ) -> Validation:
     """`validate_edits`, raising `EditInvalid` (all problems in its message) when it fails."""
-    verdict = validate_edits(originals, edits, predicted_lines=predicted_lines, limits=limits)
+    verdict = validate_edits(originals, edits, predicted_lines=predicted_lines, primary=primary, limits=limits)
     if not verdict.ok:
         raise EditInvalid("; ".join(verdict.problems))
     return verdict
