@@ -13,7 +13,7 @@ JSON object) with the same shape:
     timeout_s = 10.0
 
     [router]                            [edit]
-    force = ""   # "fast" | "accurate"  max_tokens = 4096
+    force = ""   # "fast" | "accurate"  max_tokens = 16384
     large_selection_lines = 30          deadline_s = 300.0
     span_files = 2.0 ...                context_files = 4
 
@@ -132,9 +132,11 @@ class RouterConfig(RouterThresholds):
 class EditConfig:
     """`[edit]`: limits of one `tandem.edit`."""
 
-    # An edit answer is whole SEARCH/REPLACE blocks: far longer than a completion.
-    max_tokens: int = 4096
-    # The whole edit, escalation included (an accurate model at ~65 tokens/s needs a minute for 4K tokens).
+    # An edit answer is whole SEARCH/REPLACE blocks: far longer than a completion. A cut answer is lost
+    # whole, and a multi-file edit of a few hundred lines needs more than 4K tokens.
+    max_tokens: int = 16384
+    # The whole edit, escalation included (an accurate model at ~65 tokens/s needs ~4 minutes for 16K
+    # tokens; the user can cancel from the progress notification).
     deadline_s: float = 300.0
     # Other files shown to the model beside the one being edited (the route's cross-file reach).
     context_files: int = 4
