@@ -100,8 +100,12 @@ def test_replay_edits_reports_router_figures_and_the_simulated_comparison(repo: 
     edits = data["edits"]
     assert edits["simulated"] is True and edits["tasks"] == 3 and edits["time_scale"] == pytest.approx(50.0)
     strategies = edits["strategies"]
-    assert set(strategies) == {"router", "always-fast", "always-accurate"}
+    assert set(strategies) == {"router", "fast-first", "always-fast", "always-accurate"}
     assert strategies["always-fast"]["accurate_served"] == 0
+    # Fast-first reaches the accurate model only by escalating a fast answer that failed its checks.
+    assert strategies["fast-first"]["accurate_served"] <= strategies["fast-first"]["escalated"]
+    assert strategies["fast-first"]["correct"] >= strategies["always-fast"]["correct"]
+    assert edits["bound_time_share"] is None or 0 < edits["bound_time_share"] <= 1.0
     assert strategies["always-accurate"]["accurate_served"] == 3
     for figure in strategies.values():
         assert figure["tasks"] == 3

@@ -1,0 +1,39 @@
+"""Unit tests of the edit evaluation's arithmetic: the bound a router that knew every answer could reach."""
+
+from __future__ import annotations
+
+import pytest
+
+from completion.edit_eval import TaskRun, oracle_bound
+
+
+def run(fast: str, accurate: str, fast_s: float, accurate_s: float) -> TaskRun:
+    return TaskRun(
+        commit="c",
+        instruction="i",
+        hard=False,
+        changed_lines=1,
+        files=1,
+        route="",
+        results={"always-fast": fast, "always-accurate": accurate},
+        simulated_s={"always-fast": fast_s, "always-accurate": accurate_s},
+        served_by={},
+    )
+
+
+def test_the_bound_takes_fast_answers_that_are_right_and_the_cheapest_accurate_ones() -> None:
+    runs = [
+        run("correct", "correct", 1.0, 10.0),  # fast is right: 1 s
+        run("wrong", "correct", 1.0, 20.0),  # only accurate is right: 20 s if needed
+        run("refused", "correct", 2.0, 60.0),  # only accurate is right, dearer
+        run("wrong", "wrong", 1.0, 30.0),  # nobody: the fast attempt, 1 s
+    ]
+    # always-accurate is right 3 times; keeping all 3 needs both accurate answers.
+    assert oracle_bound(runs, keep=1.0) == pytest.approx(1.0 + 20.0 + 60.0 + 1.0)
+    # Keeping 2 of 3 (0.6): the fast answer and the cheaper accurate one; the dear task gets the fast try.
+    assert oracle_bound(runs, keep=0.6) == pytest.approx(1.0 + 20.0 + 2.0 + 1.0)
+
+
+def test_where_only_the_fast_answer_is_right_the_bound_takes_it() -> None:
+    assert oracle_bound([run("wrong", "correct", 1.0, 5.0)], keep=1.0) == pytest.approx(5.0)
+    assert oracle_bound([run("correct", "wrong", 1.0, 5.0)], keep=1.0) == pytest.approx(1.0)
