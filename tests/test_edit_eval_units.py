@@ -4,19 +4,28 @@ from __future__ import annotations
 
 import pytest
 
-from completion.edit_eval import TaskRun, oracle_bound
+from completion.edit_eval import TaskRun, knowing_hard, oracle_bound
 
 
-def run(fast: str, accurate: str, fast_s: float, accurate_s: float) -> TaskRun:
+def run(
+    fast: str,
+    accurate: str,
+    fast_s: float,
+    accurate_s: float,
+    *,
+    hard: bool = False,
+    first: str = "",
+    first_s: float = 0.0,
+) -> TaskRun:
     return TaskRun(
         commit="c",
         instruction="i",
-        hard=False,
+        hard=hard,
         changed_lines=1,
         files=1,
         route="",
-        results={"always-fast": fast, "always-accurate": accurate},
-        simulated_s={"always-fast": fast_s, "always-accurate": accurate_s},
+        results={"always-fast": fast, "always-accurate": accurate, "fast-first": first or fast},
+        simulated_s={"always-fast": fast_s, "always-accurate": accurate_s, "fast-first": first_s or fast_s},
         served_by={},
     )
 
@@ -37,3 +46,14 @@ def test_the_bound_takes_fast_answers_that_are_right_and_the_cheapest_accurate_o
 def test_where_only_the_fast_answer_is_right_the_bound_takes_it() -> None:
     assert oracle_bound([run("wrong", "correct", 1.0, 5.0)], keep=1.0) == pytest.approx(5.0)
     assert oracle_bound([run("correct", "wrong", 1.0, 5.0)], keep=1.0) == pytest.approx(1.0)
+
+
+def test_knowing_hard_takes_accurate_on_hard_tasks_and_fast_first_on_the_rest() -> None:
+    runs = [
+        run("wrong", "correct", 1.0, 40.0, hard=True),
+        run("refused", "correct", 1.0, 9.0, first="correct", first_s=10.0),
+        run("correct", "correct", 1.0, 9.0),
+    ]
+    correct, seconds = knowing_hard(runs)
+    assert correct == 3
+    assert seconds == pytest.approx(40.0 + 10.0 + 1.0)
