@@ -45,6 +45,7 @@ from completion.config import Config, EditConfig, ModelConfig, ModelsConfig, Rou
 from completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from completion.edits import apply_all
 from completion.history import EditTask, GitError, git, scan_history
+from completion.router import score_of_pressure
 from completion.router_eval import HARD_LINES, TreeSymbols
 from completion.tiers import Tiers
 from completion.trace import Tracer
@@ -112,9 +113,24 @@ class TaskRun:
     changed_lines: int
     files: int
     route: str
+    # The router's score for the task (`RouteDecision.score`).
+    score: float
     results: dict[str, str]
     simulated_s: dict[str, float]
     served_by: dict[str, str]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OperatingPoint:
+    """The router at one decision boundary: correct edits and time as shares of always-accurate's."""
+
+    accurate_score: float
+    # The same boundary as the sum of the router's pressure terms (1.0 is the default).
+    pressure: float
+    to_accurate: int
+    keeps: float | None
+    time_share: float | None
+    correct_per_hour: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,6 +153,8 @@ class EditEvalResult:
     # rest; its correct edits and time as shares of always-accurate's (`knowing_hard`).
     knowing_hard_keeps: float | None = None
     knowing_hard_time_share: float | None = None
+    # The router at other `[router] accurate_score` settings (`operating_points`).
+    operating_points: tuple[OperatingPoint, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -258,6 +276,7 @@ async def evaluate_edits(
     meets = keeps is not None and time_share is not None and keeps >= TARGET_KEEP and time_share <= TARGET_TIME
     bound = oracle_bound(runs)
     hard_correct, hard_s = knowing_hard(runs)
+    points = operating_points(runs, accurate.correct, accurate.simulated_s)
     return EditEvalResult(
         repo=str(repo),
         tasks=len(runs),
@@ -271,7 +290,37 @@ async def evaluate_edits(
         bound_time_share=bound / accurate.simulated_s if accurate.simulated_s else None,
         knowing_hard_keeps=hard_correct / accurate.correct if accurate.correct else None,
         knowing_hard_time_share=hard_s / accurate.simulated_s if accurate.simulated_s else None,
+        operating_points=points,
     )
+
+
+# Decision boundaries shown, as sums of the router's pressure terms (see `completion.router.route`).
+PRESSURES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+
+
+def operating_points(
+    runs: Sequence[TaskRun], accurate_correct: int, accurate_s: float, pressures: Sequence[float] = PRESSURES
+) -> tuple[OperatingPoint, ...]:
+    """The router at other boundaries, from the runs themselves: a task scored at or over the boundary
+    gets always-accurate's outcome and time, the others fast-first's (what the router does when it
+    routes fast). Exact, not estimated: the strategies met the same simulator dice for the same prompt."""
+    points: list[OperatingPoint] = []
+    for pressure in pressures:
+        boundary = score_of_pressure(pressure)
+        chosen = ["always-accurate" if run.score >= boundary else "fast-first" for run in runs]
+        correct = sum(1 for run, name in zip(runs, chosen, strict=True) if run.results.get(name) == "correct")
+        spent = sum(run.simulated_s.get(name, 0.0) for run, name in zip(runs, chosen, strict=True))
+        points.append(
+            OperatingPoint(
+                accurate_score=round(boundary, 6),
+                pressure=pressure,
+                to_accurate=chosen.count("always-accurate"),
+                keeps=correct / accurate_correct if accurate_correct else None,
+                time_share=spent / accurate_s if accurate_s else None,
+                correct_per_hour=correct / (spent / 3600) if spent else 0.0,
+            )
+        )
+    return tuple(points)
 
 
 def knowing_hard(runs: Sequence[TaskRun]) -> tuple[int, float]:
@@ -343,6 +392,7 @@ async def _run_task(
     seconds: dict[str, float] = {}
     served: dict[str, str] = {}
     route = ""
+    score = 0.0
     for strategy, flow in flows.items():
         # Setting the truth restarts the attempt counts: every strategy meets the same dice.
         set_truth(models.fast_url, prepared.truth)
@@ -363,7 +413,7 @@ async def _run_task(
         results[strategy], seconds[strategy] = verdict, round(simulated_s, 3)
         served[strategy] = outcome.tier or ""
         if strategy == "router":
-            route = outcome.decision.summary()
+            route, score = outcome.decision.summary(), outcome.decision.score
     return TaskRun(
         commit=task.commit[:10],
         instruction=task.instruction,
@@ -371,6 +421,7 @@ async def _run_task(
         changed_lines=task.changed_lines,
         files=len(task.changes),
         route=route,
+        score=score,
         results=results,
         simulated_s=seconds,
         served_by=served,
@@ -433,6 +484,13 @@ def render_text(result: EditEvalResult) -> str:
         f"  fast-first keeps {_pct(kept)} in {_pct(took)} of the time; knowing every answer in advance, "
         f"a router could keep {TARGET_KEEP:.0%} in {_pct(result.bound_time_share)} (a bound, not a strategy)"
     )
+    lines.append("  the router at other boundaries ([router] accurate_score; pressure 1.0 is the default):")
+    for point in result.operating_points:
+        lines.append(
+            f"    accurate_score {point.accurate_score:<9g} (pressure {point.pressure:g}): {point.to_accurate} to the "
+            f"accurate model, keeps {_pct(point.keeps)} in {_pct(point.time_share)} of the time, "
+            f"{point.correct_per_hour:.0f} correct/h"
+        )
     lines.append(
         f"  a router that knew which tasks are hard (AUC 1.0; accurate for those, fast-first for the rest) keeps "
         f"{_pct(result.knowing_hard_keeps)} in {_pct(result.knowing_hard_time_share)} of the time"

@@ -358,6 +358,11 @@ def _terms(f: RouteFeatures, t: RouterThresholds) -> list[tuple[float, str]]:
     return terms
 
 
+def score_of_pressure(pressure: float) -> float:
+    """The score for a sum of pressure terms: 0.5 at 1.0 (one threshold's worth), towards 1 above."""
+    return 1.0 / (1.0 + math.exp(-3.0 * (pressure - 1.0)))
+
+
 def route(features: RouteFeatures, thresholds: RouterThresholds, *, override: Tier | None = None) -> RouteDecision:
     """Decide the tier for `features`. `override` (the user's, per request or per project) wins, but the
     score and reasons are still computed so the trace shows what the router would have done."""
@@ -367,7 +372,7 @@ def route(features: RouteFeatures, thresholds: RouterThresholds, *, override: Ti
         return RouteDecision(tier=tier, score=0.0, features=features, reasons=(why,), overridden=bool(override))
     terms = _terms(features, thresholds)
     pressure = sum(p for p, _ in terms)
-    score = 1.0 / (1.0 + math.exp(-3.0 * (pressure - 1.0)))
+    score = score_of_pressure(pressure)
     decided: Tier = "accurate" if score >= thresholds.accurate_score else "fast"
     ranked = sorted(terms, key=lambda pr: -abs(pr[0]))
     reasons: tuple[str, ...]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from completion.edit_eval import TaskRun, knowing_hard, oracle_bound
+from completion.edit_eval import TaskRun, knowing_hard, operating_points, oracle_bound
+from completion.router import score_of_pressure
 
 
 def run(
@@ -16,6 +17,7 @@ def run(
     hard: bool = False,
     first: str = "",
     first_s: float = 0.0,
+    score: float = 0.0,
 ) -> TaskRun:
     return TaskRun(
         commit="c",
@@ -24,6 +26,7 @@ def run(
         changed_lines=1,
         files=1,
         route="",
+        score=score,
         results={"always-fast": fast, "always-accurate": accurate, "fast-first": first or fast},
         simulated_s={"always-fast": fast_s, "always-accurate": accurate_s, "fast-first": first_s or fast_s},
         served_by={},
@@ -57,3 +60,21 @@ def test_knowing_hard_takes_accurate_on_hard_tasks_and_fast_first_on_the_rest() 
     correct, seconds = knowing_hard(runs)
     assert correct == 3
     assert seconds == pytest.approx(40.0 + 10.0 + 1.0)
+
+
+def test_operating_points_send_tasks_at_or_over_the_boundary_to_the_accurate_model() -> None:
+    runs = [
+        # Scored very hard: fast-first gets it wrong, the accurate model right.
+        run("wrong", "correct", 1.0, 40.0, score=score_of_pressure(3.0)),
+        # Scored just hard: fast-first escalates and gets it right, dearer than asking accurate at once.
+        run("refused", "correct", 1.0, 9.0, first="correct", first_s=10.0, score=score_of_pressure(1.2)),
+        run("correct", "correct", 1.0, 9.0, score=score_of_pressure(0.2)),
+    ]
+    default, strict = operating_points(runs, accurate_correct=3, accurate_s=58.0, pressures=(1.0, 2.0))
+    assert (default.to_accurate, strict.to_accurate) == (2, 1)
+    assert default.keeps == strict.keeps == 1.0
+    assert default.time_share == pytest.approx((40.0 + 9.0 + 1.0) / 58.0)
+    assert strict.time_share == pytest.approx((40.0 + 10.0 + 1.0) / 58.0)
+    assert default.accurate_score == 0.5
+    lax = operating_points(runs, accurate_correct=3, accurate_s=58.0, pressures=(4.0,))[0]
+    assert lax.to_accurate == 0 and lax.keeps == pytest.approx(2 / 3)
