@@ -341,9 +341,11 @@ class EditFlow:
                     answer,
                     target,
                     current=current,
-                    # Only the fast model's answers are held to the predicted size: it is the one that
-                    # rambles when a task is beyond it.
+                    # Only the fast model's answers are held to the predicted size and to defined names:
+                    # it is the one that rambles or guesses when a task is beyond it, and its rejected
+                    # answer has somewhere to go.
                     predicted_lines=decision.features.expected_lines() if tier_name == "fast" else None,
+                    check_names=tier_name == "fast",
                 )
             except CompletionError as exc:
                 error = exc

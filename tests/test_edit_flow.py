@@ -29,6 +29,10 @@ BROKEN_SYNTAX = (
     "views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n    return (invoice.total\n>>>>>>> REPLACE\n"
 )
 CUT_OFF = "views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n    return invoice"
+# Parses, but names something defined nowhere (a swapped or made-up name).
+UNDEFINED = (
+    "views.py\n<<<<<<< SEARCH\n    return invoice.total\n=======\n    return invoce.total * 2\n>>>>>>> REPLACE\n"
+)
 
 
 def sse(text: str) -> bytes:
@@ -134,7 +138,9 @@ async def test_small_edit_goes_fast_and_is_applied(tmp_path: pathlib.Path) -> No
     assert "invoice" not in json.dumps(record)
 
 
-@pytest.mark.parametrize(("answer", "why"), [(BROKEN_SYNTAX, "invalid"), (CUT_OFF, "unparsable")])
+@pytest.mark.parametrize(
+    ("answer", "why"), [(BROKEN_SYNTAX, "invalid"), (CUT_OFF, "unparsable"), (UNDEFINED, "invalid")]
+)
 async def test_fast_answer_that_fails_its_checks_escalates(tmp_path: pathlib.Path, answer: str, why: str) -> None:
     provider = Provider({"fast.test": [answer], "accurate.test": [GOOD]})
     files = Files({"views.py": VIEWS})

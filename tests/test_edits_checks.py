@@ -120,6 +120,36 @@ def test_rewriting_most_of_an_existing_file_is_far_larger_than_asked() -> None:
     assert validate_edits({"other.py": other}, [rewrite], primary="other.py").ok
 
 
+def test_a_new_undefined_name_is_caught_when_names_are_checked() -> None:
+    text = "import os\n\n\ndef home(user):\n    base = os.path.expanduser('~')\n    return os.path.join(base, user)\n"
+    swapped = text.replace("os.path.join(base, user)", "os.path.join(bse, user)")
+    edit = FileEdit(path="f.py", start=0, end=len(text), new_text=swapped)
+    verdict = validate_edits({"f.py": text}, [edit], check_names=True)
+    assert verdict.problems == ("f.py would use undefined name(s) 'bse' (line 6)",)
+    assert validate_edits({"f.py": text}, [edit]).ok  # not asked (the accurate model's answers)
+    # A name the edit also defines, or a builtin, is fine.
+    added = text.replace(
+        "    return os.path.join(base, user)", "    bse = base\n    return os.path.join(bse, len(user))"
+    )
+    assert validate_edits(
+        {"f.py": text}, [FileEdit(path="f.py", start=0, end=len(text), new_text=added)], check_names=True
+    ).ok
+
+
+def test_names_undefined_before_the_edit_do_not_count() -> None:
+    text = "def f():\n    return missing_helper()\n"
+    edit = FileEdit(path="f.py", start=len(text), end=len(text), new_text="\n\ndef g():\n    return 2\n")
+    assert validate_edits({"f.py": text}, [edit], check_names=True).ok
+    twice = FileEdit(
+        path="f.py", start=len(text), end=len(text), new_text="\n\ndef g():\n    return missing_helper()\n"
+    )
+    assert validate_edits({"f.py": text}, [twice], check_names=True).ok  # maybe defined where pyflakes cannot see
+    star = "from os.path import *\n\nx = join('a', 'b')\n"
+    assert validate_edits(
+        {"s.py": star}, [FileEdit(path="s.py", start=0, end=0, new_text="y = 1\n")], check_names=True
+    ).ok
+
+
 def test_repeated_unchanged_lines_do_not_count_as_changes() -> None:
     text = "".join(f"line{i}\n" for i in range(50))
     edit = FileEdit(path="f.py", start=0, end=len(text), new_text=text.replace("line7\n", "line7b\n"))

@@ -1,7 +1,7 @@
 """From a model's answer to edits that are safe to apply now: parse, validate, rebase, in that order.
 
     answer --parse_answer--> edits over what the model saw
-           --validate_edits--> still parses / balances, not far larger than predicted
+           --validate_edits--> still parses / balances, no new undefined names, not far larger than predicted
            --rebase_edits--> moved onto the user's current text
 
 `AnswerParseError` and `EditInvalid` mean "the model got it wrong": a fast answer is re-run on the
@@ -35,13 +35,19 @@ def checked_edits(
     *,
     current: Mapping[str, str],
     predicted_lines: int | None = None,
+    check_names: bool = False,
     limits: ValidationLimits | None = None,
 ) -> CheckedEdit:
     """Parse `answer` over `target.originals`, validate it, and rebase it onto `current` (the files'
     texts now; a file the edit creates may be absent). Raises an `EditError` subclass on failure."""
     edits = parse_answer(answer, target)
     verdict = validate_edits(
-        target.originals, edits, predicted_lines=predicted_lines, primary=target.primary, limits=limits
+        target.originals,
+        edits,
+        predicted_lines=predicted_lines,
+        primary=target.primary,
+        check_names=check_names,
+        limits=limits,
     )
     if not verdict.ok:
         raise EditInvalid("; ".join(verdict.problems))

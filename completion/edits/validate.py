@@ -4,6 +4,9 @@
 - Other files get a bracket and quote balance check: the edit may not leave the file less balanced
   than it was (comments and strings are skipped with a small per-language lexer; a file that was
   already unbalanced is judged by whether the edit made it worse).
+- With `check_names` (the fast model's answers), a Python file may not gain a name that is used but
+  defined nowhere (pyflakes' undefined names): a name swapped for another or made up parses fine and
+  fails only when run. Names that were already undefined before the edit do not count.
 - A change far larger than predicted is suspicious for a fast model: it is rejected so the caller can
   escalate. The prediction is the selection's (`predicted_lines`: a rewrite of it); the primary file's
   change may be up to 4x that, and at least 40 lines. Nothing selected (an insertion point, a new file)
@@ -19,6 +22,9 @@ import ast
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+from pyflakes import messages as pyflakes_messages
+from pyflakes.checker import Checker
 
 from completion.edits.types import EditInvalid, FileEdit, apply_all, changed_lines, removed_lines
 
@@ -121,18 +127,45 @@ def _string_end(text: str, i: int, delim: str, *, multiline: bool) -> tuple[int,
     return n, False
 
 
-def _parses(text: str) -> str | None:
-    """None if `text` is valid Python, else the syntax error in words."""
+def _tree(text: str) -> ast.Module | str:
+    """The parsed module, or the syntax error in words."""
     try:
         with warnings.catch_warnings():
             # Invalid escape sequences in the user's code are warnings, not our failure.
             warnings.simplefilter("ignore")
-            ast.parse(text)
+            return ast.parse(text)
     except SyntaxError as error:
         return f"line {error.lineno}: {error.msg}"
     except ValueError as error:  # null bytes
         return str(error)
-    return None
+
+
+def _parses(text: str) -> str | None:
+    """None if `text` is valid Python, else the syntax error in words."""
+    tree = _tree(text)
+    return tree if isinstance(tree, str) else None
+
+
+_UNDEFINED = (pyflakes_messages.UndefinedName, pyflakes_messages.UndefinedLocal)
+
+
+def _undefined_names(tree: ast.Module, path: str) -> list[tuple[str, int]]:
+    """(name, line) of every use of a name defined nowhere in reach, as pyflakes finds them."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        found = Checker(tree, filename=path).messages
+    return [(str(m.message_args[0]), int(m.lineno)) for m in found if isinstance(m, _UNDEFINED)]
+
+
+def new_undefined_names(before: str, after: str, path: str) -> list[tuple[str, int]]:
+    """Uses in `after` of undefined names that `before` did not use at all (a name already undefined may
+    be defined in ways pyflakes cannot see, such as builtins installed at run time); [] when either text
+    fails to parse."""
+    old_tree, new_tree = _tree(before), _tree(after)
+    if isinstance(old_tree, str) or isinstance(new_tree, str):
+        return []
+    already = {name for name, _ in _undefined_names(old_tree, path)}
+    return [(name, line) for name, line in _undefined_names(new_tree, path) if name not in already]
 
 
 def validate_edits(
@@ -141,11 +174,13 @@ def validate_edits(
     *,
     predicted_lines: int | None = None,
     primary: str | None = None,
+    check_names: bool = False,
     limits: ValidationLimits | None = None,
 ) -> Validation:
-    """Check `edits` over `originals`: every edited file still parses (or balances), and the change is
-    not far larger than `predicted_lines` (no size checks when None). With `primary`, the prediction
-    is about that file's change (other files are held only to the rewrite check); without, the total."""
+    """Check `edits` over `originals`: every edited file still parses (or balances), gains no undefined
+    name (with `check_names`), and the change is not far larger than `predicted_lines` (no size checks
+    when None). With `primary`, the prediction is about that file's change (other files are held only
+    to the rewrite check); without, the total."""
     limits = limits or ValidationLimits()
     problems: list[str] = []
     for path, after in apply_all(originals, edits).items():
@@ -154,6 +189,12 @@ def validate_edits(
             error = _parses(after)
             if error is not None and _parses(before) is None:
                 problems.append(f"{path} would no longer parse ({error})")
+            elif error is None and check_names:
+                fresh = new_undefined_names(before, after, path)
+                if fresh:
+                    named = ", ".join(f"{name!r} (line {line})" for name, line in fresh[:3])
+                    more = f" and {len(fresh) - 3} more" if len(fresh) > 3 else ""
+                    problems.append(f"{path} would use undefined name(s) {named}{more}")
         else:
             worse = balance_issues(after, path) - balance_issues(before, path)
             if worse > 0:
@@ -194,10 +235,13 @@ def require_valid(
     *,
     predicted_lines: int | None = None,
     primary: str | None = None,
+    check_names: bool = False,
     limits: ValidationLimits | None = None,
 ) -> Validation:
     """`validate_edits`, raising `EditInvalid` (all problems in its message) when it fails."""
-    verdict = validate_edits(originals, edits, predicted_lines=predicted_lines, primary=primary, limits=limits)
+    verdict = validate_edits(
+        originals, edits, predicted_lines=predicted_lines, primary=primary, check_names=check_names, limits=limits
+    )
     if not verdict.ok:
         raise EditInvalid("; ".join(verdict.problems))
     return verdict
