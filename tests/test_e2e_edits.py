@@ -33,7 +33,7 @@ def total(items):
 def label(name):
     return "Invoice — " + name
 '''
-SAMPLE_TYPED = SAMPLE.replace("def total(items):", "def total(items: list[Item]) -> float:")
+SAMPLE_TYPED = SAMPLE.replace("def total(items):", "def total(items: list[object]) -> float:")
 MODELS = "def compute_total(invoice):\n    return sum(line.amount for line in invoice.lines)\n"
 VIEWS = "from models import compute_total\n\n\ndef show(invoice):\n    return f'{compute_total(invoice)} €'\n"
 URLS = "from models import compute_total\nfrom views import show\n\nroutes = [show, compute_total]\n"
