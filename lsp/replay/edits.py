@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from completion.edit_eval import EditEvalResult, Models, evaluate_edits
+from completion.edit_eval import STRATEGIES, EditEvalResult, Models, evaluate_edits
 from completion.edit_eval import render_text as render_edits
 from completion.edit_eval import result_json as edits_json
 from completion.history import GitError
@@ -78,8 +78,8 @@ def run_edits(args: argparse.Namespace) -> int:
         speedup = 1.0 / args.time_scale
         if not args.json:
             sys.stderr.write(
-                f"tandem replay: running {router.tasks} edit tasks x 3 strategies against two simulators "
-                f"({speedup:g}x their real speed)\n"
+                f"tandem replay: running {router.tasks} edit tasks x {len(STRATEGIES)} strategies against two "
+                f"simulators ({speedup:g}x their real speed)\n"
             )
         with (
             start_in_thread(_sim("spark", speedup=speedup, seed=args.seed)) as fast,
