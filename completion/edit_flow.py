@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -335,18 +336,23 @@ class EditFlow:
         changed = 0
         if error is None:
             progress(EditProgress(message=f"{where}: checking the answer", tier=tier_name))
+            # Read on the loop (the versions recorded are those of these texts); checked in a worker
+            # thread: parsing and name-checking a large file takes a noticeable time, and completions
+            # must not wait for it.
             current = inputs.current_texts(list(target.originals))
+            check = functools.partial(
+                checked_edits,
+                answer,
+                target,
+                current=current,
+                # Only the fast model's answers are held to the predicted size and to defined names: it is
+                # the one that rambles or guesses when a task is beyond it, and its rejected answer has
+                # somewhere to go.
+                predicted_lines=decision.features.expected_lines() if tier_name == "fast" else None,
+                check_names=tier_name == "fast",
+            )
             try:
-                result = checked_edits(
-                    answer,
-                    target,
-                    current=current,
-                    # Only the fast model's answers are held to the predicted size and to defined names:
-                    # it is the one that rambles or guesses when a task is beyond it, and its rejected
-                    # answer has somewhere to go.
-                    predicted_lines=decision.features.expected_lines() if tier_name == "fast" else None,
-                    check_names=tier_name == "fast",
-                )
+                result = await anyio.to_thread.run_sync(check)
             except CompletionError as exc:
                 error = exc
             else:

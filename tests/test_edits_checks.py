@@ -13,6 +13,7 @@ from completion.edits import (
     EditPrompt,
     EditTarget,
     FileEdit,
+    ValidationLimits,
     apply_edits,
     balance_issues,
     checked_edits,
@@ -134,6 +135,14 @@ def test_a_new_undefined_name_is_caught_when_names_are_checked() -> None:
     assert validate_edits(
         {"f.py": text}, [FileEdit(path="f.py", start=0, end=len(text), new_text=added)], check_names=True
     ).ok
+
+
+def test_names_are_not_checked_in_files_over_the_limit() -> None:
+    text = "x = 1\n" * 10
+    edit = FileEdit(path="f.py", start=0, end=0, new_text="y = undefined_thing\n")
+    assert not validate_edits({"f.py": text}, [edit], check_names=True).ok
+    small_limit = ValidationLimits(names_max_chars=len(text))
+    assert validate_edits({"f.py": text}, [edit], check_names=True, limits=small_limit).ok
 
 
 def test_names_undefined_before_the_edit_do_not_count() -> None:
