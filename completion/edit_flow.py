@@ -9,8 +9,9 @@
    override wins, and the reasons are kept either way.
 2. Context: the files the route found in the edit's reach are shown to the model beside the edited file.
 3. Stream the answer (a whole conversation through `ModelRequest.messages`, raw), reporting progress.
-4. Check it (`completion.edits.checked_edits`): parse, validate (still parses; for the fast model, not
-   far larger than predicted), rebase over what the user typed meanwhile.
+4. Check it (`completion.edits.checked_edits`): parse, validate (still parses; for the fast model, no
+   new undefined names, not far larger than predicted, and no name removed that another file still
+   imports), rebase over what the user typed meanwhile.
 5. A fast answer that fails 4 (or a fast model that times out) is re-run on the accurate model; a tier
    that is down hands the edit to the other, and the user is told once. An edit the user typed over is
    refused, never escalated: the answer was fine, the text moved.
@@ -48,13 +49,16 @@ from completion.edits import (
     AnswerParseError,
     EditConflict,
     EditError,
+    EditInvalid,
     EditPrompt,
     EditTarget,
     FileEdit,
+    apply_all,
     checked_edits,
     edit_messages,
     selection_lines,
 )
+from completion.edits.references import dangling_references, removed_names
 from completion.errors import (
     BackendTimeout,
     BackendUnavailable,
@@ -353,6 +357,8 @@ class EditFlow:
             )
             try:
                 result = await anyio.to_thread.run_sync(check)
+                if tier_name == "fast":
+                    await self._check_references(result.edits, current, inputs)
             except CompletionError as exc:
                 error = exc
             else:
@@ -370,6 +376,25 @@ class EditFlow:
             tokens_out=stats.usage.output_tokens,
         )
         return attempt, checked
+
+    async def _check_references(
+        self, edits: tuple[FileEdit, ...], current: Mapping[str, str], inputs: EditInputs
+    ) -> None:
+        """Raise `EditInvalid` if the edits remove a module-level name that another file still imports
+        (`completion.edits.references`): the change was made in one file and forgotten in another."""
+        if inputs.symbols is None:
+            return
+        after = apply_all(current, edits)
+        before = {path: current[path] for path in after if path in current}
+        removed = await anyio.to_thread.run_sync(removed_names, before, after)
+        if not removed:
+            return
+        problems = dangling_references(
+            removed, after, files_using=inputs.symbols.files_using, read_text=inputs.read_text
+        )
+        if problems:
+            more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+            raise EditInvalid("; ".join(problems[:2]) + more)
 
     # -- endings -------------------------------------------------------------------------------
 

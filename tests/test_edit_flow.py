@@ -299,3 +299,30 @@ async def test_a_rate_limited_tier_is_left_alone_until_its_retry_after(tmp_path:
     # The second edit did not ask the fast model again: it is waiting out the provider's Retry-After.
     assert provider.asked == ["fast", "accurate", "accurate"]
     assert second.attempts[0].outcome == "unavailable" and "Retry-After" in second.attempts[0].error
+
+
+async def test_a_fast_rename_forgotten_in_an_importing_file_escalates(tmp_path: pathlib.Path) -> None:
+    models = "def compute_total(invoice):\n    return invoice.total\n"
+    views = "from models import compute_total\n\n\ndef show(invoice):\n    return compute_total(invoice)\n"
+    renamed = (
+        "models.py\n<<<<<<< SEARCH\ndef compute_total(invoice):\n=======\ndef invoice_total(invoice):\n"
+        ">>>>>>> REPLACE\n"
+    )
+    both = renamed + (
+        "views.py\n<<<<<<< SEARCH\nfrom models import compute_total\n=======\nfrom models import invoice_total\n"
+        ">>>>>>> REPLACE\nviews.py\n<<<<<<< SEARCH\n    return compute_total(invoice)\n=======\n"
+        "    return invoice_total(invoice)\n>>>>>>> REPLACE\n"
+    )
+    provider = Provider({"fast.test": [renamed], "accurate.test": [both]})
+    files = Files({"models.py": models, "views.py": views})
+    symbols = SymbolIndex.from_texts(files.texts.items())
+    request = EditRequest(
+        path="models.py", text=models, start=0, end=len(models), instruction="call it invoice_total", language="python"
+    )
+    _, outcome, [record], _ = await run(provider, config(force="fast"), request, files, tmp_path, symbols=symbols)
+    assert provider.asked == ["fast", "accurate"]
+    assert (
+        record["edit"]["attempts"][0]["error"] == "it removes 'compute_total' from models.py, which views.py still uses"
+    )
+    assert outcome.ok and outcome.tier == "accurate"
+    assert "invoice_total" in apply_all(files.texts, outcome.edits)["views.py"]

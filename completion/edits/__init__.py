@@ -2,7 +2,9 @@
 
 prompt    edit_messages / read_edit_prompt      the request, and reading it back (the simulator)
 parse     parse_answer                          SEARCH/REPLACE blocks, unified diffs, a fenced range
-validate  validate_edits / require_valid        still parses (or balances), not far larger than expected
+validate  validate_edits / require_valid        still parses (or balances), no new undefined names, not
+                                                far larger than expected
+references removed_names / dangling_references  names an edit removed that other files still import
 rebase    rebase_edits                          move edits over the user's changes, or refuse
 types     FileEdit, apply_edits, the EditError tree
 """
