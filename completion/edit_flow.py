@@ -102,6 +102,7 @@ def _feature_counts(decision: RouteDecision) -> dict[str, Any]:
         "broad_words": list(f.broad_words),
         "wide_words": list(f.wide_words),
         "small_words": list(f.small_words),
+        "whole_selection": f.whole_selection,
         "instruction_items": f.instruction_items,
         "mentioned_files": len(f.mentioned_files),
         "caller_files": len(f.caller_files),

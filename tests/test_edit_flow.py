@@ -244,6 +244,7 @@ async def test_cross_file_edit_routes_accurate_with_reasons_and_shows_the_files(
     shown = read_edit_prompt(provider.bodies[0]["messages"])  # type: ignore[arg-type]
     assert shown is not None and set(shown.context) == {"views.py", "urls.py"}
     assert record["edit"]["features"]["mentioned_files"] == 2 and record["edit"]["context_files"] == 2
+    assert record["edit"]["features"]["whole_selection"] is True  # "rename" rewrites what is selected
 
 
 async def test_working_diff_and_overrides_reach_the_decision(tmp_path: pathlib.Path) -> None:
