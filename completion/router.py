@@ -313,7 +313,13 @@ def _looks_like_code(word: str, symbols: SymbolLookup) -> bool:
 
 
 def _names(paths: Iterable[str], limit: int = 3) -> str:
-    names = [p.rsplit("/", 1)[-1] for p in paths]
+    """File names for a reason: the base name, with its directory where two base names are the same."""
+    listed = list(paths)
+    bases = [p.rsplit("/", 1)[-1] for p in listed]
+    names = [
+        "/".join(p.rsplit("/", 2)[-2:]) if bases.count(base) > 1 else base
+        for p, base in zip(listed, bases, strict=True)
+    ]
     shown = ", ".join(names[:limit])
     return shown + (f", +{len(names) - limit} more" if len(names) > limit else "")
 

@@ -289,3 +289,9 @@ def test_a_word_naming_many_files_is_not_reach() -> None:
         mode="edit", path="app/main.py", selection="print(1)\n", instruction="call views", symbols=symbols
     )
     assert named.mentioned_files == ("app/views.py",)
+
+
+def test_reasons_tell_files_with_the_same_name_apart() -> None:
+    features = RouteFeatures(mode="edit", mentioned_files=("lsp/replay/edits.py", "completion/edits.py", "app/x.py"))
+    reason = route(features, T).reasons[0]
+    assert reason == "reaches 3 other files (replay/edits.py, completion/edits.py, x.py)"
