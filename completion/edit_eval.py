@@ -14,9 +14,10 @@ answer could be right, whoever answers; the route itself sees only the index).
     always-fast      the fast tier only (nothing to escalate to: a fast-only tool)
     always-accurate  the accurate tier only
 
-Beside them, a bound no router can beat: the least time to keep the target share of always-accurate's
-correct edits if each task's outcome on each tier were known before asking (fast where the fast answer
-is right, accurate on the cheapest of the rest). A router sees only what is there before generating.
+Beside them, derived exactly from the runs (`completion.edit_runs`): the router at other decision
+boundaries, a router that knew which tasks are hard, and a bound no router can beat (the least time to
+keep the target share of always-accurate's correct edits if each task's outcome on each tier were known
+before asking). A router sees only what is there before generating.
 
 An edit is correct when, applied, every file the edit path was shown equals the commit's version of it.
 Files the commit creates (other than the primary file) or deletes are not judged: an instruction alone
@@ -43,19 +44,23 @@ import httpx
 
 from completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
 from completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
+from completion.edit_runs import (
+    TARGET_KEEP,
+    TARGET_TIME,
+    OperatingPoint,
+    TaskRun,
+    knowing_hard,
+    operating_points,
+    oracle_bound,
+)
 from completion.edits import apply_all
 from completion.history import EditTask, GitError, git, scan_history
-from completion.router import score_of_pressure
 from completion.router_eval import HARD_LINES, TreeSymbols
 from completion.tiers import Tiers
 from completion.trace import Tracer
 
 Strategy = Literal["router", "fast-first", "always-fast", "always-accurate"]
 STRATEGIES: tuple[Strategy, ...] = ("router", "fast-first", "always-fast", "always-accurate")
-# The issue's target: the router keeps this share of always-accurate's correct edits ...
-TARGET_KEEP = 0.95
-# ... in at most this share of its time.
-TARGET_TIME = 0.5
 
 SetTruth = Callable[[str, Mapping[str, str]], None]
 
@@ -101,36 +106,6 @@ class StrategyFigures:
     @property
     def seconds_per_correct(self) -> float | None:
         return self.simulated_s / self.correct if self.correct else None
-
-
-@dataclass(frozen=True, kw_only=True)
-class TaskRun:
-    """One task: its truth in numbers and what each strategy did ("correct" | "wrong" | "refused")."""
-
-    commit: str
-    instruction: str
-    hard: bool
-    changed_lines: int
-    files: int
-    route: str
-    # The router's score for the task (`RouteDecision.score`).
-    score: float
-    results: dict[str, str]
-    simulated_s: dict[str, float]
-    served_by: dict[str, str]
-
-
-@dataclass(frozen=True, kw_only=True)
-class OperatingPoint:
-    """The router at one decision boundary: correct edits and time as shares of always-accurate's."""
-
-    accurate_score: float
-    # The same boundary as the sum of the router's pressure terms (1.0 is the default).
-    pressure: float
-    to_accurate: int
-    keeps: float | None
-    time_share: float | None
-    correct_per_hour: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -292,73 +267,6 @@ async def evaluate_edits(
         knowing_hard_time_share=hard_s / accurate.simulated_s if accurate.simulated_s else None,
         operating_points=points,
     )
-
-
-# Decision boundaries shown, as sums of the router's pressure terms (see `completion.router.route`).
-PRESSURES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
-
-
-def operating_points(
-    runs: Sequence[TaskRun], accurate_correct: int, accurate_s: float, pressures: Sequence[float] = PRESSURES
-) -> tuple[OperatingPoint, ...]:
-    """The router at other boundaries, from the runs themselves: a task scored at or over the boundary
-    gets always-accurate's outcome and time, the others fast-first's (what the router does when it
-    routes fast). Exact, not estimated: the strategies met the same simulator dice for the same prompt."""
-    points: list[OperatingPoint] = []
-    for pressure in pressures:
-        boundary = score_of_pressure(pressure)
-        chosen = ["always-accurate" if run.score >= boundary else "fast-first" for run in runs]
-        correct = sum(1 for run, name in zip(runs, chosen, strict=True) if run.results.get(name) == "correct")
-        spent = sum(run.simulated_s.get(name, 0.0) for run, name in zip(runs, chosen, strict=True))
-        points.append(
-            OperatingPoint(
-                accurate_score=round(boundary, 6),
-                pressure=pressure,
-                to_accurate=chosen.count("always-accurate"),
-                keeps=correct / accurate_correct if accurate_correct else None,
-                time_share=spent / accurate_s if accurate_s else None,
-                correct_per_hour=correct / (spent / 3600) if spent else 0.0,
-            )
-        )
-    return tuple(points)
-
-
-def knowing_hard(runs: Sequence[TaskRun]) -> tuple[int, float]:
-    """(correct edits, simulated time) of a router whose score were the truth's "hard" label (ROC AUC
-    1.0): always-accurate's outcome on the hard tasks, fast-first's on the others."""
-    correct = 0
-    spent = 0.0
-    for run in runs:
-        name = "always-accurate" if run.hard else "fast-first"
-        correct += run.results.get(name) == "correct"
-        spent += run.simulated_s.get(name, 0.0)
-    return correct, spent
-
-
-def oracle_bound(runs: Sequence[TaskRun], keep: float = TARGET_KEEP) -> float:
-    """The least simulated time in which a router that knew each task's outcome on each tier keeps `keep`
-    of always-accurate's correct edits: the fast answer where it is right, the accurate one on the
-    cheapest of the tasks only it gets right, the fast one (the cheaper) where neither is or where the
-    accurate answer is not needed to reach `keep`. Every task always-accurate gets right is right on one
-    of the tiers, so `keep` <= 1 is always reached."""
-    needed = keep * sum(1 for run in runs if run.results.get("always-accurate") == "correct")
-    spent = 0.0
-    correct = 0
-    # Tasks only the accurate tier gets right: what asking it costs over asking the fast one.
-    upgrades: list[float] = []
-    for run in runs:
-        fast_s = run.simulated_s.get("always-fast", 0.0)
-        spent += fast_s
-        if run.results.get("always-fast") == "correct":
-            correct += 1
-        elif run.results.get("always-accurate") == "correct":
-            upgrades.append(run.simulated_s.get("always-accurate", 0.0) - fast_s)
-    for extra in sorted(upgrades):
-        if correct >= needed:
-            break
-        correct += 1
-        spent += extra
-    return spent
 
 
 async def _run_task(

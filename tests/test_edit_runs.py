@@ -1,10 +1,10 @@
-"""Unit tests of the edit evaluation's arithmetic: the bound a router that knew every answer could reach."""
+"""Unit tests of `completion.edit_runs`: the router at other boundaries, the hard label, the bound."""
 
 from __future__ import annotations
 
 import pytest
 
-from completion.edit_eval import TaskRun, knowing_hard, operating_points, oracle_bound
+from completion.edit_runs import TaskRun, knowing_hard, operating_points, oracle_bound
 from completion.router import score_of_pressure
 
 
