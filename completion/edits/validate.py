@@ -159,15 +159,15 @@ def _undefined_names(tree: ast.Module, path: str) -> list[tuple[str, int]]:
     return [(str(m.message_args[0]), int(m.lineno)) for m in found if isinstance(m, _UNDEFINED)]
 
 
-def new_undefined_names(before: str, after: str, path: str) -> list[tuple[str, int]]:
-    """Uses in `after` of undefined names that `before` did not use at all (a name already undefined may
-    be defined in ways pyflakes cannot see, such as builtins installed at run time); [] when either text
-    fails to parse."""
-    old_tree, new_tree = _tree(before), _tree(after)
-    if isinstance(old_tree, str) or isinstance(new_tree, str):
+def new_undefined_names(before: str, after: ast.Module, path: str) -> list[tuple[str, int]]:
+    """Uses in `after` (parsed) of undefined names that `before` did not use at all (a name already
+    undefined may be defined in ways pyflakes cannot see, such as builtins installed at run time); []
+    when `before` does not parse (its names cannot be told apart then)."""
+    old_tree = _tree(before)
+    if isinstance(old_tree, str):
         return []
     already = {name for name, _ in _undefined_names(old_tree, path)}
-    return [(name, line) for name, line in _undefined_names(new_tree, path) if name not in already]
+    return [(name, line) for name, line in _undefined_names(after, path) if name not in already]
 
 
 def validate_edits(
@@ -188,11 +188,12 @@ def validate_edits(
     for path, after in apply_all(originals, edits).items():
         before = originals.get(path, "")
         if path.endswith((".py", ".pyi")):
-            error = _parses(after)
-            if error is not None and _parses(before) is None:
-                problems.append(f"{path} would no longer parse ({error})")
-            elif error is None and check_names and max(len(before), len(after)) <= limits.names_max_chars:
-                fresh = new_undefined_names(before, after, path)
+            tree = _tree(after)
+            if isinstance(tree, str):
+                if _parses(before) is None:
+                    problems.append(f"{path} would no longer parse ({tree})")
+            elif check_names and max(len(before), len(after)) <= limits.names_max_chars:
+                fresh = new_undefined_names(before, tree, path)
                 if fresh:
                     named = ", ".join(f"{name!r} (line {line})" for name, line in fresh[:3])
                     more = f" and {len(fresh) - 3} more" if len(fresh) > 3 else ""
