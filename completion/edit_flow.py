@@ -27,7 +27,6 @@ import contextlib
 import functools
 import time
 from collections.abc import Mapping
-from typing import Any
 
 import anyio
 
@@ -70,7 +69,7 @@ from completion.errors import (
 from completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
 from completion.trace import Tracer
 
-__all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest", "route_message"]
+__all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
 # Progress is reported at most every this many characters of answer (a report per token floods the client).
 _PROGRESS_EVERY_CHARS = 400
 
@@ -91,31 +90,6 @@ def _classify(error: CompletionError) -> AttemptOutcome:
     if isinstance(error, BackendTimeout):
         return "timeout"
     return "failed"
-
-
-def _feature_counts(decision: RouteDecision) -> dict[str, Any]:
-    f = decision.features
-    return {
-        "selection_lines": f.selection_lines,
-        "selection_chars": f.selection_chars,
-        "new_file": f.new_file,
-        "broad_words": list(f.broad_words),
-        "wide_words": list(f.wide_words),
-        "small_words": list(f.small_words),
-        "whole_selection": f.whole_selection,
-        "instruction_items": f.instruction_items,
-        "mentioned_files": len(f.mentioned_files),
-        "caller_files": len(f.caller_files),
-        "dependency_files": len(f.dependency_files),
-        "working_diff_lines": f.working_diff.lines,
-        "working_diff_files": len(f.working_diff.files),
-        "overridden": decision.overridden,
-    }
-
-
-def route_message(decision: RouteDecision) -> str:
-    """The route in one line for the user: "accurate: reaches 3 other files (models.py, views.py, urls.py)"."""
-    return f"{decision.tier}: " + ("; ".join(decision.reasons[:2]) or "no signal")
 
 
 class EditFlow:
@@ -158,9 +132,9 @@ class EditFlow:
             mode="edit",
         )
         decision = self.decide(request, inputs)
-        record.route_score, record.features = decision.score, _feature_counts(decision)
+        record.route_score, record.features = decision.score, decision.trace_features()
         record.route_reasons = list(decision.reasons)
-        progress(EditProgress(message=route_message(decision), tier=decision.tier))
+        progress(EditProgress(message=decision.message(), tier=decision.tier))
         context = self._context(request, decision, inputs)
         record.context_files = len(context)
         first, end = selection_lines(request.text, request.start, request.end)
@@ -305,7 +279,7 @@ class EditFlow:
         stats = StreamStats()
         parts: list[str] = []
         started_ns = time.perf_counter_ns()
-        where = f"{route_message(decision)} — {tier_name} model ({tier.config.model or tier.label})"
+        where = f"{decision.message()} — {tier_name} model ({tier.config.model or tier.label})"
         progress(EditProgress(message=f"{where}: asking", tier=tier_name))
         error: CompletionError | None = None
         received = reported = 0

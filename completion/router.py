@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from completion.edits.rebase import user_changes
 
@@ -214,9 +214,33 @@ class RouteDecision:
     overridden: bool = False
 
     def summary(self) -> str:
-        """One line for a log or a progress message: "accurate: reaches 3 other files (...); ..."."""
+        """One line for a log or a trace: "accurate: reaches 3 other files (...); ... (score 0.97)"."""
         because = "; ".join(self.reasons[:3]) if self.reasons else "no signal"
         return f"{self.tier}: {because} (score {self.score:.2f})"
+
+    def message(self) -> str:
+        """The route in one line for the user: "accurate: reaches 3 other files (models.py, views.py, urls.py)"."""
+        return f"{self.tier}: " + ("; ".join(self.reasons[:2]) or "no signal")
+
+    def trace_features(self) -> dict[str, Any]:
+        """The features as plain counts and words for a trace record (never text of the user's files)."""
+        f = self.features
+        return {
+            "selection_lines": f.selection_lines,
+            "selection_chars": f.selection_chars,
+            "new_file": f.new_file,
+            "broad_words": list(f.broad_words),
+            "wide_words": list(f.wide_words),
+            "small_words": list(f.small_words),
+            "whole_selection": f.whole_selection,
+            "instruction_items": f.instruction_items,
+            "mentioned_files": len(f.mentioned_files),
+            "caller_files": len(f.caller_files),
+            "dependency_files": len(f.dependency_files),
+            "working_diff_lines": f.working_diff.lines,
+            "working_diff_files": len(f.working_diff.files),
+            "overridden": self.overridden,
+        }
 
 
 def working_diff_of(files: Mapping[str, tuple[str, str]]) -> WorkingDiff:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
-from completion.edit_flow import EditFlow, EditInputs, EditRequest, route_message
+from completion.edit_flow import EditFlow, EditInputs, EditRequest
 from completion.edit_types import EditOutcome, EditProgress
 from completion.edits import apply_all, read_edit_prompt
 from completion.router import SymbolIndex, WorkingDiff
@@ -253,7 +253,7 @@ async def test_working_diff_and_overrides_reach_the_decision(tmp_path: pathlib.P
         flow = EditFlow(models=Tiers(client, {}), tracer=Tracer(None), config=config())
         busy = WorkingDiff(lines=400, files=("a.py", "b.py", "c.py", "d.py"))
         decision = flow.decide(small_request(), files.inputs(working_diff=busy))
-        assert decision.tier == "accurate" and "your change in progress spans 4 file(s)" in route_message(decision)
+        assert decision.tier == "accurate" and "your change in progress spans 4 file(s)" in decision.message()
         forced = flow.decide(small_request(override="fast"), files.inputs(working_diff=busy))
         assert forced.tier == "fast" and forced.reasons[0].startswith("requested by the user")
         flow.config = config(force="accurate")
