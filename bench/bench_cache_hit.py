@@ -3,7 +3,7 @@
 A cache hit is what happens when the user types one character of a suggestion they were shown and the
 editor asks again: tandem answers with the rest of that suggestion from the completion it already has
 (a live or finished stream, or the completion cache), before any debounce and without a model. The client
-(`lsp.replay.client.ReplayClient`, VS Code's capabilities) types spans of real standard-library files
+(`tandem.eval.replay.client.ReplayClient`, VS Code's capabilities) types spans of real standard-library files
 back: where it has a suggestion it types the suggestion's first character and asks again (measured);
 where it has none it types the file's next key and waits for the model (not measured). Every measured
 request is checked against tandem's trace: only those answered from a stream or the cache, shown, without
@@ -35,11 +35,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_latency import FLOOR_SERVER, sim_process  # noqa: E402
-
-from completion.trace_report import percentile, read_trace  # noqa: E402
-from lsp.replay.client import OpenDocument, Pending, ReplayClient  # noqa: E402
-from lsp.replay.keystrokes import next_key  # noqa: E402
-from lsp.replay.sources import Task, make_tasks, sample_files  # noqa: E402
+from tandem.eval.replay.client import OpenDocument, Pending, ReplayClient  # noqa: E402
+from tandem.eval.replay.keystrokes import next_key  # noqa: E402
+from tandem.eval.replay.sources import Task, make_tasks, sample_files  # noqa: E402
+from tandem.eval.trace_report import percentile, read_trace  # noqa: E402
 
 _ANSWER_TIMEOUT_S = 30.0
 # `tandem serve` under cProfile; the server leaves with os._exit, so the profile is written just before.
@@ -51,7 +50,7 @@ def leave(code):
     profile.dump_stats(out)
     real_exit(code)
 os._exit = leave
-from lsp.cli import main
+from tandem.cli import main
 profile.enable()
 main(sys.argv[2:])
 """
@@ -139,7 +138,7 @@ async def run(hits_wanted: int, *, profile: pathlib.Path | None = None) -> dict[
         env = {**os.environ, "XDG_CONFIG_HOME": str(workdir)}
         sim_args = ("--ttft-ms", "20", "--tokens-per-s", "inf", "--jitter", "0", "--error-rate", "0")
         with sim_process(*sim_args, "--truth", *truth) as base_url:
-            tandem_args = ("-c", PROFILED_SERVER, str(profile)) if profile else ("-m", "lsp.cli")
+            tandem_args = ("-c", PROFILED_SERVER, str(profile)) if profile else ("-P", "-m", "tandem")
             tandem = ReplayClient(trace_path=trace, env=env, python_args=tandem_args)
             floor = ReplayClient(trace_path=workdir / "floor.jsonl", env=env, python_args=("-c", FLOOR_SERVER))
             model = {"provider": "openai-chat", "base_url": base_url, "model": "sim-spark", "max_tokens": 96}

@@ -31,10 +31,10 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cache.context import MAX_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow  # noqa: E402
-from cache.symbols import SymbolIndex  # noqa: E402
-from cache.token_index import TokenIndex  # noqa: E402
-from cache.tokens import get_counter  # noqa: E402
+from tandem.cache.context import MAX_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow  # noqa: E402
+from tandem.cache.symbols import SymbolIndex  # noqa: E402
+from tandem.cache.token_index import TokenIndex  # noqa: E402
+from tandem.cache.tokens import get_counter  # noqa: E402
 
 STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"])
 SKIP_DIRS = {"test", "tests", "site-packages", "__pycache__", "idlelib", "lib2to3", "tkinter", "turtledemo"}

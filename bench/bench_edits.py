@@ -36,18 +36,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-
-from cache.symbols import SymbolIndex  # noqa: E402
-from completion.backends.base import ModelRequest, StreamStats  # noqa: E402
-from completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402
-from completion.config import Config, EditConfig, ModelConfig, ModelsConfig  # noqa: E402
-from completion.edit_flow import EditFlow, EditInputs, EditRequest  # noqa: E402
-from completion.sim.error_model import completion_mistake_probability  # noqa: E402
-from completion.sim.runner import SimSettings, start_in_thread  # noqa: E402
-from completion.tiers import Tiers  # noqa: E402
-from completion.trace import Tracer  # noqa: E402
-from completion.working_diff import working_diff  # noqa: E402
-from completion.workspace_symbols import IndexLookup, candidate_names  # noqa: E402
+from tandem.cache.symbols import SymbolIndex  # noqa: E402
+from tandem.completion.backends.base import ModelRequest, StreamStats  # noqa: E402
+from tandem.completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402
+from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig  # noqa: E402
+from tandem.completion.edit_flow import EditFlow, EditInputs, EditRequest  # noqa: E402
+from tandem.completion.tiers import Tiers  # noqa: E402
+from tandem.completion.trace import Tracer  # noqa: E402
+from tandem.completion.working_diff import working_diff  # noqa: E402
+from tandem.completion.workspace_symbols import IndexLookup, candidate_names  # noqa: E402
+from tandem.sim.error_model import completion_mistake_probability  # noqa: E402
+from tandem.sim.runner import SimSettings, start_in_thread  # noqa: E402
 
 STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"])
 MODULES = ("textwrap.py", "shlex.py", "fractions.py", "difflib.py", "csv.py", "calendar.py", "pprint.py", "ast.py")

@@ -35,12 +35,12 @@ import httpx
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from completion.backends.base import ModelRequest  # noqa: E402
-from completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402
-from completion.config import ModelConfig  # noqa: E402
-from completion.trace_report import percentile, read_trace  # noqa: E402
-from lsp.replay.client import OpenDocument, ReplayClient  # noqa: E402
-from lsp.replay.sources import stdlib_files  # noqa: E402
+from tandem.completion.backends.base import ModelRequest  # noqa: E402
+from tandem.completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402
+from tandem.completion.config import ModelConfig  # noqa: E402
+from tandem.eval.replay.client import OpenDocument, ReplayClient  # noqa: E402
+from tandem.eval.replay.sources import stdlib_files  # noqa: E402
+from tandem.eval.trace_report import percentile, read_trace  # noqa: E402
 
 TTFT_MS = 20.0
 # The floor: a pygls server that answers every inline completion at once, driven by the same client.
@@ -77,7 +77,7 @@ def _quantiles(values: list[float]) -> dict[str, float]:
 @contextlib.contextmanager
 def sim_process(*args: str) -> Iterator[str]:
     """`tandem sim` in its own process; yields its base URL."""
-    command = [sys.executable, "-m", "lsp.cli", "sim", "--port", "0", *args]
+    command = [sys.executable, "-P", "-m", "tandem", "sim", "--port", "0", *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
     try:
@@ -121,7 +121,7 @@ async def tandem(
     trace: pathlib.Path,
     *,
     max_tokens: int,
-    python_args: tuple[str, ...] = ("-m", "lsp.cli"),
+    python_args: tuple[str, ...] = ("-P", "-m", "tandem"),
     budget_tokens: int | None = None,
 ) -> AsyncIterator[ReplayClient]:
     env = {**os.environ, "XDG_CONFIG_HOME": str(trace.parent)}
@@ -193,7 +193,7 @@ async def typing_overhead(base_url: str, workdir: pathlib.Path, *, size: int, re
 
 
 async def added_latency(
-    base_url: str, workdir: pathlib.Path, *, requests: int, tandem_args: tuple[str, ...] = ("-m", "lsp.cli")
+    base_url: str, workdir: pathlib.Path, *, requests: int, tandem_args: tuple[str, ...] = ("-P", "-m", "tandem")
 ) -> dict[str, Any]:
     """Figure 2: tandem end to end vs a direct request to the simulator, interleaved."""
     text = real_code(10_000)
@@ -317,7 +317,7 @@ async def relay_ceiling(base_url: str, workdir: pathlib.Path, *, requests: int, 
 
 async def main(requests: int, *, figures: set[str], profile: pathlib.Path | None) -> dict[str, Any]:
     results: dict[str, Any] = {"provider": "simulated (tandem sim, separate process)"}
-    tandem_args = ("-m", "cProfile", "-o", str(profile), "-m", "lsp.cli") if profile else ("-m", "lsp.cli")
+    tandem_args = ("-m", "cProfile", "-o", str(profile), "-P", "-m", "tandem") if profile else ("-P", "-m", "tandem")
     with tempfile.TemporaryDirectory(prefix="tandem-bench-") as tmp:
         workdir = pathlib.Path(tmp)
         fixed = ("--ttft-ms", str(TTFT_MS), "--tokens-per-s", "inf", "--jitter", "0")

@@ -40,12 +40,12 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cache.completions import CompletionCache  # noqa: E402
-from cache.context import ContextBuilder, ContextOptions  # noqa: E402
-from cache.privacy import PrivacyFilter  # noqa: E402
-from cache.symbols import SymbolIndex  # noqa: E402
-from cache.token_index import TokenIndex  # noqa: E402
-from cache.tokens import get_counter  # noqa: E402
+from tandem.cache.completions import CompletionCache  # noqa: E402
+from tandem.cache.context import ContextBuilder, ContextOptions  # noqa: E402
+from tandem.cache.privacy import PrivacyFilter  # noqa: E402
+from tandem.cache.symbols import SymbolIndex  # noqa: E402
+from tandem.cache.token_index import TokenIndex  # noqa: E402
+from tandem.cache.tokens import get_counter  # noqa: E402
 
 LIBRARY = pathlib.Path(sysconfig.get_paths()["stdlib"])
 OPEN_DOCUMENTS = 20
@@ -201,7 +201,7 @@ async def wait_quiet(pid: int, *, timeout_s: float = 600.0) -> float:
 def copy_workspace(n_files: int, into: pathlib.Path) -> list[pathlib.Path]:
     """The first `n_files` library files (as `run` takes them) copied under `into`; directory names the
     workspace scan skips are renamed so that every file is indexed."""
-    from completion.workspace import SKIP_DIRS
+    from tandem.completion.workspace import SKIP_DIRS
 
     copied = []
     for source in sorted(p for p in LIBRARY.rglob("*.py") if "__pycache__" not in p.parts)[:n_files]:

@@ -10,7 +10,7 @@ it caches anything. The same spans are typed twice, once per `[context] order`:
     naive         the file first, its prefix starting wherever the budget says (it slides as the file
                   grows); the snippets after the suffix, in relevance order
 
-The provider is `tandem sim`, whose prompt caching is simulated (`completion/sim/prompt_cache.py`: >= 1,024
+The provider is `tandem sim`, whose prompt caching is simulated (`sim/prompt_cache.py`: >= 1,024
 tokens, 128-token increments, 5-minute TTL, TTFT x (1 - 0.8 x cached share)): what it reports is what
 OpenAI documents, not a measurement of any real provider. Figures per order:
 
@@ -42,11 +42,10 @@ import tempfile
 from typing import Any
 
 from replay_kit import ROOT, RootedClient, load_average, provider_counts, repo_files, scaled_sim, sim_label
-
-from completion.trace_report import percentile, read_trace
-from lsp.replay.keystrokes import Rhythm
-from lsp.replay.session import Tally, type_span
-from lsp.replay.sources import Task, make_tasks
+from tandem.eval.replay.keystrokes import Rhythm
+from tandem.eval.replay.session import Tally, type_span
+from tandem.eval.replay.sources import Task, make_tasks
+from tandem.eval.trace_report import percentile, read_trace
 
 ORDERS = ("stable-first", "naive")
 STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"])

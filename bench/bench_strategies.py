@@ -41,8 +41,7 @@ import tempfile
 from typing import Any
 
 from replay_kit import Totals, load_average, pick_tasks, run_once, scaled_sim, sim_label
-
-from completion.config import PrefetchConfig
+from tandem.completion.config import PrefetchConfig
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "none": {

@@ -19,15 +19,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
-
-from completion.sim.runner import SimHandle, SimSettings, start_in_thread  # noqa: E402
-from completion.sim.settings import PROFILES  # noqa: E402
-from completion.trace_report import percentile, read_trace  # noqa: E402
-from lsp.replay.client import ReplayClient  # noqa: E402
-from lsp.replay.runner import ReplayOptions, replay  # noqa: E402
-from lsp.replay.session import Tally  # noqa: E402
-from lsp.replay.sources import Task, make_tasks, sample_files  # noqa: E402
-from lsp.replay.summary import without_model_wait  # noqa: E402
+from tandem.eval.replay.client import ReplayClient  # noqa: E402
+from tandem.eval.replay.runner import ReplayOptions, replay  # noqa: E402
+from tandem.eval.replay.session import Tally  # noqa: E402
+from tandem.eval.replay.sources import Task, make_tasks, sample_files  # noqa: E402
+from tandem.eval.replay.summary import without_model_wait  # noqa: E402
+from tandem.eval.trace_report import percentile, read_trace  # noqa: E402
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread  # noqa: E402
+from tandem.sim.settings import PROFILES  # noqa: E402
 
 # This repository's own Python, as the replay's standard-library sample filters it (4 KB to 120 KB).
 REPO_DIRS = ("cache", "completion", "lsp")
@@ -36,7 +35,7 @@ _MIN_BYTES, _MAX_BYTES = 4_000, 120_000
 
 class RootedClient(ReplayClient):
     """The replay client, naming a workspace folder at initialize as an editor with a folder open does
-    (`lsp.replay` names none; a `root` option there would make this wrapper unnecessary)."""
+    (`tandem.eval.replay` names none; a `root` option there would make this wrapper unnecessary)."""
 
     def __init__(self, *, root: pathlib.Path, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -236,7 +235,7 @@ async def run_once(
     trace_path: pathlib.Path,
     settings: Mapping[str, Any],
 ) -> None:
-    """One `lsp.replay.runner.replay` of `tasks` against `sim`, added to `totals`."""
+    """One `tandem.eval.replay.runner.replay` of `tasks` against `sim`, added to `totals`."""
     captured: list[Tally] = []
 
     def progress(tally: Tally) -> None:

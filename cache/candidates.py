@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lru import LRU
-
-from cache.snippets import Snippet, SnippetMaker, names_near
+from tandem.cache.snippets import Snippet, SnippetMaker, names_near
 
 if TYPE_CHECKING:
-    from cache.symbols import Definition, SymbolIndex
-    from cache.token_index import TokenIndex
+    from tandem.cache.symbols import Definition, SymbolIndex
+    from tandem.cache.token_index import TokenIndex
 
 # Names with more definitions than this are too ambiguous to be worth a snippet outside imported files.
 AMBIGUOUS_DEFINITIONS = 24

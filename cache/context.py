@@ -26,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from cache.candidates import Candidate, CandidateFinder, CandidateOptions
-from cache.snippets import KIND_ORDER, Snippet, SnippetMaker, comment_marker, join_lines
+from tandem.cache.candidates import Candidate, CandidateFinder, CandidateOptions
+from tandem.cache.snippets import KIND_ORDER, Snippet, SnippetMaker, comment_marker, join_lines
 
 if TYPE_CHECKING:
-    from cache.symbols import SymbolIndex
-    from cache.token_index import TokenIndex
-    from cache.tokens import TokenCounter
+    from tandem.cache.symbols import SymbolIndex
+    from tandem.cache.token_index import TokenIndex
+    from tandem.cache.tokens import TokenCounter
 
 # 128K-token windows are the largest the fast models take; anything larger is clamped (and said so).
 MAX_BUDGET_TOKENS = 128_000

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Literal
 from lru import LRU
 
 if TYPE_CHECKING:
-    from cache.symbols import SymbolIndex
-    from cache.token_index import TokenIndex
-    from cache.tokens import TokenCounter
+    from tandem.cache.symbols import SymbolIndex
+    from tandem.cache.token_index import TokenIndex
+    from tandem.cache.tokens import TokenCounter
 
 SnippetKind = Literal["import", "definition", "open_document", "recent_edit"]
 # Emission order: the most stable material first, so the provider's prefix cache keeps hitting.

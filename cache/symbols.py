@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from lru import LRU
-
-from cache.imports import ImportRef, ModuleResolver, extract_imports
+from tandem.cache.imports import ImportRef, ModuleResolver, extract_imports
 
 MAX_DEFINITION_LINES = 60
 _DECOMPRESSED_FILES = 64

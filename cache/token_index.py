@@ -24,7 +24,7 @@ from itertools import accumulate, count
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from cache.tokens import TokenCounter
+    from tandem.cache.tokens import TokenCounter
 
 DEFAULT_BLOCK_LINES = 48
 # Edits remembered for `unchanged_prefix_lines`; older generations answer 0 (nothing known unchanged).

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
-from completion.router import RouterThresholds
+from tandem.completion.router import RouterThresholds
 
 Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)

@@ -29,10 +29,9 @@ import time
 from collections.abc import Mapping
 
 import anyio
-
-from completion.backends.base import ModelRequest, StreamStats
-from completion.config import Config
-from completion.edit_types import (
+from tandem.completion.backends.base import ModelRequest, StreamStats
+from tandem.completion.config import Config
+from tandem.completion.edit_types import (
     Attempt,
     AttemptOutcome,
     EditInputs,
@@ -44,7 +43,7 @@ from completion.edit_types import (
     ModelTier,
     ProgressSink,
 )
-from completion.edits import (
+from tandem.completion.edits import (
     AnswerParseError,
     EditConflict,
     EditError,
@@ -57,8 +56,8 @@ from completion.edits import (
     edit_messages,
     selection_lines,
 )
-from completion.edits.references import dangling_references, removed_names
-from completion.errors import (
+from tandem.completion.edits.references import dangling_references, removed_names
+from tandem.completion.errors import (
     BackendTimeout,
     BackendUnavailable,
     CompletionError,
@@ -66,8 +65,8 @@ from completion.errors import (
     RateLimited,
     describe,
 )
-from completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
-from completion.trace import Tracer
+from tandem.completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
+from tandem.completion.trace import Tracer
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
 # Progress is reported at most every this many characters of answer (a report per token floods the client).

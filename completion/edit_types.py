@@ -14,13 +14,13 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from completion.edits import FileEdit
-from completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
-from completion.trace import TraceRecord
+from tandem.completion.edits import FileEdit
+from tandem.completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
+from tandem.completion.trace import TraceRecord
 
 if TYPE_CHECKING:
-    from completion.backends.base import Backend
-    from completion.config import ModelConfig
+    from tandem.completion.backends.base import Backend
+    from tandem.completion.config import ModelConfig
 
 
 class ModelTier(Protocol):

@@ -19,20 +19,19 @@ from dataclasses import dataclass
 
 import anyio
 import httpx
-
-from cache.completions import CompletionCache
-from completion.backends.base import ModelRequest
-from completion.config import Config
-from completion.debounce import AdaptiveDebounce
-from completion.errors import BackendTimeout, describe
-from completion.postprocess import Surroundings, clean
-from completion.prefetch import AfterAccepting, TokenBudget
-from completion.request import CompletionRequest, CompletionResult, Ticket
-from completion.streams import Stream, StreamStore
-from completion.tiers import Tier, Tiers
-from completion.trace import Tracer, TraceRecord
-from completion.units import UnitContext, useful_unit, wants_multiline
-from completion.workspace import WorkspaceIndex
+from tandem.cache.completions import CompletionCache
+from tandem.completion.backends.base import ModelRequest
+from tandem.completion.config import Config
+from tandem.completion.debounce import AdaptiveDebounce
+from tandem.completion.errors import BackendTimeout, describe
+from tandem.completion.postprocess import Surroundings, clean
+from tandem.completion.prefetch import AfterAccepting, TokenBudget
+from tandem.completion.request import CompletionRequest, CompletionResult, Ticket
+from tandem.completion.streams import Stream, StreamStore
+from tandem.completion.tiers import Tier, Tiers
+from tandem.completion.trace import Tracer, TraceRecord
+from tandem.completion.units import UnitContext, useful_unit, wants_multiline
+from tandem.completion.workspace import WorkspaceIndex
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 if TYPE_CHECKING:
-    from completion.config import ModelConfig
+    from tandem.completion.config import ModelConfig
 
 USER_AGENT = "tandem-lsp/0.1"
 

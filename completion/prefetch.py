@@ -16,7 +16,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from completion.request import TextSource
+from tandem.completion.request import TextSource
 
 
 @dataclass(frozen=True)

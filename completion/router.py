@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from completion.edits.rebase import user_changes
+from tandem.completion.edits.rebase import user_changes
 
 Tier = Literal["fast", "accurate"]
 Mode = Literal["inline", "block", "edit"]

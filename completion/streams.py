@@ -19,9 +19,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from completion.backends.base import StreamStats
-from completion.errors import CompletionError, describe
-from completion.request import CompletionRequest
+from tandem.completion.backends.base import StreamStats
+from tandem.completion.errors import CompletionError, describe
+from tandem.completion.request import CompletionRequest
 
 log = logging.getLogger(__name__)
 

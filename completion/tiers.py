@@ -14,12 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import httpx
-
-from completion.backends.base import Backend, ModelRequest
-from completion.backends.factory import describe_model, make_backend
-from completion.config import ModelConfig, ModelsConfig
-from completion.errors import CompletionError, RateLimited, describe
-from completion.streams import Cancelled, Stream, log_failure
+from tandem.completion.backends.base import Backend, ModelRequest
+from tandem.completion.backends.factory import describe_model, make_backend
+from tandem.completion.config import ModelConfig, ModelsConfig
+from tandem.completion.errors import CompletionError, RateLimited, describe
+from tandem.completion.streams import Cancelled, Stream, log_failure
 
 log = logging.getLogger(__name__)
 

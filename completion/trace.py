@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
-from completion.errors import describe
+from tandem.completion.errors import describe
 
 if TYPE_CHECKING:
-    from completion.streams import Stream
+    from tandem.completion.streams import Stream
 
 PHASES: tuple[str, ...] = (
     "received",

@@ -17,7 +17,7 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from completion.router import WorkingDiff, working_diff_of
+from tandem.completion.router import WorkingDiff, working_diff_of
 
 log = logging.getLogger(__name__)
 

@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
-from cache.context import ContextBuilder, ContextOptions, ContextWindow
-from cache.lines import Edit, LineBuffer
-from cache.privacy import IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
-from cache.symbols import SymbolIndex
-from cache.token_index import TokenIndex
-from cache.tokens import EncodingUnavailable, TokenCounter, get_counter
-from completion.config import ContextConfig, PrivacyConfig
+from tandem.cache.context import ContextBuilder, ContextOptions, ContextWindow
+from tandem.cache.lines import Edit, LineBuffer
+from tandem.cache.privacy import IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
+from tandem.cache.symbols import SymbolIndex
+from tandem.cache.token_index import TokenIndex
+from tandem.cache.tokens import EncodingUnavailable, TokenCounter, get_counter
+from tandem.completion.config import ContextConfig, PrivacyConfig
 
 log = logging.getLogger(__name__)
 

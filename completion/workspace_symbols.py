@@ -15,8 +15,8 @@ import re
 import zlib
 from collections.abc import Iterable, Mapping
 
-from cache.symbols import SymbolIndex, extract_definitions
-from completion.router import file_symbols
+from tandem.cache.symbols import SymbolIndex, extract_definitions
+from tandem.completion.router import file_symbols
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from completion.config import Config, Layer, Problem, mark_trusted_root, merge_layers
+from tandem.completion.config import Config, Layer, Problem, mark_trusted_root, merge_layers
 
 
 def user_config_path(env: Mapping[str, str]) -> pathlib.Path:

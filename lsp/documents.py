@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-
-from cache.lines import Edit, LineBuffer
-from lsp.positions import PositionCodec
+from tandem.cache.lines import Edit, LineBuffer
+from tandem.lsp.positions import PositionCodec
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -15,14 +15,13 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-
-from completion.edits import FileEdit, line_col
-from completion.workspace import relative_path
+from tandem.completion.edits import FileEdit, line_col
+from tandem.completion.workspace import relative_path
 
 if TYPE_CHECKING:
-    from cache.symbols import SymbolIndex
-    from lsp.documents import Document
-    from lsp.server import TandemServer
+    from tandem.cache.symbols import SymbolIndex
+    from tandem.lsp.documents import Document
+    from tandem.lsp.server import TandemServer
 
 
 class EditWorkspace:

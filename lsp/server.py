@@ -21,14 +21,13 @@ from lsprotocol import types
 from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
-
-from completion.config import Config
-from completion.edit_flow import EditFlow
-from completion.engine import Engine
-from completion.trace import Tracer
-from completion.workspace import WorkspaceIndex
-from lsp.config_loading import ConfigSources
-from lsp.documents import DocumentStore
+from tandem.completion.config import Config
+from tandem.completion.edit_flow import EditFlow
+from tandem.completion.engine import Engine
+from tandem.completion.trace import Tracer
+from tandem.completion.workspace import WorkspaceIndex
+from tandem.lsp.config_loading import ConfigSources
+from tandem.lsp.documents import DocumentStore
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +200,7 @@ class TandemServer(LanguageServer):
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
     def make_tracer(self) -> Tracer:
-        from completion.trace import default_trace_path
+        from tandem.completion.trace import default_trace_path
 
         if not self.config.trace.enabled:
             return Tracer(None)
@@ -212,7 +211,7 @@ class TandemServer(LanguageServer):
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
     """A fresh server with every handler registered (tests call this for isolation)."""
-    from lsp.handlers import completion, documents, edits, lifecycle
+    from tandem.lsp.handlers import completion, documents, edits, lifecycle
 
     server = TandemServer(env=env, trace_path=trace_path)
     lifecycle.register(server)

@@ -119,7 +119,7 @@ async def serve(
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
     env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "lsp.cli", "serve", "--trace", str(trace), *(extra_args or [])],
+        server_command=[sys.executable, "-P", "-m", "tandem", "serve", "--trace", str(trace), *(extra_args or [])],
         server_env=env,
     )
     lsp_client = await config.start()

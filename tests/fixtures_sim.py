@@ -12,8 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
-
-from completion.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 
 SimFactory = Callable[..., SimHandle]
 

@@ -10,6 +10,15 @@ from contextlib import aclosing
 
 import httpx
 import pytest
+from tandem.completion.backends.anthropic import AnthropicBackend
+from tandem.completion.backends.base import ModelRequest, StreamStats
+from tandem.completion.backends.factory import make_backend
+from tandem.completion.backends.openai_responses import OpenAIResponsesBackend
+from tandem.completion.config import ModelConfig, Provider
+from tandem.completion.edits import EditPrompt, EditTarget, apply_all, edit_messages, parse_answer
+from tandem.completion.errors import BackendTimeout, BackendUnavailable, BadResponse, CompletionError, RateLimited
+from tandem.completion.http import make_client
+from tandem.sim.settings import parse_fault
 from test_backends_contract import (
     ENV,
     KEY,
@@ -24,16 +33,6 @@ from test_backends_contract import (
     track_local_ports,
     track_responses,
 )
-
-from completion.backends.anthropic import AnthropicBackend
-from completion.backends.base import ModelRequest, StreamStats
-from completion.backends.factory import make_backend
-from completion.backends.openai_responses import OpenAIResponsesBackend
-from completion.config import ModelConfig, Provider
-from completion.edits import EditPrompt, EditTarget, apply_all, edit_messages, parse_answer
-from completion.errors import BackendTimeout, BackendUnavailable, BadResponse, CompletionError, RateLimited
-from completion.http import make_client
-from completion.sim.settings import parse_fault
 
 pytestmark = pytest.mark.contract
 __all__ = ["start_sim"]  # the fixture, imported so that pytest finds it here

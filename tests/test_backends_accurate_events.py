@@ -9,13 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
-
-from completion.backends.base import ModelRequest, StreamStats
-from completion.backends.factory import make_backend
-from completion.backends.sse_stream import StopCutter
-from completion.config import ModelConfig, Provider
-from completion.errors import BackendUnavailable, BadResponse, CompletionError, RateLimited
-from completion.http import make_client
+from tandem.completion.backends.base import ModelRequest, StreamStats
+from tandem.completion.backends.factory import make_backend
+from tandem.completion.backends.sse_stream import StopCutter
+from tandem.completion.config import ModelConfig, Provider
+from tandem.completion.errors import BackendUnavailable, BadResponse, CompletionError, RateLimited
+from tandem.completion.http import make_client
 
 KEY = "sk-test-0123456789abcdef"
 ENV = {"TANDEM_TEST_KEY": KEY}

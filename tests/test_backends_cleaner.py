@@ -4,9 +4,8 @@ the answer is split into chunks, and text released as early as it is certain."""
 from __future__ import annotations
 
 import pytest
-
-from completion.backends.openai_chat import AnswerCleaner
-from completion.prompts import HOLE, extract_middle
+from tandem.completion.backends.openai_chat import AnswerCleaner
+from tandem.completion.prompts import HOLE, extract_middle
 
 # Answers where the streaming cleaner must agree with extract_middle exactly.
 ANSWERS = [
@@ -116,7 +115,7 @@ def test_hole_marker_split_across_chunks_is_removed() -> None:
 
 
 def test_raw_cleaner_passes_edit_answers_through_untouched() -> None:
-    from completion.backends.openai_chat import AnswerCleaner
+    from tandem.completion.backends.openai_chat import AnswerCleaner
 
     cleaner = AnswerCleaner(raw=True)
     answer = "Here is the edit:\n```python\nx = 1\n```\n<<<<<<< SEARCH\n"

@@ -15,20 +15,19 @@ from contextlib import aclosing
 import httpx
 import pytest
 from fixtures_sim import SimFactory
-
-from completion.backends.base import Backend, ModelRequest, StreamStats
-from completion.backends.factory import make_backend
-from completion.config import ModelConfig, Provider
-from completion.errors import (
+from tandem.completion.backends.base import Backend, ModelRequest, StreamStats
+from tandem.completion.backends.factory import make_backend
+from tandem.completion.config import ModelConfig, Provider
+from tandem.completion.errors import (
     BackendTimeout,
     BackendUnavailable,
     BadResponse,
     CompletionError,
     RateLimited,
 )
-from completion.http import make_client
-from completion.sim.runner import SimHandle
-from completion.sim.settings import parse_fault
+from tandem.completion.http import make_client
+from tandem.sim.runner import SimHandle
+from tandem.sim.settings import parse_fault
 
 pytestmark = pytest.mark.contract
 

@@ -7,14 +7,13 @@ from email.utils import format_datetime
 
 import httpx
 import pytest
-
-from completion.backends.factory import describe_model, make_backend
-from completion.backends.fim import FimBackend
-from completion.backends.openai_chat import OpenAIChatBackend
-from completion.backends.streaming import Chunk, api_key, parse_chunk, redact
-from completion.config import ModelConfig
-from completion.errors import BadResponse, NotConfigured
-from completion.http import make_client, parse_retry_after, request_timeout
+from tandem.completion.backends.factory import describe_model, make_backend
+from tandem.completion.backends.fim import FimBackend
+from tandem.completion.backends.openai_chat import OpenAIChatBackend
+from tandem.completion.backends.streaming import Chunk, api_key, parse_chunk, redact
+from tandem.completion.config import ModelConfig
+from tandem.completion.errors import BadResponse, NotConfigured
+from tandem.completion.http import make_client, parse_retry_after, request_timeout
 
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -11,11 +11,10 @@ from email.utils import format_datetime
 
 import httpx
 import pytest
-
-from completion.backends.base import Backend, ModelRequest, StreamStats
-from completion.backends.factory import make_backend
-from completion.config import ModelConfig, Provider
-from completion.errors import (
+from tandem.completion.backends.base import Backend, ModelRequest, StreamStats
+from tandem.completion.backends.factory import make_backend
+from tandem.completion.config import ModelConfig, Provider
+from tandem.completion.errors import (
     BackendTimeout,
     BackendUnavailable,
     BadResponse,
@@ -23,8 +22,8 @@ from completion.errors import (
     NotConfigured,
     RateLimited,
 )
-from completion.http import make_client
-from completion.prompts import split_chat_prompt
+from tandem.completion.http import make_client
+from tandem.completion.prompts import split_chat_prompt
 
 KEY = "sk-test-0123456789abcdef"
 ENV = {"TANDEM_TEST_KEY": KEY}

@@ -6,8 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from cache.completions import CompletionCache
+from tandem.cache.completions import CompletionCache
 
 PREFIX = "import os\n\n\ndef main() -> None:\n    path = "
 SUFFIX = "\n\n\nif __name__ == '__main__':\n    main()\n"

@@ -6,12 +6,11 @@ import pathlib
 import sysconfig
 
 import pytest
-
-from cache.context import MAX_BUDGET_TOKENS, MIN_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow
-from cache.lines import split_lines
-from cache.symbols import SymbolIndex
-from cache.token_index import TokenIndex
-from cache.tokens import get_counter
+from tandem.cache.context import MAX_BUDGET_TOKENS, MIN_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow
+from tandem.cache.lines import split_lines
+from tandem.cache.symbols import SymbolIndex
+from tandem.cache.token_index import TokenIndex
+from tandem.cache.tokens import get_counter
 
 STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"])
 

@@ -7,8 +7,7 @@ import json.decoder
 import pathlib
 
 import pytest
-
-from cache.privacy import PrivacyFilter, PrivacyPolicy
+from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy
 
 IGNORES = {
     ".gitignore": "build/\n*.log\n!keep.log\n# comment\n",

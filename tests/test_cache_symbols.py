@@ -5,8 +5,8 @@ from __future__ import annotations
 import pathlib
 import sysconfig
 
-from cache.imports import ImportRef, ModuleResolver, extract_imports
-from cache.symbols import SymbolIndex, extract_definitions
+from tandem.cache.imports import ImportRef, ModuleResolver, extract_imports
+from tandem.cache.symbols import SymbolIndex, extract_definitions
 
 PY = '''import os, sys as system
 from . import sibling

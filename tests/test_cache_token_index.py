@@ -15,10 +15,9 @@ from collections.abc import Sequence
 from types import ModuleType
 
 import pytest
-
-from cache.lines import LineBuffer
-from cache.token_index import TokenIndex
-from cache.tokens import TokenCounter, get_counter
+from tandem.cache.lines import LineBuffer
+from tandem.cache.token_index import TokenIndex
+from tandem.cache.tokens import TokenCounter, get_counter
 
 REAL_MODULES: tuple[ModuleType, ...] = (typing, argparse, json.decoder, asyncio.base_events, email._header_value_parser)
 

@@ -10,8 +10,7 @@ import pathlib
 
 import pytest
 import tiktoken
-
-from cache.tokens import EncodingUnavailable, cached_file_for, get_counter, supported_encodings
+from tandem.cache.tokens import EncodingUnavailable, cached_file_for, get_counter, supported_encodings
 
 
 def test_default_counter_is_cl100k_and_shared() -> None:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from lsp.cli import COMMANDS, main
+from tandem.cli import COMMANDS, main
 
 pytestmark = pytest.mark.e2e
 
@@ -33,7 +33,7 @@ def test_every_command_has_help(argv: list[str], capsys: pytest.CaptureFixture[s
     ],
 )
 def test_errors_are_one_line_and_a_failing_exit(argv: list[str], expected: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "lsp.cli", *argv], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-P", "-m", "tandem", *argv], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], done.stderr
@@ -44,7 +44,7 @@ def test_serve_over_tcp_answers_initialize() -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     server = subprocess.Popen(
-        [sys.executable, "-m", "lsp.cli", "serve", "--tcp", f"127.0.0.1:{port}"],
+        [sys.executable, "-P", "-m", "tandem", "serve", "--tcp", f"127.0.0.1:{port}"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

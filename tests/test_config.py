@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pathlib
 
-from completion.config import Config, Layer, merge_layers
-from lsp.config_loading import ConfigSources
+from tandem.completion.config import Config, Layer, merge_layers
+from tandem.lsp.config_loading import ConfigSources
 
 FAST = {"provider": "openai-chat", "base_url": "https://api.example.com/v1", "model": "m", "api_key_env": "K"}
 

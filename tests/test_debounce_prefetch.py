@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from cache.lines import LineBuffer
-from completion.debounce import AdaptiveDebounce
-from completion.prefetch import AfterAccepting, TokenBudget
+from tandem.cache.lines import LineBuffer
+from tandem.completion.debounce import AdaptiveDebounce
+from tandem.completion.prefetch import AfterAccepting, TokenBudget
 
 
 def test_a_model_that_keeps_up_with_the_typing_is_asked_at_once() -> None:

@@ -20,7 +20,7 @@ def test_demo_json_reports_completions_shown_and_accepted(tmp_path: pathlib.Path
     trace = tmp_path / "demo-trace.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "lsp.cli", "demo", "--json", "--seconds", "3", "--trace", str(trace)],
+        [sys.executable, "-P", "-m", "tandem", "demo", "--json", "--seconds", "3", "--trace", str(trace)],
         capture_output=True,
         text=True,
         env=env,
@@ -58,6 +58,6 @@ def test_demo_json_reports_completions_shown_and_accepted(tmp_path: pathlib.Path
 def test_demo_help_says_what_it_does() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-m", "lsp.cli", "demo", "--help"], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-P", "-m", "tandem", "demo", "--help"], capture_output=True, text=True, env=env, check=True
     )
     assert "simulator" in done.stdout and "--seconds" in done.stdout

@@ -15,8 +15,7 @@ import pytest
 from e2e_support import Session, serve
 from lsprotocol import types
 from pygls.protocol import default_converter
-
-from completion.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
 

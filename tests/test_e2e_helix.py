@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import pytest
 from e2e_support import fast_model, serve
 from lsprotocol import types
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 from test_e2e_server import TRUTH, _until
-
-from completion.sim.runner import SimHandle, SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
 

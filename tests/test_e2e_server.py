@@ -11,8 +11,7 @@ import pytest
 from e2e_support import fast_model, serve
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
-
-from completion.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
 

@@ -13,14 +13,13 @@ from typing import Any
 
 import httpx
 import pytest
-
-from completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
-from completion.edit_flow import EditFlow, EditInputs, EditRequest
-from completion.edit_types import EditOutcome, EditProgress
-from completion.edits import apply_all, read_edit_prompt
-from completion.router import SymbolIndex, WorkingDiff
-from completion.tiers import Tiers
-from completion.trace import Tracer
+from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
+from tandem.completion.edit_flow import EditFlow, EditInputs, EditRequest
+from tandem.completion.edit_types import EditOutcome, EditProgress
+from tandem.completion.edits import apply_all, read_edit_prompt
+from tandem.completion.router import SymbolIndex, WorkingDiff
+from tandem.completion.tiers import Tiers
+from tandem.completion.trace import Tracer
 
 VIEWS = "def show(invoice):\n    return invoice.total\n\n\ndef other():\n    return 1\n"
 FIXED = "def show(invoice):\n    return invoice.total * 2\n\n\ndef other():\n    return 1\n"

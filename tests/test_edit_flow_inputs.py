@@ -6,10 +6,10 @@ from __future__ import annotations
 import pathlib
 import subprocess
 
-from cache.symbols import SymbolIndex
-from completion.router import RouterThresholds, route, route_features
-from completion.working_diff import git_toplevel, working_diff
-from completion.workspace_symbols import IndexLookup, candidate_names
+from tandem.cache.symbols import SymbolIndex
+from tandem.completion.router import RouterThresholds, route, route_features
+from tandem.completion.working_diff import git_toplevel, working_diff
+from tandem.completion.workspace_symbols import IndexLookup, candidate_names
 
 MODELS = "def compute_total(invoice):\n    return invoice.total\n"
 VIEWS = "from models import compute_total\n\ndef show(i):\n    return compute_total(i)\n"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from completion.edit_runs import TaskRun, knowing_hard, operating_points, oracle_bound
-from completion.router import score_of_pressure
+from tandem.completion.router import score_of_pressure
+from tandem.eval.edit_runs import TaskRun, knowing_hard, operating_points, oracle_bound
 
 
 def run(

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from completion.sim.runner import SimSettings, start_in_thread
+from tandem.sim.runner import SimSettings, start_in_thread
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "emacs"
@@ -187,7 +186,7 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         spec = {
             "result_path": str(result_path),
             "plugin_dir": str(PLUGIN),
-            "command": [sys.executable, "-m", "lsp.cli", "serve", "--log-file", str(server_log)],
+            "command": [sys.executable, "-P", "-m", "tandem", "serve", "--log-file", str(server_log)],
             "init_options": {
                 "models": {
                     "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-
-from completion.sim.runner import SimSettings, start_in_thread
+from tandem.sim.runner import SimSettings, start_in_thread
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "neovim"
@@ -283,8 +282,9 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
         setup = {
             "cmd": [
                 sys.executable,
+                "-P",
                 "-m",
-                "lsp.cli",
+                "tandem",
                 "serve",
                 "--trace",
                 str(base / "trace.jsonl"),

@@ -24,8 +24,7 @@ import typing
 from typing import Any, Literal, get_args, get_origin
 
 import pytest
-
-from completion.config import IMPLEMENTED_PROVIDERS, Config
+from tandem.completion.config import IMPLEMENTED_PROVIDERS, Config
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXTENSION = ROOT / "editors" / "vscode"
@@ -89,7 +88,7 @@ def test_every_vscode_setting_maps_onto_a_config_field() -> None:
 def test_restricted_mode_guards_what_the_server_guards() -> None:
     manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
     restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
-    from completion.config import WORKSPACE_GUARDED
+    from tandem.completion.config import WORKSPACE_GUARDED
 
     for tier in ("fast", "accurate"):
         for key in WORKSPACE_GUARDED:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from completion.edits import (
+from tandem.completion.edits import (
     AnswerParseError,
     EditConflict,
     EditInvalid,

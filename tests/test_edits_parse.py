@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import pytest
-
-from completion.edits import (
+from tandem.completion.edits import (
     AnswerParseError,
     EditTarget,
     FileEdit,
     apply_all,
     parse_answer,
 )
-from completion.errors import BadResponse
+from tandem.completion.errors import BadResponse
 
 VIEWS = """\
 from models import total

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from completion.edits.references import dangling_references, module_of, removed_names, still_refers
+from tandem.completion.edits.references import dangling_references, module_of, removed_names, still_refers
 
 MODELS = "def compute_total(invoice):\n    return invoice.total\n\n\nTAX = 0.2\n\n\nclass Invoice:\n    pass\n"
 RENAMED = MODELS.replace("compute_total", "invoice_total")

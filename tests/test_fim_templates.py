@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from completion.backends import fim_templates
-from completion.backends.fim_templates import TEMPLATES, render, split_fim_prompt
+from tandem.completion.backends import fim_templates
+from tandem.completion.backends.fim_templates import TEMPLATES, render, split_fim_prompt
 
 SAMPLES: list[tuple[str, str]] = [
     ("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"),

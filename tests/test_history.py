@@ -7,10 +7,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from completion.history import GitError, edit_tasks, scan_history
-from completion.router import RouterThresholds
-from completion.router_eval import TreeSymbols, evaluate_repo, render_json, render_text, roc_auc
+from tandem.completion.router import RouterThresholds
+from tandem.eval.history import GitError, edit_tasks, scan_history
+from tandem.eval.router_eval import TreeSymbols, evaluate_repo, render_json, render_text, roc_auc
 
 
 class Repo:

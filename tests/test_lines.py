@@ -5,9 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from cache.lines import LineBuffer, content_length, split_lines
-from lsp.positions import PositionCodec
+from tandem.cache.lines import LineBuffer, content_length, split_lines
+from tandem.lsp.positions import PositionCodec
 
 
 def _offset(text: str, line: int, char: int) -> int:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from completion.prompts import HOLE, SYSTEM_PROMPT, chat_messages, extract_middle, split_chat_prompt
+from tandem.completion.prompts import HOLE, SYSTEM_PROMPT, chat_messages, extract_middle, split_chat_prompt
 
 SAMPLES: list[tuple[str, str]] = [
     ("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"),

@@ -7,11 +7,11 @@ import json
 import pathlib
 
 import pytest
+from tandem.eval.replay.client import ReplayClient, ServerFailed
+from tandem.eval.replay.runner import ReplayOptions, replay
+from tandem.eval.replay.sources import Task
 
-from lsp.cli import main
-from lsp.replay.client import ReplayClient, ServerFailed
-from lsp.replay.runner import ReplayOptions, replay
-from lsp.replay.sources import Task
+from tandem.cli import main
 
 pytestmark = pytest.mark.e2e
 

@@ -81,7 +81,7 @@ def repo(tmp_path: pathlib.Path) -> pathlib.Path:
 
 def replay(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "lsp.cli", "replay", "--edits", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-P", "-m", "tandem", "replay", "--edits", *args], capture_output=True, text=True, timeout=300
     )
 
 

@@ -8,14 +8,13 @@ import pathlib
 import random
 
 import pytest
-
-from completion.trace import TraceRecord
-from completion.trace_report import parse_records
-from lsp.replay.client import OpenDocument
-from lsp.replay.keystrokes import Rhythm, key_presses, next_key
-from lsp.replay.session import Tally
-from lsp.replay.sources import SourceError, choose_span, make_tasks, sample_files
-from lsp.replay.summary import Provider, build_summary, format_summary
+from tandem.completion.trace import TraceRecord
+from tandem.eval.replay.client import OpenDocument
+from tandem.eval.replay.keystrokes import Rhythm, key_presses, next_key
+from tandem.eval.replay.session import Tally
+from tandem.eval.replay.sources import SourceError, choose_span, make_tasks, sample_files
+from tandem.eval.replay.summary import Provider, build_summary, format_summary
+from tandem.eval.trace_report import parse_records
 
 SOURCE = '''"""Module."""
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
-from completion.router import (
+from tandem.completion.router import (
     RouteFeatures,
     RouterThresholds,
     SymbolIndex,

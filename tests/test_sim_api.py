@@ -8,11 +8,10 @@ from typing import Any
 import httpx
 import pytest
 from fixtures_sim import SimFactory, sse_data
-
-from completion.prompts import chat_messages
-from completion.sim.answers import LABEL
-from completion.sim.runner import SimHandle
-from completion.sim.tokens import count_tokens
+from tandem.completion.prompts import chat_messages
+from tandem.sim.answers import LABEL
+from tandem.sim.runner import SimHandle
+from tandem.sim.tokens import count_tokens
 
 PREFIX = "def area(width, height):\n    "
 SUFFIX = "\n\n\nprint(area(2, 3))\n"

@@ -1,7 +1,7 @@
 """The simulator answering edit prompts, and its error model (all of it simulated).
 
-Unit tests of `completion.sim.error_model` (monotone in difficulty, the fast tier always worse, the
-published figures reproduced, deterministic draws), of `completion.sim.edits` (answers that
+Unit tests of `tandem.sim.error_model` (monotone in difficulty, the fast tier always worse, the
+published figures reproduced, deterministic draws), of `tandem.sim.edits` (answers that
 `completion.edits.parse_answer` reads and that apply to exactly the truth when no mistake is drawn,
 mistakes that are plausible and of the kind asked for), and the control API over loopback HTTP."""
 
@@ -16,8 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from fixtures_sim import SimFactory, sse_data
-
-from completion.edits import (
+from tandem.completion.edits import (
     AnswerParseError,
     EditPrompt,
     EditTarget,
@@ -26,9 +25,9 @@ from completion.edits import (
     parse_answer,
     validate_edits,
 )
-from completion.sim import error_model as em
-from completion.sim.edits import NO_CHANGE_ANSWER, EditTruth, answer_edit, render_answer
-from completion.sim.runner import SimHandle
+from tandem.sim import error_model as em
+from tandem.sim.edits import NO_CHANGE_ANSWER, EditTruth, answer_edit, render_answer
+from tandem.sim.runner import SimHandle
 
 # Real code nobody here wrote: a module of the standard library on this machine.
 STDLIB = pathlib.Path(textwrap.__file__).read_text(encoding="utf-8")

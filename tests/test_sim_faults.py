@@ -8,9 +8,8 @@ from typing import Any
 import httpx
 import pytest
 from fixtures_sim import SimFactory, sse_data
-
-from completion.sim.runner import SimHandle
-from completion.sim.settings import SimConfigError, parse_fault
+from tandem.sim.runner import SimHandle
+from tandem.sim.settings import SimConfigError, parse_fault
 
 STREAM: dict[str, Any] = {
     "prompt": "x = 1\n",

@@ -12,23 +12,22 @@ from typing import Any
 import httpx
 import pytest
 from fixtures_sim import SimFactory, sse_data
-
-from completion.backends.base import ModelRequest, StreamStats
-from completion.backends.factory import make_backend
-from completion.config import ModelConfig
-from completion.http import make_client
-from completion.prompts import chat_messages
-from completion.sim.answers import Ask
-from completion.sim.prompt_cache import (
+from tandem.completion.backends.base import ModelRequest, StreamStats
+from tandem.completion.backends.factory import make_backend
+from tandem.completion.config import ModelConfig
+from tandem.completion.http import make_client
+from tandem.completion.prompts import chat_messages
+from tandem.sim.answers import Ask
+from tandem.sim.prompt_cache import (
     INCREMENT_TOKENS,
     MIN_CACHED_TOKENS,
     TTFT_SAVING,
     PromptCache,
     PromptHit,
 )
-from completion.sim.runner import SimHandle, SimSettings
-from completion.sim.state import SimState
-from completion.sim.tokens import count_tokens
+from tandem.sim.runner import SimHandle, SimSettings
+from tandem.sim.state import SimState
+from tandem.sim.tokens import count_tokens
 
 # Real code nobody here wrote, long enough for a prompt past 1,024 tokens.
 CONTEXT = pathlib.Path(inspect.getfile(inspect)).read_text(encoding="utf-8")[:12_000]

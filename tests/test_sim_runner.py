@@ -17,10 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 from fixtures_sim import SimFactory
-
-from completion.sim.pacing import MAX_BATCH_TOKENS, Pace, Pacer
-from completion.sim.runner import SimSettings, add_arguments, settings_from_args, start_in_thread
-from completion.sim.settings import FaultKind, FaultSpec, SimConfigError
+from tandem.sim.pacing import MAX_BATCH_TOKENS, Pace, Pacer
+from tandem.sim.runner import SimSettings, add_arguments, settings_from_args, start_in_thread
+from tandem.sim.settings import FaultKind, FaultSpec, SimConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"^tandem sim \(simulated provider, profile (\w+)\) listening on (http://127\.0\.0\.1:\d+/v1)$")
@@ -28,7 +27,7 @@ LISTENING = re.compile(r"^tandem sim \(simulated provider, profile (\w+)\) liste
 
 def run_cli(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "completion.sim", *args],
+        [sys.executable, "-P", "-m", "tandem.sim", *args],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -7,13 +7,12 @@ import pathlib
 import httpx
 import pytest
 from fixtures_sim import SimFactory
-
-from completion.backends.fim_templates import TEMPLATES, render
-from completion.prompts import chat_messages
-from completion.sim.error_model import Attempt, apply_error_model
-from completion.sim.runner import SimHandle
-from completion.sim.settings import SimConfigError
-from completion.sim.truth import TruthIndex
+from tandem.completion.backends.fim_templates import TEMPLATES, render
+from tandem.completion.prompts import chat_messages
+from tandem.sim.error_model import Attempt, apply_error_model
+from tandem.sim.runner import SimHandle
+from tandem.sim.settings import SimConfigError
+from tandem.sim.truth import TruthIndex
 
 GEOMETRY = '''"""Shapes."""
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from completion.sse import SseEvent, SseParser
+from tandem.completion.sse import SseEvent, SseParser
 
 
 def parse_whole(stream: str | bytes) -> list[SseEvent]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from cache.lines import LineBuffer
-from completion.request import CompletionRequest
-from completion.streams import StreamStore
+from tandem.cache.lines import LineBuffer
+from tandem.completion.request import CompletionRequest
+from tandem.completion.streams import StreamStore
 
 
 def _request(buffer: LineBuffer, line: int, char: int, uri: str = "file:///a.py") -> CompletionRequest:

@@ -8,10 +8,10 @@ import math
 import pathlib
 
 import pytest
+from tandem.completion.trace import TraceRecord
+from tandem.eval.trace_report import parse_records, percentile, summarise
 
-from completion.trace import TraceRecord
-from completion.trace_report import parse_records, percentile, summarise
-from lsp.cli import main
+from tandem.cli import main
 
 MS = 1_000_000  # nanoseconds per millisecond
 

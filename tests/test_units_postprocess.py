@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from completion.postprocess import Surroundings, clean, cut_unbalanced, trim_suffix_overlap
-from completion.units import UnitContext, useful_unit, wants_multiline
+from tandem.completion.postprocess import Surroundings, clean, cut_unbalanced, trim_suffix_overlap
+from tandem.completion.units import UnitContext, useful_unit, wants_multiline
 
 
 def test_single_line_waits_for_the_newline() -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import pathlib
 
-from cache.lines import LineBuffer
-from completion.config import ContextConfig, PrivacyConfig
-from completion.workspace import WorkspaceIndex
+from tandem.cache.lines import LineBuffer
+from tandem.completion.config import ContextConfig, PrivacyConfig
+from tandem.completion.workspace import WorkspaceIndex
 
 AWS_KEY = "AKIA" + "ABCDEFGHIJKLMNOP"
 

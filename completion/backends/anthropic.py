@@ -23,17 +23,16 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 import httpx
-
-from completion.backends.base import Usage
-from completion.backends.http_backend import HttpBackend
-from completion.backends.sse_stream import clean_text, count, event_payload, stream_error
-from completion.backends.streaming import StreamCall, api_key, host_of, request_headers, stream_events
-from completion.errors import NotConfigured
-from completion.prompts import chat_messages
+from tandem.completion.backends.base import Usage
+from tandem.completion.backends.http_backend import HttpBackend
+from tandem.completion.backends.sse_stream import clean_text, count, event_payload, stream_error
+from tandem.completion.backends.streaming import StreamCall, api_key, host_of, request_headers, stream_events
+from tandem.completion.errors import NotConfigured
+from tandem.completion.prompts import chat_messages
 
 if TYPE_CHECKING:
-    from completion.backends.base import ModelRequest, StreamStats
-    from completion.sse import SseEvent
+    from tandem.completion.backends.base import ModelRequest, StreamStats
+    from tandem.completion.sse import SseEvent
 
 log = logging.getLogger(__name__)
 

@@ -7,18 +7,17 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from completion.backends.anthropic import AnthropicBackend
-from completion.backends.fim import FimBackend
-from completion.backends.openai_chat import OpenAIChatBackend
-from completion.backends.openai_responses import OpenAIResponsesBackend
-from completion.config import IMPLEMENTED_PROVIDERS
-from completion.errors import NotConfigured
+from tandem.completion.backends.anthropic import AnthropicBackend
+from tandem.completion.backends.fim import FimBackend
+from tandem.completion.backends.openai_chat import OpenAIChatBackend
+from tandem.completion.backends.openai_responses import OpenAIResponsesBackend
+from tandem.completion.config import IMPLEMENTED_PROVIDERS
+from tandem.completion.errors import NotConfigured
 
 if TYPE_CHECKING:
     import httpx
-
-    from completion.backends.base import Backend
-    from completion.config import ModelConfig
+    from tandem.completion.backends.base import Backend
+    from tandem.completion.config import ModelConfig
 
 
 def make_backend(config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> Backend:

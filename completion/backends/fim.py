@@ -15,16 +15,15 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from completion.backends import fim_templates
-from completion.backends.http_backend import HttpBackend
-from completion.backends.streaming import now_ns, stream_chunks
-from completion.errors import NotConfigured
+from tandem.completion.backends import fim_templates
+from tandem.completion.backends.http_backend import HttpBackend
+from tandem.completion.backends.streaming import now_ns, stream_chunks
+from tandem.completion.errors import NotConfigured
 
 if TYPE_CHECKING:
     import httpx
-
-    from completion.backends.base import ModelRequest, StreamStats
-    from completion.config import ModelConfig
+    from tandem.completion.backends.base import ModelRequest, StreamStats
+    from tandem.completion.config import ModelConfig
 
 
 class FimBackend(HttpBackend):

@@ -7,15 +7,14 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
-from completion.backends.streaming import StreamCall, api_key, warm_connection
-from completion.errors import BackendUnavailable
-from completion.http import request_timeout
+from tandem.completion.backends.streaming import StreamCall, api_key, warm_connection
+from tandem.completion.errors import BackendUnavailable
+from tandem.completion.http import request_timeout
 
 if TYPE_CHECKING:
     import httpx
-
-    from completion.backends.base import ModelRequest
-    from completion.config import ModelConfig
+    from tandem.completion.backends.base import ModelRequest
+    from tandem.completion.config import ModelConfig
 
 
 class HttpBackend:

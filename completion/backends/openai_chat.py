@@ -13,13 +13,13 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING
 
-from completion.backends.http_backend import HttpBackend
-from completion.backends.streaming import now_ns, stream_chunks
-from completion.errors import CompletionError
-from completion.prompts import HOLE, chat_messages
+from tandem.completion.backends.http_backend import HttpBackend
+from tandem.completion.backends.streaming import now_ns, stream_chunks
+from tandem.completion.errors import CompletionError
+from tandem.completion.prompts import HOLE, chat_messages
 
 if TYPE_CHECKING:
-    from completion.backends.base import ModelRequest, StreamStats
+    from tandem.completion.backends.base import ModelRequest, StreamStats
 
 # The OpenAI API takes at most 4 stop sequences; several compatible servers enforce the same limit.
 MAX_STOP_SEQUENCES = 4

@@ -17,16 +17,16 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from completion.backends.base import Usage
-from completion.backends.http_backend import HttpBackend
-from completion.backends.sse_stream import clean_text, count, event_payload, stream_error
-from completion.backends.streaming import StreamCall, request_headers, stream_events
-from completion.errors import BadResponse
-from completion.prompts import chat_messages
+from tandem.completion.backends.base import Usage
+from tandem.completion.backends.http_backend import HttpBackend
+from tandem.completion.backends.sse_stream import clean_text, count, event_payload, stream_error
+from tandem.completion.backends.streaming import StreamCall, request_headers, stream_events
+from tandem.completion.errors import BadResponse
+from tandem.completion.prompts import chat_messages
 
 if TYPE_CHECKING:
-    from completion.backends.base import ModelRequest, StreamStats
-    from completion.sse import SseEvent
+    from tandem.completion.backends.base import ModelRequest, StreamStats
+    from tandem.completion.sse import SseEvent
 
 MIN_OUTPUT_TOKENS = 16
 _SYSTEM_ROLES = ("system", "developer")

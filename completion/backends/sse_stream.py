@@ -19,17 +19,17 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from completion.backends.openai_chat import AnswerCleaner
-from completion.backends.streaming import (
+from tandem.completion.backends.openai_chat import AnswerCleaner
+from tandem.completion.backends.streaming import (
     ERROR_EXCERPT_CHARS,
     now_ns,
     redact,
 )
-from completion.errors import BackendUnavailable, BadResponse, CompletionError, RateLimited
-from completion.sse import SseEvent
+from tandem.completion.errors import BackendUnavailable, BadResponse, CompletionError, RateLimited
+from tandem.completion.sse import SseEvent
 
 if TYPE_CHECKING:
-    from completion.backends.base import ModelRequest, StreamStats
+    from tandem.completion.backends.base import ModelRequest, StreamStats
 
 log = logging.getLogger(__name__)
 

@@ -29,20 +29,19 @@ from urllib.parse import urlsplit
 
 import anyio
 import httpx
-
-from completion.backends.base import StreamStats, Usage
-from completion.errors import (
+from tandem.completion.backends.base import StreamStats, Usage
+from tandem.completion.errors import (
     BackendTimeout,
     BackendUnavailable,
     BadResponse,
     NotConfigured,
     RateLimited,
 )
-from completion.http import parse_retry_after
-from completion.sse import SseEvent, SseParser
+from tandem.completion.http import parse_retry_after
+from tandem.completion.sse import SseEvent, SseParser
 
 if TYPE_CHECKING:
-    from completion.config import ModelConfig
+    from tandem.completion.config import ModelConfig
 
 log = logging.getLogger(__name__)
 

@@ -11,17 +11,17 @@ types     FileEdit, apply_edits, the EditError tree
 
 from __future__ import annotations
 
-from completion.edits.checked import CheckedEdit, checked_edits
-from completion.edits.parse import EditTarget, parse_answer
-from completion.edits.prompt import (
+from tandem.completion.edits.checked import CheckedEdit, checked_edits
+from tandem.completion.edits.parse import EditTarget, parse_answer
+from tandem.completion.edits.prompt import (
     EDIT_SYSTEM_PROMPT,
     EditPrompt,
     edit_messages,
     read_edit_prompt,
     selection_lines,
 )
-from completion.edits.rebase import rebase_edits, user_changes
-from completion.edits.types import (
+from tandem.completion.edits.rebase import rebase_edits, user_changes
+from tandem.completion.edits.types import (
     AnswerParseError,
     EditConflict,
     EditError,
@@ -33,7 +33,7 @@ from completion.edits.types import (
     line_col,
     line_offset,
 )
-from completion.edits.validate import (
+from tandem.completion.edits.validate import (
     Validation,
     ValidationLimits,
     balance_issues,

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from completion.edits.parse import EditTarget, parse_answer
-from completion.edits.rebase import rebase_edits
-from completion.edits.types import EditInvalid, FileEdit
-from completion.edits.validate import Validation, ValidationLimits, validate_edits
+from tandem.completion.edits.parse import EditTarget, parse_answer
+from tandem.completion.edits.rebase import rebase_edits
+from tandem.completion.edits.types import EditInvalid, FileEdit
+from tandem.completion.edits.validate import Validation, ValidationLimits, validate_edits
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from completion.edits.types import AnswerParseError
+from tandem.completion.edits.types import AnswerParseError
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from completion.edits.locate import locate, resolve_path
-from completion.edits.types import AnswerParseError, FileEdit, check_disjoint
-from completion.edits.udiff import looks_like_diff, parse_unified_diff
+from tandem.completion.edits.locate import locate, resolve_path
+from tandem.completion.edits.types import AnswerParseError, FileEdit, check_disjoint
+from tandem.completion.edits.udiff import looks_like_diff, parse_unified_diff
 
 _SEARCH = re.compile(r"^\s*<{5,9} ?SEARCH\b.*$")
 _DIVIDER = re.compile(r"^\s*={5,9}\s*$")

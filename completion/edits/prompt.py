@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from completion.edits.types import line_col
+from tandem.completion.edits.types import line_col
 
 _FILE = "<|tandem:file|>"
 _CONTEXT = "<|tandem:context|>"

@@ -13,7 +13,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from completion.edits.types import EditConflict, FileEdit, edits_by_path, line_col
+from tandem.completion.edits.types import EditConflict, FileEdit, edits_by_path, line_col
 
 
 def user_changes(base: str, current: str) -> list[tuple[int, int, int]]:

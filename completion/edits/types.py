@@ -20,7 +20,7 @@ import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from completion.errors import BadResponse, CompletionError
+from tandem.completion.errors import BadResponse, CompletionError
 
 
 class EditError(CompletionError):

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from completion.edits.locate import locate, resolve_path
-from completion.edits.types import AnswerParseError, FileEdit, line_offset
+from tandem.completion.edits.locate import locate, resolve_path
+from tandem.completion.edits.types import AnswerParseError, FileEdit, line_offset
 
 _HUNK = re.compile(r"^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?)?[^@]*@@+")
 _OLD = re.compile(r"^---\s+(\S+)")

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 from pyflakes import messages as pyflakes_messages
 from pyflakes.checker import Checker
-
-from completion.edits.types import EditInvalid, FileEdit, apply_all, changed_lines, removed_lines
+from tandem.completion.edits.types import EditInvalid, FileEdit, apply_all, changed_lines, removed_lines
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 _HASH_COMMENT = (".py", ".pyi", ".sh", ".bash", ".rb", ".toml", ".yaml", ".yml", ".pl", ".r", ".nix", ".cfg")

@@ -11,12 +11,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
-
-from completion.request import CompletionRequest, CompletionResult
+from tandem.completion.request import CompletionRequest, CompletionResult
 
 if TYPE_CHECKING:
-    from lsp.documents import Document
-    from lsp.server import TandemServer
+    from tandem.lsp.documents import Document
+    from tandem.lsp.server import TandemServer
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,11 @@ import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
-
-from completion.request import CompletionRequest
+from tandem.completion.request import CompletionRequest
 
 if TYPE_CHECKING:
-    from lsp.documents import Document
-    from lsp.server import TandemServer
+    from tandem.lsp.documents import Document
+    from tandem.lsp.server import TandemServer
 
 _NEW_LINE = re.compile(r"\r?\n[ \t]*")
 

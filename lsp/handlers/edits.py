@@ -26,19 +26,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-
-from completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
-from completion.edits import EditConflict, line_offset, rebase_edits
-from completion.working_diff import working_diff
-from completion.workspace_symbols import IndexLookup, candidate_names
-from lsp.edit_workspace import EditWorkspace
+from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
+from tandem.completion.edits import EditConflict, line_offset, rebase_edits
+from tandem.completion.working_diff import working_diff
+from tandem.completion.workspace_symbols import IndexLookup, candidate_names
+from tandem.lsp.edit_workspace import EditWorkspace
 
 # At run time, not only for type checking: pygls resolves a command handler's annotations to find its
 # arguments. (lsp.server imports this module only inside build_server, so there is no cycle.)
-from lsp.server import TandemServer
+from tandem.lsp.server import TandemServer
 
 if TYPE_CHECKING:
-    from completion.router import Tier
+    from tandem.completion.router import Tier
 
 log = logging.getLogger(__name__)
 

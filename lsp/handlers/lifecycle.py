@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
-
-from completion.engine import Engine
-from completion.http import make_client
-from completion.workspace import WorkspaceIndex
-from lsp.positions import PositionCodec
+from tandem.completion.engine import Engine
+from tandem.completion.http import make_client
+from tandem.completion.workspace import WorkspaceIndex
+from tandem.lsp.positions import PositionCodec
 
 if TYPE_CHECKING:
-    from lsp.server import TandemServer
+    from tandem.lsp.server import TandemServer
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,7 @@
 /**
  * Finding the tandem language server: the `tandem.serverPath` setting, else the active Python environment
- * (its `tandem` script, or `python -m lsp.cli` when tandem-lsp is installed there), else `tandem` on PATH.
+ * (its `tandem` script, or `python -P -m tandem` when tandem-lsp is installed there: `-P` keeps the
+ * workspace folder off `sys.path`, so nothing in the opened repository is imported), else `tandem` on PATH.
  *
  * Pure apart from `nodeProbe`: the search takes a `Probe`, so unit tests run it on a fake file system.
  */
@@ -12,7 +13,7 @@ import * as path from "node:path";
 /** How to start the server: `command ...args serve [--stdio]`. */
 export interface ServerCommand {
   command: string;
-  /** Arguments before the `serve` subcommand (`["-m", "lsp.cli"]` for a bare interpreter). */
+  /** Arguments before the `serve` subcommand (`["-P", "-m", "tandem"]` for a bare interpreter). */
   args: string[];
   /** Where it was found, in words ("tandem.serverPath", "the active Python environment", "PATH"). */
   source: string;
@@ -128,7 +129,7 @@ export async function findServer(input: DiscoveryInput, probe: Probe): Promise<D
     if ((await probe.isExecutable(candidate.python)) && (await probe.hasTandem(candidate.python))) {
       return {
         found: true,
-        server: { command: candidate.python, args: ["-m", "lsp.cli"], source: candidate.label },
+        server: { command: candidate.python, args: ["-P", "-m", "tandem"], source: candidate.label },
         tried,
       };
     }
@@ -186,7 +187,7 @@ export const nodeProbe: Probe = {
     return new Promise((resolve) => {
       execFile(
         python,
-        ["-c", "import importlib.metadata as m; m.version('tandem-lsp'); import lsp.cli"],
+        ["-P", "-c", "import importlib.metadata as m; m.version('tandem-lsp'); import tandem.cli"],
         { timeout: 15_000, windowsHide: true },
         (error) => resolve(error === null),
       );

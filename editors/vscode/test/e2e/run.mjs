@@ -249,7 +249,7 @@ try {
 
   sim = startAndWaitFor(
     python,
-    ["-m", "completion.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? truthPath],
+    ["-P", "-m", "tandem.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? truthPath],
     { env: childEnv, cwd: repoRoot },
     /listening on (http:\/\/\S+)/,
     "tandem sim",
@@ -257,7 +257,7 @@ try {
   // The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
   accurateSim = startAndWaitFor(
     python,
-    ["-m", "completion.sim", "--port", "0", "--profile", "codex", "--ttft-ms", "50", "--tokens-per-s", "20000"],
+    ["-P", "-m", "tandem.sim", "--port", "0", "--profile", "codex", "--ttft-ms", "50", "--tokens-per-s", "20000"],
     { env: childEnv, cwd: repoRoot },
     /listening on (http:\/\/\S+)/,
     "tandem sim (accurate)",
@@ -272,7 +272,7 @@ try {
 
   // What a user gets from `pip install -e .`: a `tandem` executable, here a wrapper around this checkout.
   const tandem = path.join(dirs.bin, "tandem");
-  writeFileSync(tandem, `#!/bin/sh\nexec "${python}" -m lsp.cli "$@"\n`);
+  writeFileSync(tandem, `#!/bin/sh\nexec "${python}" -P -m tandem "$@"\n`);
   chmodSync(tandem, 0o755);
 
   const settings = {

@@ -56,14 +56,14 @@ describe("findServer", () => {
     });
   });
 
-  it("runs `python -m lsp.cli` when the environment has tandem-lsp but no script", async () => {
+  it("runs `python -P -m tandem` when the environment has tandem-lsp but no script", async () => {
     const result = await findServer(
       input({ pythons: [venv], pathEnv: "/usr/bin" }),
       probe(["/w/.venv/bin/python", "/usr/bin/tandem"], ["/w/.venv/bin/python"]),
     );
     assert.deepEqual(result.found && result.server, {
       command: "/w/.venv/bin/python",
-      args: ["-m", "lsp.cli"],
+      args: ["-P", "-m", "tandem"],
       source: "the active Python environment",
     });
   });

@@ -1,0 +1,417 @@
+"""Time to a correct edit: the router vs always-fast vs always-accurate, through the real edit path. Simulated.
+
+Every edit task of a git history (`completion.history`) is run through `EditFlow.run` against two
+simulators over loopback: spark as the fast model, codex as the accurate one, each answering edit prompts
+from the commit's after-texts (the edit truth) with its calibrated, difficulty-dependent error model
+(`tandem.sim.error_model`). The edit path sees what an editor would: the parent's version of the
+primary file with the commit's changed region selected, the commit's subject as the instruction, the
+symbol index of the parent's tree; and, as context, the other files the commit modifies (without them no
+answer could be right, whoever answers; the route itself sees only the index).
+
+    router           both tiers; the router decides; fast answers that fail validation escalate
+    fast-first       both tiers; every edit asks the fast model first and escalates what fails validation
+                     (the cheapest a router that trusts validation could be)
+    always-fast      the fast tier only (nothing to escalate to: a fast-only tool)
+    always-accurate  the accurate tier only
+
+Beside them, derived exactly from the runs (`completion.edit_runs`): the router at other decision
+boundaries, a router that knew which tasks are hard, and a bound no router can beat (the least time to
+keep the target share of always-accurate's correct edits if each task's outcome on each tier were known
+before asking). A router sees only what is there before generating.
+
+An edit is correct when, applied, every file the edit path was shown equals the commit's version of it.
+Files the commit creates (other than the primary file) or deletes are not judged: an instruction alone
+cannot name them. Before each strategy the truth is set again, which restarts the simulators' attempt
+counts, so the three strategies meet the same dice for the same prompt.
+
+Time is each edit's time from request to checked answer (escalation included) at the profiles' real
+speeds (spark ~1,000 tokens/s and 100 ms to first token, codex ~65 tokens/s and 600 ms): per model call,
+the profile's time to first token plus the tokens it streamed at the profile's rate, plus tandem's own
+measured time around it. The simulators may run `time_scale` times faster to save wall time; only the
+model's part is scaled back, so the machine's noise is not multiplied.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
+from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
+from tandem.completion.edits import apply_all
+from tandem.completion.tiers import Tiers
+from tandem.completion.trace import Tracer
+from tandem.eval.edit_runs import (
+    TARGET_KEEP,
+    TARGET_TIME,
+    OperatingPoint,
+    TaskRun,
+    knowing_hard,
+    operating_points,
+    oracle_bound,
+)
+from tandem.eval.history import EditTask, GitError, git, scan_history
+from tandem.eval.router_eval import HARD_LINES, TreeSymbols
+
+Strategy = Literal["router", "fast-first", "always-fast", "always-accurate"]
+STRATEGIES: tuple[Strategy, ...] = ("router", "fast-first", "always-fast", "always-accurate")
+
+SetTruth = Callable[[str, Mapping[str, str]], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Models:
+    """Where the two simulated tiers answer: OpenAI-compatible base URLs (`.../v1`)."""
+
+    fast_url: str
+    accurate_url: str
+    # How much faster than their profiles the simulators were started (their times are scaled back).
+    time_scale: float = 1.0
+    # The profiles' real speeds: (time to first token in ms, tokens per second), by tier.
+    fast_speed: tuple[float, float] = (100.0, 1000.0)
+    accurate_speed: tuple[float, float] = (600.0, 65.0)
+
+    def model_s(self, tier: str, tokens_out: int) -> float:
+        """A model call's time at the profile's real speed."""
+        ttft_ms, rate = self.fast_speed if tier == "fast" else self.accurate_speed
+        return ttft_ms / 1000 + tokens_out / rate
+
+
+@dataclass(kw_only=True)
+class StrategyFigures:
+    """One strategy over all tasks. `simulated_s`: at the profiles' real speeds (see the module docstring)."""
+
+    name: str
+    tasks: int = 0
+    correct: int = 0
+    # Applied, but not what the commit did: a silent wrong edit the user must catch.
+    wrong: int = 0
+    # Nothing applied (every answer failed its checks).
+    refused: int = 0
+    escalated: int = 0
+    accurate_served: int = 0
+    wall_s: float = 0.0
+    simulated_s: float = 0.0
+
+    @property
+    def correct_per_hour(self) -> float:
+        return self.correct / (self.simulated_s / 3600) if self.simulated_s else 0.0
+
+    @property
+    def seconds_per_correct(self) -> float | None:
+        return self.simulated_s / self.correct if self.correct else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditEvalResult:
+    repo: str
+    tasks: int
+    skipped: dict[str, int]
+    time_scale: float
+    strategies: dict[str, StrategyFigures]
+    runs: tuple[TaskRun, ...] = ()
+    simulated: bool = True
+    # router correct / always-accurate correct, router time / always-accurate time
+    keeps: float | None = None
+    time_share: float | None = None
+    meets_target: bool = False
+    # The least share of always-accurate's time that keeps the target share of its correct edits, for a
+    # router that knew every answer in advance (`oracle_bound`).
+    bound_time_share: float | None = None
+    # A router that knew which tasks are hard (the truth's label): accurate for those, fast-first for the
+    # rest; its correct edits and time as shares of always-accurate's (`knowing_hard`).
+    knowing_hard_keeps: float | None = None
+    knowing_hard_time_share: float | None = None
+    # The router at other `[router] accurate_score` settings (`operating_points`).
+    operating_points: tuple[OperatingPoint, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Prepared:
+    task: EditTask
+    # The texts the edit path sees (parent's), by path; truth: the commit's texts of the judged files.
+    shown: dict[str, str]
+    truth: dict[str, str]
+    context: tuple[str, ...]
+
+
+def _show(repo: Path, rev: str, path: str) -> str | None:
+    try:
+        return git(repo, "show", f"{rev}:{path}").decode("utf-8")
+    except (GitError, UnicodeDecodeError):
+        return None
+
+
+def prepare(repo: Path, task: EditTask) -> _Prepared | None:
+    """The shown files and the truth of `task`; None when its primary file cannot be judged."""
+    shown = {task.path: task.parent_text}
+    truth = {task.path: task.truth_text}
+    context: list[str] = []
+    for change in task.changes:
+        if change.binary or change.path == task.path:
+            continue
+        before = _show(repo, task.parent, change.old_path or change.path)
+        after = _show(repo, task.commit, change.path)
+        if before is None or after is None:
+            continue  # created or deleted by the commit: not judged
+        shown[change.path], truth[change.path] = before, after
+        context.append(change.path)
+    if task.truth_text == task.parent_text:
+        return None
+    return _Prepared(task=task, shown=shown, truth=truth, context=tuple(context))
+
+
+def set_truth_over_http(root_url_of: Callable[[str], str]) -> SetTruth:
+    """A `SetTruth` that posts to the simulator's control API (`POST {root}/_sim/edit-truth`)."""
+
+    def set_truth(base_url: str, files: Mapping[str, str]) -> None:
+        response = httpx.post(f"{root_url_of(base_url)}/_sim/edit-truth", json={"files": dict(files)}, timeout=30)
+        response.raise_for_status()
+
+    return set_truth
+
+
+_FORCE: dict[Strategy, Literal["", "fast", "accurate"]] = {
+    "router": "",
+    "fast-first": "fast",
+    "always-fast": "fast",
+    "always-accurate": "accurate",
+}
+
+
+def _config(models: Models, strategy: Strategy) -> Config:
+    fast = ModelConfig(base_url=models.fast_url, model="sim-spark")
+    accurate = ModelConfig(base_url=models.accurate_url, model="sim-codex")
+    chosen = {
+        "router": ModelsConfig(fast=fast, accurate=accurate),
+        "fast-first": ModelsConfig(fast=fast, accurate=accurate),
+        "always-fast": ModelsConfig(fast=fast),
+        "always-accurate": ModelsConfig(accurate=accurate),
+    }[strategy]
+    # The baselines pin their tier (as a project's `[router] force` does), so the route never asks for a
+    # tier they do not have; fast-first pins the fast tier and keeps the accurate one to escalate to.
+    force = _FORCE[strategy]
+    # Generous deadline: a slow accurate answer is part of the accurate model's time, not a failure.
+    return Config(models=chosen, router=RouterConfig(force=force), edit=EditConfig(deadline_s=3600.0))
+
+
+def _judge(prepared: _Prepared, outcome: EditOutcome) -> str:
+    if not outcome.ok:
+        return "refused"
+    after = apply_all(outcome.current, outcome.edits)
+    same = all(after.get(path, outcome.current.get(path, "")) == text for path, text in prepared.truth.items())
+    return "correct" if same else "wrong"
+
+
+async def evaluate_edits(
+    repo: Path,
+    models: Models,
+    *,
+    set_truth: SetTruth,
+    limit: int = 50,
+    max_index_files: int = 3000,
+    trace_path: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> EditEvalResult:
+    """Run every task of `repo`'s history (up to `limit`) through the edit path, once per strategy."""
+    scan = scan_history(repo, limit=limit)
+    skipped = dict(scan.skipped)
+    trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=200_000)
+    figures: dict[str, StrategyFigures] = {name: StrategyFigures(name=name) for name in STRATEGIES}
+    runs: list[TaskRun] = []
+    tracer = Tracer(trace_path)
+    async with httpx.AsyncClient(timeout=httpx.Timeout(3600.0, connect=10.0)) as client:
+        flows: dict[Strategy, EditFlow] = {}
+        for strategy in STRATEGIES:
+            config = _config(models, strategy)
+            tiers = Tiers(client, {})
+            tiers.configure(config.models)
+            flows[strategy] = EditFlow(models=tiers, tracer=tracer, config=config)
+        for number, task in enumerate(scan.tasks):
+            if progress is not None:
+                progress(number, len(scan.tasks))
+            prepared = prepare(repo, task)
+            if prepared is None:
+                skipped["no change to the primary file's text"] = (
+                    skipped.get("no change to the primary file's text", 0) + 1
+                )
+                continue
+            runs.append(await _run_task(repo, prepared, flows, figures, models, set_truth, trees))
+    tracer.close()
+    router, accurate = figures["router"], figures["always-accurate"]
+    keeps = router.correct / accurate.correct if accurate.correct else None
+    time_share = router.simulated_s / accurate.simulated_s if accurate.simulated_s else None
+    meets = keeps is not None and time_share is not None and keeps >= TARGET_KEEP and time_share <= TARGET_TIME
+    bound = oracle_bound(runs)
+    hard_correct, hard_s = knowing_hard(runs)
+    points = operating_points(runs, accurate.correct, accurate.simulated_s)
+    return EditEvalResult(
+        repo=str(repo),
+        tasks=len(runs),
+        skipped=skipped,
+        time_scale=models.time_scale,
+        strategies=figures,
+        runs=tuple(runs),
+        keeps=keeps,
+        time_share=time_share,
+        meets_target=meets,
+        bound_time_share=bound / accurate.simulated_s if accurate.simulated_s else None,
+        knowing_hard_keeps=hard_correct / accurate.correct if accurate.correct else None,
+        knowing_hard_time_share=hard_s / accurate.simulated_s if accurate.simulated_s else None,
+        operating_points=points,
+    )
+
+
+async def _run_task(
+    repo: Path,
+    prepared: _Prepared,
+    flows: Mapping[Strategy, EditFlow],
+    figures: Mapping[str, StrategyFigures],
+    models: Models,
+    set_truth: SetTruth,
+    trees: TreeSymbols,
+) -> TaskRun:
+    task = prepared.task
+    symbols = trees.index(task.parent, task.path)
+    reach_cache: dict[str, str | None] = {}
+
+    def read_text(path: str) -> str | None:
+        if path in prepared.shown:
+            return prepared.shown[path]
+        if path not in reach_cache:
+            reach_cache[path] = _show(repo, task.parent, path)
+        return reach_cache[path]
+
+    def current(paths: Sequence[str] | Any) -> dict[str, str]:
+        return {p: t for p in paths if (t := read_text(p)) is not None}
+
+    inputs = EditInputs(current_texts=current, read_text=read_text, symbols=symbols, extra_context=prepared.context)
+    request = EditRequest(
+        path=task.path, text=task.parent_text, start=task.start, end=task.end, instruction=task.instruction
+    )
+    results: dict[str, str] = {}
+    seconds: dict[str, float] = {}
+    served: dict[str, str] = {}
+    route = ""
+    score = 0.0
+    for strategy, flow in flows.items():
+        # Setting the truth restarts the attempt counts: every strategy meets the same dice.
+        set_truth(models.fast_url, prepared.truth)
+        set_truth(models.accurate_url, prepared.truth)
+        started = time.perf_counter()
+        outcome = await flow.run(request, inputs)
+        wall_s = time.perf_counter() - started
+        simulated_s = _simulated_s(outcome, wall_s, models)
+        flow.finish(outcome, applied=outcome.ok)
+        verdict = _judge(prepared, outcome)
+        figure = figures[strategy]
+        figure.tasks += 1
+        setattr(figure, verdict, getattr(figure, verdict) + 1)
+        figure.escalated += bool(outcome.escalation)
+        figure.accurate_served += outcome.tier == "accurate"
+        figure.wall_s += wall_s
+        figure.simulated_s += simulated_s
+        results[strategy], seconds[strategy] = verdict, round(simulated_s, 3)
+        served[strategy] = outcome.tier or ""
+        if strategy == "router":
+            route, score = outcome.decision.summary(), outcome.decision.score
+    return TaskRun(
+        commit=task.commit[:10],
+        instruction=task.instruction,
+        hard=task.is_hard(max_lines=HARD_LINES),
+        changed_lines=task.changed_lines,
+        files=len(task.changes),
+        route=route,
+        score=score,
+        results=results,
+        simulated_s=seconds,
+        served_by=served,
+    )
+
+
+def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
+    """The edit's time at the profiles' real speeds: each call's model time unscaled, tandem's own as measured."""
+    model_s = sum(models.model_s(a.tier, a.tokens_out) for a in outcome.attempts)
+    scaled_model_s = model_s / models.time_scale
+    return model_s + max(0.0, wall_s - scaled_model_s)
+
+
+def _share(result: EditEvalResult, name: str, field_name: str) -> float | None:
+    """`name`'s figure as a share of always-accurate's."""
+    mine, base = result.strategies.get(name), result.strategies.get("always-accurate")
+    if mine is None or base is None or not getattr(base, field_name):
+        return None
+    return float(getattr(mine, field_name)) / float(getattr(base, field_name))
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def render_text(result: EditEvalResult) -> str:
+    """The comparison as a table, labelled simulated."""
+    lines = [
+        f"time to a correct edit on {result.repo} — SIMULATED (tandem sim: spark = fast, codex = accurate; "
+        f"calibrated error model; run {result.time_scale:g}x faster, model times at the profiles' real speeds)",
+        f"  tasks {result.tasks}" + "".join(f"; skipped {n}: {why}" for why, n in sorted(result.skipped.items())),
+        f"  {'strategy':<16}{'correct':>8}{'wrong':>7}{'refused':>8}{'escal.':>7}{'by acc.':>8}"
+        f"{'time s':>9}{'s/correct':>10}{'correct/h':>10}",
+    ]
+    for figure in result.strategies.values():
+        per = figure.seconds_per_correct
+        lines.append(
+            f"  {figure.name:<16}{figure.correct:>8}{figure.wrong:>7}{figure.refused:>8}{figure.escalated:>7}"
+            f"{figure.accurate_served:>8}{figure.simulated_s:>9.1f}{'n/a' if per is None else f'{per:.1f}':>10}"
+            f"{figure.correct_per_hour:>10.0f}"
+        )
+    for hard in (False, True):
+        subset = [run for run in result.runs if run.hard == hard]
+        if not subset:
+            continue
+        parts = []
+        for name in STRATEGIES:
+            correct = sum(1 for run in subset if run.results.get(name) == "correct")
+            seconds = sum(run.simulated_s.get(name, 0.0) for run in subset)
+            parts.append(f"{name} {correct} correct in {seconds:.0f} s")
+        kind = "hard" if hard else "easy"
+        lines.append(f"  {len(subset)} {kind} tasks: " + ", ".join(parts))
+    lines.append(
+        f"  router keeps {_pct(result.keeps)} of always-accurate's correct edits (target >= {TARGET_KEEP:.0%}) "
+        f"in {_pct(result.time_share)} of its time (target <= {TARGET_TIME:.0%}): "
+        + ("target met" if result.meets_target else "target NOT met")
+    )
+    kept, took = _share(result, "fast-first", "correct"), _share(result, "fast-first", "simulated_s")
+    lines.append(
+        f"  fast-first keeps {_pct(kept)} in {_pct(took)} of the time; knowing every answer in advance, "
+        f"a router could keep {TARGET_KEEP:.0%} in {_pct(result.bound_time_share)} (a bound, not a strategy)"
+    )
+    lines.append("  the router at other boundaries ([router] accurate_score; pressure 1.0 is the default):")
+    for point in result.operating_points:
+        lines.append(
+            f"    accurate_score {point.accurate_score:<9g} (pressure {point.pressure:g}): {point.to_accurate} to the "
+            f"accurate model, keeps {_pct(point.keeps)} in {_pct(point.time_share)} of the time, "
+            f"{point.correct_per_hour:.0f} correct/h"
+        )
+    lines.append(
+        f"  a router that knew which tasks are hard (AUC 1.0; accurate for those, fast-first for the rest) keeps "
+        f"{_pct(result.knowing_hard_keeps)} in {_pct(result.knowing_hard_time_share)} of the time"
+    )
+    return "\n".join(lines)
+
+
+def result_json(result: EditEvalResult) -> dict[str, Any]:
+    data = asdict(result)
+    for name, figure in result.strategies.items():
+        data["strategies"][name]["correct_per_hour"] = round(figure.correct_per_hour, 1)
+        data["strategies"][name]["seconds_per_correct"] = figure.seconds_per_correct
+    return data
+
+
+def render_json(result: EditEvalResult) -> str:
+    return json.dumps(result_json(result), indent=2)

@@ -1,0 +1,262 @@
+"""Edit tasks from a git history: each commit is an instruction with a known right answer.
+
+For every non-merge commit (newest first): the instruction is the commit's subject line; the primary
+file is the source file with the most changed lines; the selection is the region of the primary file,
+in the parent's version, that the commit changed (from its first to its last changed line; an empty
+range at the insertion point when the commit only added lines); the truth is the commit's whole diff
+(lines added plus removed, and every file it touched, source or not).
+
+Skipped, and counted by reason: root commits, commits that change only binary files, commits that
+change no source file, and huge ones (vendored code, generated files, mass reformatting) whose
+truth says little about an editor's edits.
+
+Only `git` (a subprocess) is used; nothing is checked out and the repository is not modified.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tandem.completion.edits.types import line_offset
+
+SOURCE_SUFFIXES = frozenset(
+    "py pyi js jsx ts tsx mjs cjs go rs c h cc cpp cxx hpp hh java kt kts scala rb php cs swift m mm lua sh "
+    "bash zsh pl pm r jl ex exs erl hrl hs ml mli clj cljs el lisp scm vim sql dart zig nim vue svelte".split()
+)
+
+
+class GitError(RuntimeError):
+    """git failed, or `repo` is not a git repository."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileChange:
+    """One file of a commit's diff (a rename is listed under its new path)."""
+
+    path: str
+    added: int
+    deleted: int
+    binary: bool = False
+    old_path: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EditTask:
+    """One commit as an edit task: the instruction and selection a user would give, and the truth."""
+
+    commit: str
+    parent: str
+    instruction: str
+    path: str
+    # The primary file in the parent ("" when the commit creates it) and after the commit.
+    parent_text: str
+    truth_text: str
+    # The selection: 0-based lines [first_line, end_line) and offsets [start, end) of parent_text.
+    first_line: int
+    end_line: int
+    start: int
+    end: int
+    changes: tuple[FileChange, ...]
+
+    @property
+    def selection(self) -> str:
+        return self.parent_text[self.start : self.end]
+
+    @property
+    def changed_lines(self) -> int:
+        return sum(c.added + c.deleted for c in self.changes)
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(c.path for c in self.changes)
+
+    def is_hard(self, *, max_lines: int = 20) -> bool:
+        """The evaluation's "hard": more than one file, or more than `max_lines` changed lines."""
+        return len(self.changes) > 1 or self.changed_lines > max_lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class HistoryScan:
+    """The tasks found, the commits looked at, and how many were skipped for which reason."""
+
+    tasks: tuple[EditTask, ...]
+    commits_seen: int
+    skipped: Mapping[str, int] = field(default_factory=dict)
+
+
+def git(repo: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
+    """stdout of `git -C repo args...`; raises `GitError` with git's own message on failure."""
+    try:
+        done = subprocess.run(["git", "-C", str(repo), *args], input=input_bytes, capture_output=True, check=False)
+    except OSError as error:
+        raise GitError(f"cannot run git: {error}") from error
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise GitError(f"git {args[0]} failed: {message[-1] if message else done.returncode}")
+    return done.stdout
+
+
+def is_source(path: str) -> bool:
+    return "." in path.rsplit("/", 1)[-1] and path.rsplit(".", 1)[-1].lower() in SOURCE_SUFFIXES
+
+
+def _numstat(repo: Path, parent: str, commit: str) -> list[FileChange]:
+    out = git(repo, "diff", "--numstat", "-z", "-M", parent, commit).decode("utf-8", "replace")
+    fields = out.split("\0")
+    changes: list[FileChange] = []
+    i = 0
+    while i < len(fields) and fields[i]:
+        added, deleted, path = fields[i].split("\t", 2)
+        old_path = ""
+        if not path:  # a rename: the old and new paths follow as their own fields
+            old_path, path = fields[i + 1], fields[i + 2]
+            i += 2
+        binary = added == "-"
+        changes.append(
+            FileChange(
+                path=path,
+                added=0 if binary else int(added),
+                deleted=0 if binary else int(deleted),
+                binary=binary,
+                old_path=old_path,
+            )
+        )
+        i += 1
+    return changes
+
+
+def _old_ranges(repo: Path, parent: str, commit: str, change: FileChange) -> list[tuple[int, int]]:
+    """The parent-side line ranges (0-based, end exclusive) of each hunk of one file's diff."""
+    paths = [change.old_path, change.path] if change.old_path else [change.path]
+    out = git(repo, "diff", "-U0", "--no-color", "-M", parent, commit, "--", *paths)
+    ranges: list[tuple[int, int]] = []
+    for line in out.decode("utf-8", "replace").splitlines():
+        if line.startswith("@@ -"):
+            old = line[4:].split(" ", 1)[0]
+            start_s, _, count_s = old.partition(",")
+            start, count = int(start_s), int(count_s) if count_s else 1
+            # "-N,0": nothing removed, the new lines go after line N.
+            ranges.append((start, start) if count == 0 else (start - 1, start - 1 + count))
+    return ranges
+
+
+def _show(repo: Path, rev: str, path: str) -> str:
+    return git(repo, "show", f"{rev}:{path}").decode("utf-8", "replace")
+
+
+def scan_history(repo: Path, *, limit: int = 200, max_changed_lines: int = 1500, max_files: int = 40) -> HistoryScan:
+    """Up to `limit` edit tasks from `repo`'s history, newest first (at most 4 x `limit` commits are
+    examined). Commits over `max_changed_lines` or `max_files` count as huge and are skipped."""
+    log = git(repo, "log", "--no-merges", f"-n{max(1, limit) * 4}", "--format=%H%x1f%P%x1f%s%x1e")
+    skipped: Counter[str] = Counter()
+    tasks: list[EditTask] = []
+    seen = 0
+    for record in log.decode("utf-8", "replace").split("\x1e"):
+        if len(tasks) >= limit or not record.strip():
+            continue
+        commit, parents, subject = record.strip("\n").split("\x1f", 2)
+        seen += 1
+        task, why = _task(repo, commit, parents.split(), subject.strip(), max_changed_lines, max_files)
+        if task is None:
+            skipped[why] += 1
+        else:
+            tasks.append(task)
+    return HistoryScan(tasks=tuple(tasks), commits_seen=seen, skipped=dict(skipped))
+
+
+def edit_tasks(repo: Path, *, limit: int = 200) -> list[EditTask]:
+    """The tasks of `scan_history` (which also says what was skipped and why)."""
+    return list(scan_history(repo, limit=limit).tasks)
+
+
+def _task(
+    repo: Path, commit: str, parents: list[str], subject: str, max_changed_lines: int, max_files: int
+) -> tuple[EditTask | None, str]:
+    if not parents:
+        return None, "root commit (no parent)"
+    parent = parents[0]
+    changes = _numstat(repo, parent, commit)
+    if not changes:
+        return None, "empty commit"
+    if all(c.binary for c in changes):
+        return None, "binary files only"
+    total = sum(c.added + c.deleted for c in changes)
+    if total > max_changed_lines or len(changes) > max_files:
+        return None, f"huge (over {max_changed_lines} lines or {max_files} files)"
+    sources = [c for c in changes if is_source(c.path) and not c.binary]
+    if not sources:
+        return None, "no source file changed"
+    primary = max(sources, key=lambda c: (c.added + c.deleted, c.path))
+    old_path = primary.old_path or primary.path
+    ranges = _old_ranges(repo, parent, commit, primary)
+    created = primary.deleted == 0 and ranges == [(0, 0)]
+    try:
+        parent_text = "" if created else _show(repo, parent, old_path)
+    except GitError:
+        parent_text = ""  # added in this commit
+    try:
+        truth_text = _show(repo, commit, primary.path)
+    except GitError:
+        truth_text = ""  # deleted by this commit
+    first = min((r[0] for r in ranges), default=0)
+    end = max((r[1] for r in ranges), default=0)
+    if not parent_text:
+        first = end = 0
+    return (
+        EditTask(
+            commit=commit,
+            parent=parent,
+            instruction=subject,
+            path=primary.path,
+            parent_text=parent_text,
+            truth_text=truth_text,
+            first_line=first,
+            end_line=end,
+            start=line_offset(parent_text, first),
+            end=line_offset(parent_text, end),
+            changes=tuple(changes),
+        ),
+        "",
+    )
+
+
+def tree_blobs(repo: Path, rev: str, *, max_files: int | None = None, max_file_bytes: int = 200_000) -> dict[str, str]:
+    """{path: blob id} of the source files in `rev`'s tree, skipping files over `max_file_bytes` and
+    keeping at most `max_files` (in path order) when given."""
+    out = git(repo, "ls-tree", "-r", "-l", "-z", rev).decode("utf-8", "replace")
+    blobs: dict[str, str] = {}
+    for entry in out.split("\0"):
+        if not entry or (max_files is not None and len(blobs) >= max_files):
+            continue
+        meta, _, path = entry.partition("\t")
+        parts = meta.split()
+        if len(parts) != 4 or parts[1] != "blob" or not is_source(path):
+            continue
+        if parts[3] == "-" or int(parts[3]) > max_file_bytes:
+            continue
+        blobs[path] = parts[2]
+    return blobs
+
+
+def read_blobs(repo: Path, blob_ids: list[str]) -> dict[str, str]:
+    """{blob id: text} for `blob_ids`, read with one `git cat-file --batch`."""
+    if not blob_ids:
+        return {}
+    out = git(repo, "cat-file", "--batch", input_bytes="".join(b + "\n" for b in blob_ids).encode())
+    texts: dict[str, str] = {}
+    at = 0
+    while at < len(out):
+        header_end = out.index(b"\n", at)
+        header = out[at:header_end].decode().split()
+        if len(header) < 3 or header[1] == "missing":
+            at = header_end + 1
+            continue
+        size = int(header[2])
+        body = out[header_end + 1 : header_end + 1 + size]
+        texts[header[0]] = body.decode("utf-8", "replace")
+        at = header_end + 1 + size + 1
+    return texts

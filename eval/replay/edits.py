@@ -1,0 +1,119 @@
+"""`tandem replay --edits --repo PATH [--limit N] [--json]`: the router on a real git history.
+
+Two parts, printed one after the other (or as one JSON object):
+
+1. How well the router's pre-generation features predict each commit's true size and span
+   (`completion.router_eval`: ROC AUC for "hard", precision and recall at the configured thresholds).
+   Real figures: nothing is simulated here.
+2. Time to a correct edit and correct edits per hour, router vs fast-first vs always-fast vs
+   always-accurate, through the real edit path against two simulators started here on loopback
+   (`completion.edit_eval`).
+   Simulated figures, and labelled so. `--router-only` skips this part.
+
+`--time-scale X` runs the simulators 1/X times faster than their profiles (default 0.25: 4x) and scales
+the measured times back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from tandem.eval.edit_eval import STRATEGIES, EditEvalResult, Models, evaluate_edits
+from tandem.eval.edit_eval import render_text as render_edits
+from tandem.eval.edit_eval import result_json as edits_json
+from tandem.eval.history import GitError
+from tandem.eval.router_eval import evaluate_repo, render_text, result_json
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.settings import PROFILES
+
+
+def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options `--edits` adds to `tandem replay`."""
+    parser.add_argument(
+        "--edits", action="store_true", help="evaluate the router and the edit path on a git history (with --repo)"
+    )
+    parser.add_argument("--repo", type=Path, metavar="PATH", help="the git repository whose history to replay")
+    parser.add_argument("--limit", type=int, default=50, metavar="N", help="edit tasks (commits) to use (default 50)")
+    parser.add_argument(
+        "--router-only", action="store_true", help="only the router's prediction figures (no simulated edits)"
+    )
+
+
+def _sim(profile: str, *, speedup: float, seed: int) -> SimSettings:
+    base = PROFILES[profile]
+    return SimSettings(
+        profile=profile, tokens_per_s=base.tokens_per_s * speedup, ttft_ms=base.ttft_ms / speedup, seed=seed
+    )
+
+
+def _progress(done: int, total: int) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r  task {done + 1}/{total}")
+    elif done % 10 == 0:
+        sys.stderr.write(f"  task {done + 1}/{total}\n")
+    sys.stderr.flush()
+
+
+def run_edits(args: argparse.Namespace) -> int:
+    """`tandem replay --edits`: returns the exit status; errors the user can fix are one line on stderr."""
+    repo: Path | None = args.repo
+    if repo is None:
+        sys.stderr.write("tandem replay: error: --edits needs --repo PATH (a git repository)\n")
+        return 1
+    if args.limit < 1:
+        sys.stderr.write("tandem replay: error: --limit must be at least 1\n")
+        return 1
+    try:
+        router = evaluate_repo(repo, limit=args.limit)
+    except GitError as error:
+        sys.stderr.write(f"tandem replay: error: {repo}: {error}\n")
+        return 1
+    edits: EditEvalResult | None = None
+    if not args.router_only:
+        speedup = 1.0 / args.time_scale
+        if not args.json:
+            sys.stderr.write(
+                f"tandem replay: running {router.tasks} edit tasks x {len(STRATEGIES)} strategies against two "
+                f"simulators ({speedup:g}x their real speed)\n"
+            )
+        with (
+            start_in_thread(_sim("spark", speedup=speedup, seed=args.seed)) as fast,
+            start_in_thread(_sim("codex", speedup=speedup, seed=args.seed)) as accurate,
+        ):
+            handles: Mapping[str, SimHandle] = {fast.base_url: fast, accurate.base_url: accurate}
+
+            def set_truth(base_url: str, files: Mapping[str, str]) -> None:
+                handles[base_url].set_edit_truth(files)
+
+            models = Models(
+                fast_url=fast.base_url,
+                accurate_url=accurate.base_url,
+                time_scale=speedup,
+                fast_speed=(PROFILES["spark"].ttft_ms, PROFILES["spark"].tokens_per_s),
+                accurate_speed=(PROFILES["codex"].ttft_ms, PROFILES["codex"].tokens_per_s),
+            )
+            edits = asyncio.run(
+                evaluate_edits(
+                    repo,
+                    models,
+                    set_truth=set_truth,
+                    limit=args.limit,
+                    trace_path=args.trace,
+                    progress=None if args.json else _progress,
+                )
+            )
+            if not args.json:
+                sys.stderr.write("\n" if sys.stderr.isatty() else "")
+    if args.json:
+        data = {"router": result_json(router), "edits": edits_json(edits) if edits is not None else None}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_text(router) + "\n")
+        if edits is not None:
+            sys.stdout.write("\n" + render_edits(edits) + "\n")
+    return 0

@@ -1,0 +1,229 @@
+"""`tandem trace report FILE [--json]`: what a trace file says about latency, outcomes and sources.
+
+Reads the JSONL records `completion.trace` writes (one per request) and reports, per phase, the count and
+the p50/p90/p99 of its offset from "received" in milliseconds, plus intervals derived from two phases:
+
+    server_overhead      received -> request_sent   (tandem's own work before the model is asked)
+    provider_ttft        request_sent -> first_token (the provider's time to first token, as seen by tandem)
+    time_to_first_token  received -> first_token
+    answered_by_source   received -> answered, split by where the answer came from (model, stream, none)
+
+A line that is not a trace record (not JSON, or JSON without the record's fields) is skipped and counted.
+`read_trace` and `percentile` are also used by the replay summary.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pathlib
+import sys
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tandem.completion.trace import PHASES
+
+QUANTILES: tuple[tuple[str, float], ...] = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
+
+# Derived intervals: name -> (from phase, to phase).
+INTERVALS: dict[str, tuple[str, str]] = {
+    "server_overhead": ("received", "request_sent"),
+    "provider_ttft": ("request_sent", "first_token"),
+    "time_to_first_token": ("received", "first_token"),
+}
+
+
+class TraceReadError(Exception):
+    """The trace file cannot be read, or holds no trace record at all; the message says which."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TraceFile:
+    """The records of one trace file, and how many lines were not records."""
+
+    records: list[dict[str, Any]]
+    bad_lines: int
+
+
+def is_record(value: object) -> bool:
+    """True for a JSON object shaped like `TraceRecord.to_json()` (the fields a report relies on)."""
+    if not isinstance(value, dict):
+        return False
+    ms = value.get("ms")
+    return (
+        isinstance(value.get("outcome"), str)
+        and isinstance(value.get("kind"), str)
+        and isinstance(ms, dict)
+        and all(isinstance(v, int | float) for v in ms.values())
+    )
+
+
+def parse_records(lines: Iterable[str]) -> TraceFile:
+    """Records from JSONL text lines; blank lines are ignored, other non-records counted."""
+    records: list[dict[str, Any]] = []
+    bad = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if is_record(value):
+            records.append(value)
+        else:
+            bad += 1
+    return TraceFile(records=records, bad_lines=bad)
+
+
+def read_trace(path: pathlib.Path, *, offset_bytes: int = 0) -> TraceFile:
+    """The records of `path`, from byte `offset_bytes` on (a replay reads only what its run appended).
+
+    Raises TraceReadError if the file is missing, unreadable or not text.
+    """
+    try:
+        with path.open("rb") as handle:
+            handle.seek(offset_bytes)
+            data = handle.read()
+    except FileNotFoundError:
+        raise TraceReadError(f"no such trace file: {path}") from None
+    except IsADirectoryError:
+        raise TraceReadError(f"{path} is a directory, not a trace file") from None
+    except OSError as error:
+        raise TraceReadError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise TraceReadError(f"{path} is not a text file (not UTF-8), so not a trace file") from None
+    return parse_records(text.splitlines())
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0 <= q <= 1) of `values`, interpolating linearly between order statistics;
+    NaN for no values."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
+    """count, p50, p90, p99 (ms, rounded to microseconds; None when there are no values)."""
+    result: dict[str, float | int | None] = {"count": len(values)}
+    for name, q in QUANTILES:
+        result[name] = round(percentile(values, q), 3) if values else None
+    return result
+
+
+def _interval(record: Mapping[str, Any], start: str, end: str) -> float | None:
+    ms = record["ms"]
+    if start in ms and end in ms:
+        return float(ms[end]) - float(ms[start])
+    return None
+
+
+def summarise(trace: TraceFile) -> dict[str, Any]:
+    """The report as a JSON-ready dict."""
+    records = trace.records
+    phases = {
+        phase: distribution([float(r["ms"][phase]) for r in records if phase in r["ms"]])
+        for phase in PHASES
+        if phase != "received"
+    }
+    intervals: dict[str, Any] = {}
+    for name, (start, end) in INTERVALS.items():
+        values = [v for r in records if (v := _interval(r, start, end)) is not None]
+        intervals[name] = distribution(values)
+    by_source: dict[str, list[float]] = {}
+    for r in records:
+        if "answered" in r["ms"]:
+            by_source.setdefault(str(r.get("source", "none")), []).append(float(r["ms"]["answered"]))
+    intervals["answered_by_source"] = {source: distribution(v) for source, v in sorted(by_source.items())}
+    tokens = Counter[str]()
+    for r in records:
+        usage = r.get("tokens")
+        if isinstance(usage, dict):
+            for key in ("in", "out", "cached"):
+                value = usage.get(key)
+                if isinstance(value, int):
+                    tokens[key] += value
+    return {
+        "records": len(records),
+        "skipped_lines": trace.bad_lines,
+        "kinds": dict(sorted(Counter(str(r["kind"]) for r in records).items())),
+        "outcomes": dict(sorted(Counter(str(r["outcome"]) for r in records).items())),
+        "sources": dict(sorted(Counter(str(r.get("source", "none")) for r in records).items())),
+        "waited_for_model": sum(1 for r in records if r.get("waited_for_model") is True),
+        "tokens": {key: tokens[key] for key in ("in", "out", "cached")},
+        "phases_ms": phases,
+        "intervals_ms": intervals,
+    }
+
+
+def _cell(value: float | int | None) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _table_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    lines = []
+    for name, dist in rows:
+        if dist["count"]:
+            cells = "".join(f"{_cell(dist[q]):>11}" for q, _ in QUANTILES)
+            lines.append(f"  {name:<28}{dist['count']:>7}{cells}")
+    return lines
+
+
+def format_text(report: Mapping[str, Any], *, path: pathlib.Path) -> str:
+    """The report as an aligned plain-text table."""
+
+    def header(label: str) -> str:
+        return f"  {label:<28}{'count':>7}" + "".join(f"{q:>11}" for q, _ in QUANTILES)
+
+    lines = [f"trace report: {path} ({report['records']} records)", "", "phases", header("ms since received")]
+    lines += _table_rows((phase, report["phases_ms"][phase]) for phase in report["phases_ms"])
+    lines += ["", "derived intervals", header("ms")]
+    intervals = report["intervals_ms"]
+    lines += _table_rows((name, intervals[name]) for name in INTERVALS)
+    lines += _table_rows((f"answered ({source})", d) for source, d in intervals["answered_by_source"].items())
+
+    def counts(name: str) -> str:
+        return ", ".join(f"{k} {v}" for k, v in report[name].items()) or "-"
+
+    tokens = report["tokens"]
+    lines += [
+        "",
+        f"kinds:    {counts('kinds')}",
+        f"outcomes: {counts('outcomes')}",
+        f"sources:  {counts('sources')}",
+        f"waited for a model: {report['waited_for_model']} of {report['records']}",
+        f"tokens:   in {tokens['in']}, out {tokens['out']}, cached {tokens['cached']}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def run_report(args: Any) -> int:
+    """The `tandem trace report` command (`args.file`: Path, `args.json`: bool); returns the exit status."""
+    path = pathlib.Path(args.file)
+    try:
+        trace = read_trace(path)
+    except TraceReadError as error:
+        sys.stderr.write(f"tandem trace report: error: {error}\n")
+        return 1
+    if not trace.records:
+        what = f"{trace.bad_lines} lines, none of them a trace record" if trace.bad_lines else "nothing"
+        sys.stderr.write(f"tandem trace report: error: {path} holds {what}\n")
+        return 1
+    if trace.bad_lines:
+        sys.stderr.write(f"tandem trace report: skipped {trace.bad_lines} lines that are not trace records\n")
+    report = summarise(trace)
+    if args.json:
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stdout.write(format_text(report, path=path))
+    return 0

@@ -1,0 +1,45 @@
+"""`tandem sim`: an honest stand-in for model providers, on loopback.
+
+A real HTTP server (starlette + uvicorn) that speaks OpenAI's Chat Completions and Completions APIs,
+streaming included, at the speed of a chosen profile, with faults on demand. Given truth files it answers
+with the text that really follows the prompt's prefix; without them it answers with filler that says it is
+simulated. Every response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
+
+    settings.py           SimSettings, speed profiles, fault kinds
+    runner.py             serve_forever, start_in_thread (SimHandle), command-line options
+    app.py                routes and the outer ASGI layer
+    openai_chat.py        POST /v1/chat/completions
+    openai_completions.py POST /v1/completions (FIM)
+    control.py            GET /v1/models and the /_sim/ control API
+    respond.py            faults, pacing and streaming, shared by every API
+    answers.py            what is answered: truth continuation or filler, stop strings, max_tokens
+    truth.py              the truth index
+    error_model.py        when and how the simulated model is wrong
+    pacing.py             tokens paced by the clock
+    faults.py             armed faults and the counters of /_sim/stats
+    tokens.py             tiktoken counting and splitting
+"""
+
+from __future__ import annotations
+
+from tandem.sim.runner import (
+    SimConfigError,
+    SimHandle,
+    SimSettings,
+    add_arguments,
+    main,
+    serve_forever,
+    settings_from_args,
+    start_in_thread,
+)
+
+__all__ = [
+    "SimConfigError",
+    "SimHandle",
+    "SimSettings",
+    "add_arguments",
+    "main",
+    "serve_forever",
+    "settings_from_args",
+    "start_in_thread",
+]

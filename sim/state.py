@@ -1,0 +1,156 @@
+"""One running simulator's state: its settings, truth index, edit truth, armed faults and counters.
+
+Created before the server starts and shared by every endpoint. Everything here is used from the
+server's event loop, except `faults`, `stats` and the edit truth (`set_edit_truth`, `edit_draws`), which
+are also safe to use from other threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import random
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from tandem.completion.edits import read_edit_prompt
+from tandem.sim.answers import FINISH_LENGTH, FINISH_STOP, Answer, Ask, compose_answer
+from tandem.sim.edits import EditDraw, EditTruth, answer_edit
+from tandem.sim.faults import FaultPlan, Stats
+from tandem.sim.pacing import Pace, Pacer
+from tandem.sim.prompt_cache import PromptCache, PromptHit
+from tandem.sim.tokens import count_tokens, encoding, split_tokens
+
+if TYPE_CHECKING:
+    from tandem.completion.edits import EditPrompt
+    from tandem.sim.settings import Profile, SimSettings
+    from tandem.sim.truth import TruthIndex
+
+# Prompts longer than this are counted off the event loop (tiktoken releases the GIL while encoding).
+_COUNT_IN_THREAD_CHARS = 64_000
+# Endpoints whose requests may be edit prompts (conversations); FIM completions never are.
+EDIT_ENDPOINTS = frozenset({"chat.completions", "messages", "responses"})
+# Edit draws kept for `GET /_sim/edits` (a benchmark reads them after each task).
+_DRAWS_KEPT = 10_000
+
+
+class SimState:
+    """What every endpoint of one simulator shares."""
+
+    def __init__(self, settings: SimSettings, *, truth: TruthIndex | None) -> None:
+        self.settings = settings
+        self.truth = truth
+        self.faults = FaultPlan(settings.faults)
+        self.stats = Stats()
+        # Set when the server is stopping: paced and stalled responses end at once instead of holding
+        # the shutdown up. Only set from the server's loop (the runner uses call_soon_threadsafe).
+        self.stopping = asyncio.Event()
+        self._profile = settings.resolved_profile()
+        self._requests_seen = 0
+        self._edit_lock = threading.Lock()
+        self._edit_truth = EditTruth()
+        # Edit requests seen per prompt (by hash) since the truth was set: a retry is a fresh draw.
+        self._edit_attempts: dict[bytes, int] = {}
+        self._edit_draws: deque[EditDraw] = deque(maxlen=_DRAWS_KEPT)
+        # The last prompt counted: an API that reports input tokens before the answer counts once.
+        self._counted: tuple[str, int] = ("", 0)
+        # Simulated provider prompt caching (cached_tokens in usage, shorter TTFT): see prompt_cache.py.
+        self.prompt_cache = PromptCache()
+        encoding()  # load the tokenizer now, not on the first request
+
+    @property
+    def profile(self) -> Profile:
+        """This server's profile: every request gets it, whatever `model` it names."""
+        return self._profile
+
+    @property
+    def model_id(self) -> str:
+        return self._profile.model_id
+
+    async def count_prompt_tokens(self, ask: Ask) -> int:
+        text, count = self._counted
+        if text is ask.prompt_text:
+            return count
+        if len(ask.prompt_text) > _COUNT_IN_THREAD_CHARS:
+            count = await asyncio.to_thread(count_tokens, ask.prompt_text)
+        else:
+            count = count_tokens(ask.prompt_text)
+        self._counted = (ask.prompt_text, count)
+        return count
+
+    @property
+    def edit_truth(self) -> EditTruth:
+        return self._edit_truth
+
+    def set_edit_truth(self, truth: EditTruth) -> None:
+        """Replace the edit truth; attempts are counted afresh from here (the draws stay until `reset`)."""
+        with self._edit_lock:
+            self._edit_truth = truth
+            self._edit_attempts.clear()
+
+    def edit_draws(self) -> list[dict[str, Any]]:
+        """What was drawn for each edit request since the last reset, oldest first (JSON-ready, simulated)."""
+        with self._edit_lock:
+            return [dataclasses.asdict(draw) for draw in self._edit_draws]
+
+    def reset_edits(self) -> None:
+        """Forget the edit draws and attempt counts (the truth stays)."""
+        with self._edit_lock:
+            self._edit_draws.clear()
+            self._edit_attempts.clear()
+
+    def answer(self, ask: Ask) -> Answer:
+        if ask.endpoint in EDIT_ENDPOINTS and self._edit_truth.files:
+            prompt = read_edit_prompt([{"role": "user", "content": ask.prompt_text}])
+            if prompt is not None:
+                return self._answer_edit(ask, prompt)
+        return compose_answer(
+            ask,
+            truth=self.truth,
+            profile=self._profile.name,
+            error_rate=self.settings.error_rate,
+            seed=self.settings.seed,
+        )
+
+    def _answer_edit(self, ask: Ask, prompt: EditPrompt) -> Answer:
+        key = hashlib.blake2b(ask.prompt_text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._edit_lock:
+            truth = self._edit_truth
+            attempt = self._edit_attempts.get(key, 0)
+            self._edit_attempts[key] = attempt + 1
+        text, draw = answer_edit(
+            prompt,
+            truth,
+            profile=self._profile.name,
+            attempt=attempt,
+            seed=self.settings.seed,
+            prompt_text=ask.prompt_text,
+        )
+        with self._edit_lock:
+            self._edit_draws.append(dataclasses.replace(draw, endpoint=ask.endpoint))
+        cut = split_tokens(text, max_tokens=ask.max_tokens)
+        return Answer(
+            pieces=cut.pieces,
+            finish_reason=FINISH_LENGTH if cut.truncated else FINISH_STOP,
+            truth_matched=True,
+            corrupted=draw.mistake is not None,
+        )
+
+    def pacer_for(self, ask: Ask, *, cache: PromptHit | None = None) -> Pacer:
+        """A pacer with this request's timing and its own seeded jitter; a cached prompt prefix (`cache`)
+        shortens the time to first token."""
+        profile = self._profile
+        ttft_ms = cache.ttft_ms(profile.ttft_ms) if cache is not None else profile.ttft_ms
+        pace = Pace(tokens_per_s=profile.tokens_per_s, ttft_ms=ttft_ms, jitter=self.settings.jitter)
+        self._requests_seen += 1
+        rng = random.Random(self.settings.seed * 1_000_003 + self._requests_seen)
+        return Pacer(pace, rng=rng, stop=self.stopping)
+
+    async def stall(self) -> None:
+        """Wait as a stalled provider does: until the stall time is over or the server stops."""
+        try:
+            await asyncio.wait_for(self.stopping.wait(), timeout=self.settings.stall_s)
+        except TimeoutError:
+            pass
