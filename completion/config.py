@@ -53,6 +53,11 @@ class ModelConfig:
     # empty sends `prompt` + `suffix` fields (vLLM, llama.cpp server, DeepSeek beta).
     fim_template: str = ""
     temperature: float = 0.0
+    # USD per million tokens, for the cost estimate in traces and `tandem trace report` (0: not priced).
+    # Cached input tokens cost the input price unless their own is set.
+    price_input_per_mtok: float = 0.0
+    price_output_per_mtok: float = 0.0
+    price_cached_input_per_mtok: float = 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +153,13 @@ class TraceConfig:
     # Empty: the user state dir ($XDG_STATE_HOME/tandem/trace.jsonl).
     path: str = ""
     enabled: bool = True
+    # The file rotates when it would pass this size; `keep` rotated files are kept (trace.jsonl.1 ...).
+    max_mb: float = 20.0
+    keep: int = 3
+    # OpenTelemetry export (needs the `otel` extra): an OTLP/HTTP endpoint such as http://localhost:4318.
+    # Empty: the standard OTEL_EXPORTER_OTLP_ENDPOINT / OTEL_EXPORTER_OTLP_TRACES_ENDPOINT variables
+    # decide; neither set, nothing is exported.
+    otlp_endpoint: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

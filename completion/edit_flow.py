@@ -66,7 +66,7 @@ from tandem.completion.errors import (
     describe,
 )
 from tandem.completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
-from tandem.completion.trace import Tracer
+from tandem.completion.trace import Tracer, estimate_cost_usd
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
 # Progress is reported at most every this many characters of answer (a report per token floods the client).
@@ -308,6 +308,12 @@ class EditFlow:
         record.tokens_in += stats.usage.input_tokens
         record.tokens_out += stats.usage.output_tokens
         record.tokens_cached += stats.usage.cached_tokens
+        record.cost_usd += estimate_cost_usd(
+            tier.config,
+            tokens_in=stats.usage.input_tokens,
+            tokens_out=stats.usage.output_tokens,
+            tokens_cached=stats.usage.cached_tokens,
+        )
         answer = "".join(parts)
         record.chars = len(answer)
         checked = None

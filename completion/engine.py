@@ -29,7 +29,7 @@ from tandem.completion.prefetch import AfterAccepting, TokenBudget
 from tandem.completion.request import CompletionRequest, CompletionResult, Ticket
 from tandem.completion.streams import Stream, StreamStore
 from tandem.completion.tiers import Tier, Tiers
-from tandem.completion.trace import Tracer, TraceRecord
+from tandem.completion.trace import Tracer, TraceRecord, estimate_cost_usd
 from tandem.completion.units import UnitContext, useful_unit, wants_multiline
 from tandem.completion.workspace import WorkspaceIndex
 
@@ -405,6 +405,13 @@ class Engine:
     def _trace_stream(self, record: TraceRecord, stream: Stream) -> None:
         counter = self.workspace.counter if self.workspace is not None else None
         record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
+        tier = self.tiers.get(record.tier) if record.tier else None
+        record.cost_usd = estimate_cost_usd(
+            tier.config if tier is not None else None,
+            tokens_in=record.tokens_in,
+            tokens_out=record.tokens_out,
+            tokens_cached=record.tokens_cached,
+        )
         self.tracer.write(record)
 
     # -- lifecycle -----------------------------------------------------------------------------

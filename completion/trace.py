@@ -1,8 +1,12 @@
-"""One trace record per request, appended as a JSON line.
+"""One trace record per request, appended as a JSON line to a file that rotates at a size cap.
 
 A record holds phase timestamps in milliseconds since the request was received (`ms`), the model and
-route, where the answer came from, and token usage. It never holds document text or API keys: the only
-strings taken from a request are its file name, language and client name.
+route, where the answer came from, token usage and its estimated cost. It never holds document text or API
+keys: the only strings taken from a request are its file name, language and client name.
+
+The schema (every field, its unit, the kinds and phases, and how to add a field or a kind) is documented
+in docs/trace.md; `SCHEMA_VERSION` is written into every record as `schema`. A test checks that every
+field a record writes is documented there.
 
 Phases, in the order a request meets them: received, cache_lookup, debounce_end, context_built,
 request_sent, first_byte, first_token, first_line, answered, done (the stream behind it finished).
@@ -12,17 +16,27 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
+import logging.handlers
 import os
 import pathlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from tandem.completion.errors import describe
 
 if TYPE_CHECKING:
+    from tandem.completion.config import ModelConfig
     from tandem.completion.streams import Stream
+
+# Bumped when a field changes meaning or is removed; adding a field keeps the version (readers ignore
+# fields they do not know).
+SCHEMA_VERSION = 1
+
+# One record per request of each kind (docs/trace.md says what each kind's request is).
+KINDS: tuple[str, ...] = ("inline", "completion", "next_edit", "edit", "prefetch", "accept")
 
 PHASES: tuple[str, ...] = (
     "received",
@@ -38,6 +52,8 @@ PHASES: tuple[str, ...] = (
 )
 
 _ids = itertools.count(1)
+# perf_counter (monotonic, what phases are measured with) to Unix time, fixed once per process.
+_WALL_OFFSET_NS = time.time_ns() - time.perf_counter_ns()
 # Rough token size of text when no tokenizer is at hand.
 _CHARS_PER_TOKEN = 4
 
@@ -75,6 +91,8 @@ class TraceRecord:
     tokens_cached: int = 0
     # The provider sent no usage (the stream was stopped first): tokens counted here instead.
     tokens_estimated: bool = False
+    # Estimated from the model's configured prices ([models.X] price_*_per_mtok); 0 when none are set.
+    cost_usd: float = 0.0
     marks_ns: dict[str, int] = field(default_factory=dict)
 
     def stream_ended(self, stream: Stream, *, count_tokens: Callable[[str], int] | None = None) -> None:
@@ -113,8 +131,10 @@ class TraceRecord:
         }
         ms["received"] = 0.0
         return {
+            "schema": SCHEMA_VERSION,
             "id": self.id,
             "t": round(time.time(), 3),
+            "received_at": round((self.received_ns + _WALL_OFFSET_NS) / 1e9, 6),
             "kind": self.kind,
             "file": self.file,
             "language": self.language,
@@ -139,8 +159,22 @@ class TraceRecord:
                 "cached": self.tokens_cached,
                 "estimated": self.tokens_estimated,
             },
+            "cost_usd": round(self.cost_usd, 8),
             "ms": ms,
         }
+
+
+def estimate_cost_usd(model: ModelConfig | None, *, tokens_in: int, tokens_out: int, tokens_cached: int) -> float:
+    """What the tokens cost at `model`'s configured prices (USD per million tokens; 0 when unpriced)."""
+    if model is None:
+        return 0.0
+    uncached = max(tokens_in - tokens_cached, 0)
+    cached_price = model.price_cached_input_per_mtok or model.price_input_per_mtok
+    return (
+        uncached * model.price_input_per_mtok
+        + tokens_cached * cached_price
+        + tokens_out * model.price_output_per_mtok
+    ) / 1e6
 
 
 def default_trace_path() -> pathlib.Path:
@@ -149,25 +183,38 @@ def default_trace_path() -> pathlib.Path:
 
 
 class Tracer:
-    """Appends records to a JSONL file; a disabled tracer (no path) drops them."""
+    """Appends records to a JSONL file that rotates at `max_bytes` (`trace.jsonl` -> `trace.jsonl.1` ...,
+    `keep` old files kept); a disabled tracer (no path) drops them.
 
-    def __init__(self, path: pathlib.Path | None) -> None:
+    Records also go to `sinks` (callables taking the record, such as the live status and the OpenTelemetry
+    exporter): a sink must be cheap and must not raise on the request path.
+    """
+
+    def __init__(self, path: pathlib.Path | None, *, max_bytes: int = 20_000_000, keep: int = 3) -> None:
         self.path = path
-        self._file: IO[str] | None = None
+        self.max_bytes = max_bytes
+        self.keep = keep
+        self.sinks: list[Callable[[TraceRecord], None]] = []
+        self._handler: logging.handlers.RotatingFileHandler | None = None
         self.written = 0
 
     def write(self, record: TraceRecord) -> None:
+        for sink in self.sinks:
+            sink(record)
         if self.path is None:
             return
-        if self._file is None:
+        if self._handler is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record.to_json(), separators=(",", ":")) + "\n")
-        # Flushed per record so a crash or a reader (the replay harness) never sees half a file.
-        self._file.flush()
+            # The standard library's rotating handler: size check, rename chain and reopen, and a flush
+            # per record, so a crash or a reader (the replay harness) never sees half a line.
+            self._handler = logging.handlers.RotatingFileHandler(
+                self.path, maxBytes=self.max_bytes, backupCount=self.keep, encoding="utf-8"
+            )
+        line = json.dumps(record.to_json(), separators=(",", ":"))
+        self._handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
         self.written += 1
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        if self._handler is not None:
+            self._handler.close()
+            self._handler = None

@@ -202,11 +202,11 @@ class TandemServer(LanguageServer):
     def make_tracer(self) -> Tracer:
         from tandem.completion.trace import default_trace_path
 
-        if not self.config.trace.enabled:
+        settings = self.config.trace
+        if not settings.enabled:
             return Tracer(None)
-        if self.trace_path is not None:
-            return Tracer(self.trace_path)
-        return Tracer(pathlib.Path(self.config.trace.path) if self.config.trace.path else default_trace_path())
+        path = self.trace_path or (pathlib.Path(settings.path) if settings.path else default_trace_path())
+        return Tracer(path, max_bytes=int(settings.max_mb * 1_000_000), keep=settings.keep)
 
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
