@@ -6,11 +6,17 @@ list), so a keystroke costs microseconds whatever the file size.
 
 Columns here are code points (Python string indices). Converting to the client's position encoding is the
 caller's job (lsp/positions.py), so this module knows nothing of UTF-16 or UTF-8.
+
+Line breaks are LSP's three: '\n', '\r\n' and a lone '\r'. An edit can join a lone '\r' and a '\n' into
+one '\r\n' (typing Enter after a line that ends in '\r'), so `replace` re-splits across that seam.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -23,23 +29,33 @@ class Edit:
 
 
 def split_lines(text: str) -> list[str]:
-    """Split keeping each line's terminator; the last element is the text after the last newline."""
-    parts = text.split("\n")
-    return [p + "\n" for p in parts[:-1]] + [parts[-1]]
+    """Split keeping each line's terminator; the last element is the text after the last line break."""
+    if "\r" not in text:
+        parts = text.split("\n")
+        return [p + "\n" for p in parts[:-1]] + [parts[-1]]
+    lines = []
+    start = 0
+    for match in _BREAK.finditer(text):
+        lines.append(text[start : match.end()])
+        start = match.end()
+    lines.append(text[start:])
+    return lines
 
 
 def content_length(line: str) -> int:
-    """Length of `line` without its terminator ('\\n' or '\\r\\n')."""
+    """Length of `line` without its terminator ('\\n', '\\r\\n' or '\\r')."""
     n = len(line)
     if n and line[n - 1] == "\n":
         n -= 1
         if n and line[n - 1] == "\r":
             n -= 1
+    elif n and line[n - 1] == "\r":
+        n -= 1
     return n
 
 
 class LineBuffer:
-    """Mutable text as lines; every line but the last ends with '\\n'."""
+    """Mutable text as lines; every line but the last ends with a line break."""
 
     __slots__ = ("_lines",)
 
@@ -81,12 +97,16 @@ class LineBuffer:
             (sl, sc), (el, ec) = (el, ec), (sl, sc)
         head = self._lines[sl][:sc]
         tail = self._lines[el][ec:]
-        if sl == el and "\n" not in text:
+        if sl > 0 and not head and (text or tail)[:1] == "\n" and self._lines[sl - 1].endswith("\r"):
+            # The previous line's lone '\r' and this '\n' become one '\r\n': that line is part of the edit.
+            sl -= 1
+            head = self._lines[sl]
+        if sl == el and "\n" not in text and "\r" not in text:
             # The common keystroke: one line in, one line out.
             new = [head + text + tail]
         else:
             new = split_lines(head + text + tail)
-            if tail.endswith("\n"):
+            if tail[-1:] in ("\n", "\r"):
                 # `tail` kept line el's terminator, so the split's final '' is not a line of its own.
                 new.pop()
         self._lines[sl : el + 1] = new

@@ -15,7 +15,7 @@ from tandem.cache.lines import Edit, LineBuffer
 from tandem.lsp.positions import PositionCodec
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -66,26 +66,33 @@ class DocumentStore:
         return document
 
     def change(
-        self, uri: str, version: int, changes: Sequence[types.TextDocumentContentChangeEvent]
-    ) -> tuple[Document, list[Edit | None]] | None:
-        """Apply `changes` in order; returns the document and, per change, the lines it replaced (None
-        for a whole-text replacement, after which the buffer is a new object)."""
+        self,
+        uri: str,
+        version: int,
+        changes: Sequence[types.TextDocumentContentChangeEvent],
+        on_edit: Callable[[Document, Edit | None], None] | None = None,
+    ) -> Document | None:
+        """Apply `changes` in order. After each one, `on_edit` hears which lines it replaced (None for a
+        whole-text replacement, after which the buffer is a new object), while the buffer holds exactly the
+        text that change produced: the next change's positions refer to that text, not the final one."""
         document = self._docs.get(uri)
         if document is None:
             log.warning("didChange for a document that is not open: %s", uri)
             return None
-        edits: list[Edit | None] = []
         for change in changes:
+            edit: Edit | None
             if isinstance(change, types.TextDocumentContentChangePartial):
                 start = self.to_server(document, change.range.start)
                 end = self.to_server(document, change.range.end)
-                edits.append(document.buffer.replace(start, end, change.text))
+                edit = document.buffer.replace(start, end, change.text)
             else:
                 document.buffer = LineBuffer(change.text)
                 document.skip_reason = skip_reason(change.text)
-                edits.append(None)
+                edit = None
+            if on_edit is not None:
+                on_edit(document, edit)
         document.version = version
-        return document, edits
+        return document
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)

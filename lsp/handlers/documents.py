@@ -14,10 +14,11 @@ from lsprotocol import types
 from tandem.completion.request import CompletionRequest
 
 if TYPE_CHECKING:
+    from tandem.cache.lines import Edit
     from tandem.lsp.documents import Document
     from tandem.lsp.server import TandemServer
 
-_NEW_LINE = re.compile(r"\r?\n[ \t]*")
+_NEW_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*")
 
 
 def register(server: TandemServer) -> None:
@@ -29,19 +30,20 @@ def register(server: TandemServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams) -> None:
-        changed = ls.documents.change(params.text_document.uri, params.text_document.version, params.content_changes)
-        if changed is None:
-            return
-        document, edits = changed
         index = ls.workspace_index
-        if index is not None:
-            for edit in edits:
-                if edit is None:
-                    index.open(document.uri, document.buffer)
-                else:
-                    index.change(document.uri, edit)
-        if len(params.content_changes) == 1:
-            _maybe_new_line(ls, document, params.content_changes[0])
+
+        def indexed(document: Document, edit: Edit | None) -> None:
+            if index is None:
+                return
+            if edit is None:
+                index.open(document.uri, document.buffer)
+            else:
+                index.change(document.uri, edit)
+
+        changes = params.content_changes
+        document = ls.documents.change(params.text_document.uri, params.text_document.version, changes, indexed)
+        if document is not None and len(changes) == 1:
+            _maybe_new_line(ls, document, changes[0])
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams) -> None:
