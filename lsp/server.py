@@ -13,7 +13,7 @@ import stat
 import sys
 import threading
 import time
-from collections.abc import Coroutine, Generator, Mapping
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any
 
 import httpx
@@ -45,6 +45,26 @@ class TandemProtocol(LanguageServerProtocol):
     every incremental change (O(file) per keystroke). tandem keeps its own store (`lsp.documents`), so
     these overrides only forward to tandem's handlers.
     """
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Callable[[Any], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls' handler execution, minus a leak: a generator or async handler's future is kept in
+        `_request_futures` under its id, and only a request's answer removes it. Notifications (every
+        didOpen/didChange/didClose goes through a generator) and the steps of generator handlers ran under
+        fresh ids nobody removed: one future per keystroke, held for the life of the process."""
+
+        def finished(future: Any) -> None:
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            callback(future)
+
+        super()._execute_handler(msg_id, handler, finished, args, kwargs)
 
     def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(method)) is not None:
