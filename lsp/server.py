@@ -28,6 +28,8 @@ from tandem.completion.trace import Tracer
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
+from tandem.lsp.status import METHOD as STATUS_METHOD
+from tandem.lsp.status import Status
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +131,8 @@ class TandemServer(LanguageServer):
     shown_notices: set[str]
     # Ids of completion requests whose handler has started (see TandemProtocol._handle_request).
     started_requests: set[Any]
+    # The last `tandem/status` sent.
+    last_status: Status
 
     def __init__(self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> None:
         super().__init__("tandem", VERSION, protocol_cls=TandemProtocol)
@@ -143,6 +147,7 @@ class TandemServer(LanguageServer):
         self.http_client = None
         self.shown_notices = set()
         self.started_requests = set()
+        self.last_status = Status.ready()
         self._tasks: set[asyncio.Future[Any]] = set()
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
@@ -202,14 +207,18 @@ class TandemServer(LanguageServer):
         finally:
             self.shutdown()  # type: ignore[no-untyped-call]
 
-    def send_status(self, status: dict[str, Any]) -> None:
-        """`tandem/status` for the editor's status display: state, latency_ms, route, model, cache_hit, error.
+    def send_status(self, status: Status) -> None:
+        """`tandem/status` (`lsp.status.Status`) for the editor's status display.
 
         Sent after the response that it describes: a write scheduled now lands behind the response, which
         pygls sends from the request task's done-callback (one more pipe write before the answer would
-        add ~2 ms to every keystroke)."""
+        add ~2 ms to every keystroke). A request without a suggestion after another without one changes
+        nothing on screen, so it sends nothing."""
+        if status.source == "none" and status.state != "error" and self.last_status.source == "none":
+            return
+        self.last_status = status
         loop = asyncio.get_running_loop()
-        loop.call_soon(loop.call_soon, self.protocol.notify, "tandem/status", status)
+        loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """window/showMessage, once per distinct message."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import math
 import os
 import pathlib
 import re
@@ -346,8 +345,11 @@ def test_statusline_shows_the_servers_tandem_status(nvim_run: NvimRun) -> None:
     assert server["state"] == "ready" and "sim-spark" in server["model"], server
     assert server["route"] == "fast" and isinstance(server["cache_hit"], bool), server
     assert isinstance(server["latency_ms"], int | float) and server["latency_ms"] >= 0, server
-    shown = "cache" if server["cache_hit"] else server["route"]
-    assert record["statusline"] == f"tandem {math.floor(server['latency_ms'] + 0.5)}ms {shown}"
+    # The statusline is the server's own text; `:TandemStatus` prints its sentence, not a Lua table.
+    shown = "cached" if server["cache_hit"] else "fast"
+    assert record["statusline"] == server["text"] == f"tandem {round(server['latency_ms'])} ms {shown}"
+    assert record["tandem_status_command"].startswith("tandem: ready\nLast suggestion in "), record
+    assert server["tooltip"] in record["tandem_status_command"] and "{" not in record["tandem_status_command"]
 
 
 def test_block_after_a_def_is_the_true_body(nvim_run: NvimRun) -> None:

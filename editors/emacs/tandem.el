@@ -102,27 +102,19 @@ status joins the mode line."
 ;;; Status
 
 (cl-defmethod eglot-handle-notification (_server (_method (eql tandem/status)) &rest params)
-  "Keep PARAMS of the server's `tandem/status' for `tandem-status'.
-They carry the last latency, route, cache hit and errors."
+  "Keep PARAMS of the server's `tandem/status' for the mode line and `tandem-status'.
+The server composes their :text (short) and :tooltip (a sentence); the
+other fields are the same facts as data."
   (setq tandem--last-status params)
   (force-mode-line-update t))
 
 (defun tandem-status-string ()
-  "A short text for the mode line, from the last `tandem/status'.
-For example \"tandem 42ms fast\", \"tandem 0ms cache\" or
-\"tandem ⚠ <error>\"; empty until the server has sent one."
-  (let* ((status tandem--last-status)
-         (latency (plist-get status :latency_ms))
-         (err (plist-get status :error)))
-    (cond ((null status) "")
-          ((and (stringp err) (equal (plist-get status :state) "error"))
-           (format "tandem ⚠ %s" err))
-          (t (concat "tandem"
-                     (if (numberp latency) (format " %dms" (round latency)) "")
-                     (cond ((eq (plist-get status :cache_hit) t) " cache")
-                           ((stringp (plist-get status :route))
-                            (concat " " (plist-get status :route)))
-                           (t "")))))))
+  "A short text for the mode line: the server's own, from its last `tandem/status'.
+For example \"tandem 42 ms fast\", \"tandem 3 ms cached\" or
+\"tandem ⚠ rate limited by the provider\"; empty until the server has
+sent one."
+  (let ((text (plist-get tandem--last-status :text)))
+    (if (stringp text) text "")))
 
 (defun tandem--mode-line ()
   "The mode line text in a buffer that tandem serves, else nothing."
@@ -134,7 +126,10 @@ For example \"tandem 42ms fast\", \"tandem 0ms cache\" or
 (defun tandem-status ()
   "Show what tandem last reported about itself."
   (interactive)
-  (message "tandem: %s" (if tandem--last-status (prin1-to-string tandem--last-status) "no status yet")))
+  (let ((tooltip (plist-get tandem--last-status :tooltip)))
+    (message "%s" (if (stringp tooltip)
+                      (format "%s: %s" (tandem-status-string) tooltip)
+                    "tandem: no status yet (no completion asked)"))))
 
 ;;; Edits
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from tandem.completion.request import CompletionRequest, CompletionResult
+from tandem.lsp.status import Status
 
 if TYPE_CHECKING:
     from tandem.lsp.documents import Document
@@ -63,17 +64,7 @@ async def _complete(
     result = await ls.engine.complete(request)
     if result.notice:
         ls.notify_user(result.notice)
-    if result.text or result.error:
-        ls.send_status(
-            {
-                "state": "error" if result.error else "ready",
-                "latency_ms": round(result.waited_ms, 1),
-                "route": result.tier,
-                "model": result.model,
-                "cache_hit": result.source in ("stream", "cache"),
-                "error": result.error or None,
-            }
-        )
+    ls.send_status(Status.of_completion(result))
     return request, result
 
 

@@ -77,6 +77,8 @@
           :status tandem--last-status
           ;; What the mode line entry shows (batch Emacs draws no mode line: `format-mode-line' is empty).
           :mode_line (tandem--mode-line)
+          ;; What M-x tandem-status says (`message' returns it).
+          :status_message (tandem-status)
           :mode_line_installed (if (member tandem--mode-line-entry mode-line-misc-info) t :json-false)
           :server (plist-get (eglot--server-info server) :name)
           :capf_installed (if capf-installed t :json-false)

@@ -163,6 +163,7 @@ function runners.accept(bufnr, scenario, out)
   end, 5000, "the server's tandem/status notification", bufnr)
   out.server_status = require("tandem.status").get().server
   out.statusline = require("tandem").statusline()
+  out.tandem_status_command = vim.api.nvim_exec2("TandemStatus", { output = true }).output
   press_and_wait_for_change(bufnr, scenario.key or "<Tab>", "the accept key to insert the suggestion")
   out.after_accept = buffer_text(bufnr)
   out.cursor_after_accept = vim.api.nvim_win_get_cursor(0)

@@ -1,25 +1,18 @@
 /**
  * What the status bar item says: the client's state plus the server's last `tandem/status` notification.
  *
- * `tandem/status` (server -> client notification; every field optional):
- *
- *     { "state": "ready" | "busy" | "error",
- *       "latency_ms": 84,            // last completion, request received -> answered, server time
- *       "route": "fast" | "accurate" | "cache",
- *       "model": "gpt-oss-120b",
- *       "cache_hit": true,
- *       "error": "fast model: 429 rate limited, retrying in 2 s" | null }   // null clears a shown error
+ * `tandem/status` (server -> client, after a completion request) is one shape, defined by the server
+ * (`lsp/status.py`): it composes `text` (short, for the status bar: "tandem 42 ms fast", "tandem 3 ms
+ * cached", "tandem ⚠ rate limited by the provider") and `tooltip` (a sentence). The extension shows those
+ * and reads only `state` besides, so fields the server adds need no change here.
  *
  * Pure: no VS Code import, so unit tests can check every case.
  */
 
 export interface StatusParams {
   state?: "ready" | "busy" | "error";
-  latency_ms?: number;
-  route?: string;
-  model?: string;
-  cache_hit?: boolean;
-  error?: string | null;
+  text?: string;
+  tooltip?: string;
 }
 
 export type ClientPhase = "starting" | "running" | "stopped" | "not-found";
@@ -30,37 +23,26 @@ export interface StatusView {
   severity: "normal" | "warning" | "error";
 }
 
-/** The last status merged with a new notification: fields the server leaves out keep their values. */
+/** The server's status from a notification: a new one replaces the last; ill-typed fields are dropped. */
 export function mergeStatus(last: StatusParams | undefined, update: unknown): StatusParams {
-  const next: StatusParams = { ...last };
   if (typeof update !== "object" || update === null) {
-    return next;
+    return { ...last };
   }
   const u = update as Record<string, unknown>;
+  const next: StatusParams = {};
   if (u.state === "ready" || u.state === "busy" || u.state === "error") {
     next.state = u.state;
   }
-  if (typeof u.latency_ms === "number" && Number.isFinite(u.latency_ms)) {
-    next.latency_ms = u.latency_ms;
+  if (typeof u.text === "string") {
+    next.text = u.text;
   }
-  if (typeof u.route === "string") {
-    next.route = u.route;
-  }
-  if (typeof u.model === "string") {
-    next.model = u.model;
-  }
-  if (typeof u.cache_hit === "boolean") {
-    next.cache_hit = u.cache_hit;
-  }
-  if (typeof u.error === "string" || u.error === null) {
-    next.error = u.error;
+  if (typeof u.tooltip === "string") {
+    next.tooltip = u.tooltip;
   }
   return next;
 }
 
-function formatLatency(ms: number): string {
-  return ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
-}
+const COMMANDS_HINT = "(click for commands)";
 
 /** The status item for a client phase, the server's last status, and a problem found by the extension. */
 export function describeStatus(phase: ClientPhase, last?: StatusParams, problem?: string): StatusView {
@@ -68,37 +50,25 @@ export function describeStatus(phase: ClientPhase, last?: StatusParams, problem?
     return { text: "$(error) tandem", tooltip: problem ?? "tandem is not running", severity: "error" };
   }
   if (phase === "stopped") {
-    return { text: "$(circle-slash) tandem", tooltip: "tandem is stopped (click for commands)", severity: "warning" };
+    return { text: "$(circle-slash) tandem", tooltip: `tandem is stopped ${COMMANDS_HINT}`, severity: "warning" };
   }
   if (phase === "starting") {
     return { text: "$(loading~spin) tandem", tooltip: "tandem is starting", severity: "normal" };
   }
-  if (last?.error) {
-    return { text: "$(warning) tandem", tooltip: `tandem: ${last.error}`, severity: "warning" };
-  }
-  if (last?.latency_ms === undefined) {
+  if (!last?.text) {
     const busy = last?.state === "busy";
     return {
       text: busy ? "$(loading~spin) tandem" : "$(sparkle) tandem",
-      tooltip: "tandem is ready: completions appear as ghost text, Tab accepts (click for commands)",
+      tooltip: `tandem is ready: suggestions appear as ghost text, Tab accepts ${COMMANDS_HINT}`,
       severity: "normal",
     };
   }
-  const parts = [formatLatency(last.latency_ms)];
-  if (last.cache_hit) {
-    parts.push("cache");
-  } else if (last.route) {
-    parts.push(last.route);
-  }
-  const detail = [
-    `last completion ${formatLatency(last.latency_ms)}`,
-    last.route ? `route ${last.route}` : "",
-    last.model ? `model ${last.model}` : "",
-    last.cache_hit === undefined ? "" : last.cache_hit ? "cache hit" : "cache miss",
-  ].filter((s) => s !== "");
+  const error = last.state === "error";
+  // Codicons are written $(name); the server's text is plain, so a "$(" in it is escaped.
+  const text = last.text.replace(/\$\(/g, "\\$(");
   return {
-    text: `$(sparkle) tandem ${parts.join(" ")}`,
-    tooltip: `tandem: ${detail.join(", ")} (click for commands)`,
-    severity: "normal",
+    text: `${error ? "$(warning)" : "$(sparkle)"} ${text}`,
+    tooltip: `${last.tooltip ?? last.text} ${COMMANDS_HINT}`,
+    severity: error ? "warning" : "normal",
   };
 }

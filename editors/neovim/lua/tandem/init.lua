@@ -119,8 +119,7 @@ local function create_commands()
     require("tandem.edit").command_handler(args)
   end, { range = true, nargs = "*", desc = "tandem: edit the selected lines by an instruction" })
   vim.api.nvim_create_user_command("TandemStatus", function()
-    local s = require("tandem.status").get()
-    vim.print(s)
+    vim.api.nvim_echo({ { require("tandem.status").describe() } }, true, {})
   end, { desc = "tandem: show the server's status" })
 end
 

@@ -3,9 +3,9 @@
 -- Fed by client.lua (start, exit, `window/showMessage`, the server's `tandem/status` notification), by
 -- suggest.lua (request sent, answered, failed) and by edit.lua (edit sent, finished).
 --
--- `tandem/status` (server -> client, after each completion it answered with text or an error):
---   { state = "ready" | "error", latency_ms = 12.3, route = "fast" | "accurate", model = "...",
---     cache_hit = true, error = "..." | nil }
+-- `tandem/status` (server -> client, after a completion request): the server composes `text` (short, for
+-- the statusline) and `tooltip` (a sentence or two, for `:TandemStatus`); this module shows them and reads
+-- no other field, so new fields need no change here (the shape is `lsp/status.py`'s `Status`).
 
 local M = {}
 
@@ -13,7 +13,7 @@ local M = {}
 ---@field state string            "off" | "starting" | "ready" | "waiting" | "editing" | "error"
 ---@field round_trip_ms number|nil the last answered completion request, as the editor timed it
 ---@field message string|nil      the last warning or error, in the server's words
----@field server table|nil        the last `tandem/status` payload (latency_ms, route, model, cache_hit, error)
+---@field server table|nil        the last `tandem/status` payload (text, tooltip, and the same facts as data)
 local status = { state = "off", round_trip_ms = nil, message = nil, server = nil }
 
 --- A copy of the current status.
@@ -46,10 +46,9 @@ function M.from_server(payload)
   M.update({ server = payload })
 end
 
---- A short text for 'statusline': `tandem 42ms fast`, `tandem 0ms cache`, `tandem …`, `tandem editing…`,
---- `tandem ⚠ <error>`.
---- The latency and route are the server's (its `tandem/status`); before the server has sent one, the
---- editor's own round trip.
+--- A short text for 'statusline': the server's own `text` (`tandem 42 ms fast`, `tandem 3 ms cached`,
+--- `tandem ⚠ rate limited by the provider`), or the editor's state while there is none to show
+--- (`tandem …starting`, `tandem …`, `tandem editing…`, `tandem ⚠ <problem>`).
 ---@return string
 function M.statusline()
   local s = status
@@ -65,23 +64,38 @@ function M.statusline()
     return "tandem ⚠ " .. (s.message or "error")
   end
   local server = s.server or {}
-  if server.state == "error" and server.error then
-    return "tandem ⚠ " .. tostring(server.error)
-  end
-  local text = "tandem"
-  local latency_ms = tonumber(server.latency_ms) or s.round_trip_ms
-  if latency_ms then
-    text = text .. string.format(" %dms", math.floor(latency_ms + 0.5))
-  end
-  if server.cache_hit == true then
-    text = text .. " cache"
-  elseif type(server.route) == "string" then
-    text = text .. " " .. server.route
-  end
+  local text = type(server.text) == "string" and server.text or "tandem"
   if s.message then
     text = text .. " ⚠"
   end
   return text
+end
+
+--- What `:TandemStatus` prints: the state, the server's own words for the last request, the last problem.
+---@return string
+function M.describe()
+  local s = status
+  local lines = {}
+  local states = {
+    off = "not running",
+    starting = "starting",
+    ready = "ready",
+    waiting = "asking for a suggestion",
+    editing = "editing",
+    error = "stopped",
+  }
+  table.insert(lines, "tandem: " .. (states[s.state] or s.state))
+  local server = s.server or {}
+  if type(server.tooltip) == "string" and server.tooltip ~= "" then
+    table.insert(lines, server.tooltip)
+  end
+  if s.round_trip_ms then
+    table.insert(lines, string.format("Round trip seen by Neovim: %d ms.", math.floor(s.round_trip_ms + 0.5)))
+  end
+  if s.message then
+    table.insert(lines, "Last problem: " .. s.message)
+  end
+  return table.concat(lines, "\n")
 end
 
 return M

@@ -19,20 +19,24 @@ describe("describeStatus", () => {
     assert.match(ready.tooltip, /ready/);
   });
 
-  it("shows the last latency and the route, or cache on a hit", () => {
-    const miss = describeStatus("running", { latency_ms: 84.4, route: "fast", model: "m", cache_hit: false });
-    assert.equal(miss.text, "$(sparkle) tandem 84 ms fast");
-    assert.match(miss.tooltip, /route fast, model m, cache miss/);
-    assert.equal(describeStatus("running", { latency_ms: 1, route: "fast", cache_hit: true }).text, "$(sparkle) tandem 1 ms cache");
-    assert.equal(describeStatus("running", { latency_ms: 1500 }).text, "$(sparkle) tandem 1.5 s");
+  it("shows the server's own text, and its tooltip on hover", () => {
+    const view = describeStatus("running", { state: "ready", text: "tandem 84 ms fast", tooltip: "Last suggestion in 84 ms." });
+    assert.equal(view.text, "$(sparkle) tandem 84 ms fast");
+    assert.equal(view.tooltip, "Last suggestion in 84 ms. (click for commands)");
+    assert.equal(view.severity, "normal");
   });
 
-  it("warns with the server's error until it is cleared", () => {
-    let status = mergeStatus(undefined, { latency_ms: 10, error: "fast model: 429" });
+  it("warns with the server's failure until a later status replaces it", () => {
+    let status = mergeStatus(undefined, { state: "error", text: "tandem ⚠ rate limited", tooltip: "429", latency_ms: 3 });
     assert.equal(describeStatus("running", status).severity, "warning");
-    assert.match(describeStatus("running", status).tooltip, /429/);
-    status = mergeStatus(status, { error: null, latency_ms: 12 });
+    assert.equal(describeStatus("running", status).text, "$(warning) tandem ⚠ rate limited");
+    status = mergeStatus(status, { state: "ready", text: "tandem", tooltip: "No suggestion at the last request." });
     assert.equal(describeStatus("running", status).severity, "normal");
+    assert.equal(describeStatus("running", status).text, "$(sparkle) tandem");
+  });
+
+  it("does not read the server's text as icons", () => {
+    assert.equal(describeStatus("running", { text: "tandem $(x)" }).text, "$(sparkle) tandem \\$(x)");
   });
 
   it("is a warning, not an error, when stopped without a problem", () => {
@@ -42,13 +46,13 @@ describe("describeStatus", () => {
 });
 
 describe("mergeStatus", () => {
-  it("keeps fields the update leaves out and drops ill-typed ones", () => {
-    const merged = mergeStatus({ route: "fast", latency_ms: 5 }, { latency_ms: "7", cache_hit: true, state: "odd" });
-    assert.deepEqual(merged, { route: "fast", latency_ms: 5, cache_hit: true });
+  it("replaces the last status and drops ill-typed fields", () => {
+    const merged = mergeStatus({ text: "tandem 5 ms fast", state: "ready" }, { text: 7, tooltip: "t", state: "odd" });
+    assert.deepEqual(merged, { tooltip: "t" });
   });
 
   it("ignores a payload that is not an object", () => {
-    assert.deepEqual(mergeStatus({ route: "fast" }, null), { route: "fast" });
+    assert.deepEqual(mergeStatus({ text: "tandem" }, null), { text: "tandem" });
   });
 });
 

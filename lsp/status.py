@@ -1,0 +1,119 @@
+"""`tandem/status`: what the server says about itself to the editor's status display, one typed shape.
+
+Every client (the VS Code extension, the Neovim plugin, tandem.el) shows `text` in its status bar,
+statusline or mode line and `tooltip` on hover, in `:TandemStatus` or `M-x tandem-status`. Both are
+composed here, so clients need no change when fields are added; the other fields are the same facts as
+data, for statusline plugins and tests.
+
+The words are the server's vocabulary for routes and sources (`ROUTE_WORDS`, `SOURCE_WORDS`): a status
+says what happened to the last request and nothing more. A request answered with no suggestion says so;
+it never keeps the previous answer's "cached".
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from tandem.completion.request import CompletionResult
+
+METHOD = "tandem/status"
+# Longest `text`: a status bar item shares its line with others.
+TEXT_CHARS = 40
+
+State = Literal["ready", "busy", "error"]
+
+# The models by role, as every message names them.
+ROUTE_WORDS = {"fast": "fast model", "accurate": "accurate model"}
+# Where a suggestion came from, in the tooltip's words; `text` says "cached" for both reuse sources.
+SOURCE_WORDS = {
+    "model": "a new request to the {route}",
+    "stream": "the {route}'s answer already streaming (no new request)",
+    "cache": "the completion cache (no new request)",
+}
+
+
+def latency_words(ms: float) -> str:
+    return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{round(ms)} ms"
+
+
+def fit(text: str, chars: int = TEXT_CHARS) -> str:
+    """`text` cut to `chars`, with an ellipsis when cut."""
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def failure_kind(error: str) -> str:
+    """The kind of a failure, as `completion.errors.describe` words it first ("rate limited by the
+    provider: ..." -> "rate limited by the provider")."""
+    return error.split(":", 1)[0].strip() or "error"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status:
+    """One `tandem/status` notification. `text` fits a status bar; `tooltip` says it in full."""
+
+    state: State
+    text: str
+    tooltip: str
+    # The last completion: server time from request received to answer, in ms.
+    latency_ms: float | None = None
+    # "fast" | "accurate" | "" (none asked); `model` is the configured model's name.
+    route: str = ""
+    model: str = ""
+    # "model" (a new request), "stream" (a running or finished stream), "cache", "none" (nothing shown).
+    source: str = "none"
+    # The suggestion came from model output that already existed: no model was asked for it.
+    cache_hit: bool = False
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def ready() -> Status:
+        return Status(state="ready", text="tandem", tooltip="tandem is ready: suggestions appear as you type.")
+
+    @staticmethod
+    def of_completion(result: CompletionResult) -> Status:
+        """The status after a completion request: its suggestion, its failure, or that there was none."""
+        latency_ms = round(result.waited_ms, 1)
+        route = result.tier if result.tier in ROUTE_WORDS else ""
+        model = result.model
+        role = ROUTE_WORDS.get(route, "model")
+        named = f"{role} ({model})" if model else role
+        if result.error:
+            kind = failure_kind(result.error)
+            return Status(
+                state="error",
+                text=fit(f"tandem ⚠ {kind}"),
+                tooltip=f"The last suggestion failed: {result.error}. tandem keeps serving; the next request "
+                "tries again.",
+                latency_ms=latency_ms,
+                route=route,
+                model=model,
+                source=result.source,
+                error=result.error,
+            )
+        if not result.text:
+            return Status(
+                state="ready",
+                text="tandem",
+                tooltip="No suggestion at the last request (nothing useful to add there).",
+                latency_ms=latency_ms,
+                route=route,
+                model=model,
+                source="none",
+            )
+        cache_hit = result.source in ("stream", "cache")
+        where = SOURCE_WORDS.get(result.source, "the {route}").format(route=named)
+        return Status(
+            state="ready",
+            text=fit(f"tandem {latency_words(latency_ms)} {'cached' if cache_hit else route or 'model'}"),
+            tooltip=f"Last suggestion in {latency_words(latency_ms)}, from {where}.",
+            latency_ms=latency_ms,
+            route=route,
+            model=model,
+            source=result.source,
+            cache_hit=cache_hit,
+        )

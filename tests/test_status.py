@@ -1,0 +1,40 @@
+"""`tandem/status`: the one shape every client shows (lsp/status.py)."""
+
+from __future__ import annotations
+
+from tandem.completion.request import CompletionResult
+from tandem.lsp.status import TEXT_CHARS, Status
+
+
+def test_a_new_suggestion_names_its_latency_and_route() -> None:
+    status = Status.of_completion(CompletionResult(text="x", source="model", waited_ms=84.4, tier="fast", model="m"))
+    assert (status.state, status.text, status.cache_hit) == ("ready", "tandem 84 ms fast", False)
+    assert status.tooltip == "Last suggestion in 84 ms, from a new request to the fast model (m)."
+
+
+def test_a_reused_suggestion_says_cached_and_where_from() -> None:
+    stream = Status.of_completion(CompletionResult(text="x", source="stream", waited_ms=2.6, tier="fast", model="m"))
+    assert (stream.text, stream.cache_hit) == ("tandem 3 ms cached", True)
+    assert "already streaming" in stream.tooltip
+    cache = Status.of_completion(CompletionResult(text="x", source="cache", waited_ms=1500, tier="cache"))
+    assert cache.text == "tandem 1.5 s cached" and cache.route == ""
+    assert cache.tooltip == "Last suggestion in 1.5 s, from the completion cache (no new request)."
+
+
+def test_no_suggestion_claims_nothing() -> None:
+    status = Status.of_completion(CompletionResult(text="", source="cache", waited_ms=5, tier="cache"))
+    assert (status.text, status.cache_hit, status.source) == ("tandem", False, "none")
+    assert status.tooltip.startswith("No suggestion")
+
+
+def test_a_failure_is_short_in_the_text_and_whole_in_the_tooltip() -> None:
+    error = "provider unavailable: connection refused by 127.0.0.1:9 after 3 tries, the provider may be down"
+    status = Status.of_completion(CompletionResult(error=error, source="model", waited_ms=12, tier="fast"))
+    assert status.state == "error" and status.error == error
+    assert status.text == "tandem ⚠ provider unavailable" and len(status.text) <= TEXT_CHARS
+    assert error in status.tooltip
+
+
+def test_the_json_is_every_field() -> None:
+    status = Status.ready()
+    assert set(status.to_json()) >= {"state", "text", "tooltip", "latency_ms", "route", "model", "cache_hit", "error"}
