@@ -1,6 +1,7 @@
-"""`tandem trace report FILE [--json]`: what a trace file says about latency, outcomes and sources.
+"""`tandem trace report FILE... [--json] [--html OUT]`: what trace files say about latency, outcomes and sources.
 
-Reads the JSONL records `completion.trace` writes (one per request) and reports, per phase, the count and
+Reads the JSONL records `completion.trace` writes (one per request; several files, such as a trace and its
+rotated predecessors, are read as one) and reports, per phase, the count and
 the p50/p90/p99 of its offset from "received" in milliseconds, plus intervals derived from two phases:
 
     server_overhead      received -> request_sent   (tandem's own work before the model is asked)
@@ -8,12 +9,14 @@ the p50/p90/p99 of its offset from "received" in milliseconds, plus intervals de
     time_to_first_token  received -> first_token
     answered_by_source   received -> answered, split by where the answer came from (model, stream, none)
 
-A line that is not a trace record (not JSON, or JSON without the record's fields) is skipped and counted.
+`--html OUT` also writes a page of plots (see `eval.trace_html`). A line that is not a trace record (not
+JSON, or JSON without the record's fields) is skipped and counted.
 `read_trace` and `percentile` are also used by the replay summary.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import pathlib
@@ -106,7 +109,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     NaN for no values."""
     if not values:
         return math.nan
-    ordered = sorted(values)
+    ordered = values if all(a <= b for a, b in itertools.pairwise(values)) else sorted(values)
     position = q * (len(ordered) - 1)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
@@ -116,8 +119,9 @@ def percentile(values: Sequence[float], q: float) -> float:
 def distribution(values: Sequence[float]) -> dict[str, float | int | None]:
     """count, p50, p90, p99 (ms, rounded to microseconds; None when there are no values)."""
     result: dict[str, float | int | None] = {"count": len(values)}
+    ordered = sorted(values)  # once, not once per quantile
     for name, q in QUANTILES:
-        result[name] = round(percentile(values, q), 3) if values else None
+        result[name] = round(percentile(ordered, q), 3) if values else None
     return result
 
 
@@ -179,7 +183,7 @@ def _table_rows(rows: Iterable[tuple[str, Mapping[str, Any]]]) -> list[str]:
     return lines
 
 
-def format_text(report: Mapping[str, Any], *, path: pathlib.Path) -> str:
+def format_text(report: Mapping[str, Any], *, path: pathlib.Path | str) -> str:
     """The report as an aligned plain-text table."""
 
     def header(label: str) -> str:
@@ -207,23 +211,58 @@ def format_text(report: Mapping[str, Any], *, path: pathlib.Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_report(args: Any) -> int:
-    """The `tandem trace report` command (`args.file`: Path, `args.json`: bool); returns the exit status."""
-    path = pathlib.Path(args.file)
-    try:
+def read_traces(paths: Sequence[pathlib.Path]) -> TraceFile:
+    """The records of several files, in the order given (raises TraceReadError for the first bad one)."""
+    records: list[dict[str, Any]] = []
+    bad = 0
+    for path in paths:
         trace = read_trace(path)
+        records += trace.records
+        bad += trace.bad_lines
+    return TraceFile(records=records, bad_lines=bad)
+
+
+def load_for_command(command: str, paths: Sequence[pathlib.Path]) -> TraceFile | None:
+    """The records of `paths` for a `tandem trace` subcommand, or None after one error line on stderr."""
+    try:
+        trace = read_traces(paths)
     except TraceReadError as error:
-        sys.stderr.write(f"tandem trace report: error: {error}\n")
-        return 1
+        sys.stderr.write(f"tandem trace {command}: error: {error}\n")
+        return None
     if not trace.records:
         what = f"{trace.bad_lines} lines, none of them a trace record" if trace.bad_lines else "nothing"
-        sys.stderr.write(f"tandem trace report: error: {path} holds {what}\n")
-        return 1
+        names = ", ".join(str(p) for p in paths)
+        sys.stderr.write(f"tandem trace {command}: error: {names} {'holds' if len(paths) == 1 else 'hold'} {what}\n")
+        return None
     if trace.bad_lines:
-        sys.stderr.write(f"tandem trace report: skipped {trace.bad_lines} lines that are not trace records\n")
+        sys.stderr.write(f"tandem trace {command}: skipped {trace.bad_lines} lines that are not trace records\n")
+    return trace
+
+
+def run_report(args: Any) -> int:
+    """The `tandem trace report` command (`args.files`: Paths, `args.json`: bool, `args.html`: Path or None);
+    returns the exit status."""
+    paths = [pathlib.Path(f) for f in args.files]
+    trace = load_for_command("report", paths)
+    if trace is None:
+        return 1
     report = summarise(trace)
+    if args.html is not None:
+        from tandem.eval.trace_html import ReportExtraMissing, render_html
+
+        try:
+            page = render_html(report, trace.records, files=[str(p) for p in paths])
+        except ReportExtraMissing as error:
+            sys.stderr.write(f"tandem trace report: error: {error}\n")
+            return 1
+        try:
+            pathlib.Path(args.html).write_text(page, encoding="utf-8")
+        except OSError as error:
+            sys.stderr.write(f"tandem trace report: error: cannot write {args.html}: {error.strerror or error}\n")
+            return 1
+        sys.stderr.write(f"tandem trace report: wrote {args.html}\n")
     if args.json:
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
-        sys.stdout.write(format_text(report, path=path))
+        sys.stdout.write(format_text(report, path=", ".join(str(p) for p in paths)))
     return 0

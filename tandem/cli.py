@@ -120,8 +120,14 @@ def _trace_arguments(trace: argparse.ArgumentParser) -> None:
         help="percentiles per phase from a trace file",
         description="Summarise a trace file: latency percentiles per phase, outcomes and sources.",
     )
-    report.add_argument("file", type=pathlib.Path, metavar="FILE")
+    report.add_argument("files", type=pathlib.Path, nargs="+", metavar="FILE", help="trace files (rotated ones too)")
     report.add_argument("--json", action="store_true", help="print JSON instead of text")
+    report.add_argument(
+        "--html",
+        type=pathlib.Path,
+        metavar="OUT",
+        help="also write a self-contained HTML page of plots to OUT (needs the report extra: plotly)",
+    )
     report.set_defaults(run=_trace_report)
 
 
