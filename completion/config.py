@@ -17,27 +17,31 @@ JSON object) with the same shape:
     large_selection_lines = 30          deadline_s = 300.0
     span_files = 2.0 ...                context_files = 4
 
-A workspace's tandem.toml comes from whoever wrote the repository: unless the user trusts it, it may not
-set the keys that decide where code and keys go (`WORKSPACE_GUARDED`).
+A workspace's tandem.toml comes from whoever wrote the repository: unless the user trusts it, it may only
+make tandem cheaper, quieter or more private (`completion.config_trust`). Trusted or not, its trace path
+must lie inside tandem's state or cache directory. A relative path is resolved against the directory of
+the file that names it (`Layer.directory`); editor settings have none and resolve against the first
+private directory.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import os
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
+from tandem.completion.config_trust import untrusted_values
 from tandem.completion.router import RouterThresholds
 
 Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
 PROVIDERS: tuple[str, ...] = get_args(Provider)
 # Providers whose backend exists today; the others are accepted by the schema but reported unusable.
 IMPLEMENTED_PROVIDERS: frozenset[str] = frozenset({"openai-chat", "fim", "anthropic", "openai-responses"})
-
-WORKSPACE_GUARDED: frozenset[str] = frozenset({"provider", "base_url", "api_key_env"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,33 +199,69 @@ class Layer:
     source: str  # "~/.config/tandem/config.toml", "initializationOptions", ...
     values: Mapping[str, Any]
     from_workspace: bool = False
+    # The directory of the file the layer came from ("" for editor settings): relative paths start there.
+    directory: str = ""
 
 
-def merge_layers(layers: list[Layer]) -> tuple[Config, list[Problem]]:
+def merge_layers(layers: list[Layer], *, private_dirs: tuple[str, ...] = ()) -> tuple[Config, list[Problem]]:
     """Merge `layers` over the defaults. Bad keys are dropped (the default stays) and reported.
 
-    Workspace layers lose their guarded keys unless a non-workspace layer (the user's config, or the
-    editor) trusts the workspace; that is reported once per layer.
+    Workspace layers keep only what `config_trust` allows unless a non-workspace layer (the user's
+    config, or the editor) trusts the workspace; what they lose is named in one problem per layer.
+    `private_dirs` are tandem's state and cache directories, the only places a workspace's trace may go.
     """
     problems: list[Problem] = []
     merged: dict[str, Any] = {}
+    own: dict[str, Any] = {}
     trusted = any(_trusts(layer.values) for layer in layers if not layer.from_workspace)
+    cleaned: list[tuple[Layer, dict[str, Any]]] = []
     for layer in layers:
-        values = dict(layer.values)
+        clean = _validate(Config, layer.values, prefix="", source=layer.source, problems=problems)
+        _resolve_trace_path(clean, layer, private_dirs, problems)
+        cleaned.append((layer, clean))
+        if not layer.from_workspace:
+            _deep_merge(own, copy.deepcopy(clean))
+    user_own = _build(Config, own)
+    for layer, clean in cleaned:
         if layer.from_workspace and not trusted:
-            values, dropped = _strip_guarded(values)
-            if dropped:
-                problems.append(
-                    Problem(
-                        layer.source,
-                        ", ".join(sorted(dropped)),
-                        "ignored: this workspace is not trusted, so it may not choose where code and API "
-                        "keys are sent (add it to trusted_workspaces in your user config to allow it)",
-                    )
-                )
-        clean = _validate(Config, values, prefix="", source=layer.source, problems=problems)
+            clean, ignored = untrusted_values(clean, user_own, default_model=ModelConfig())
+            if ignored:
+                problems.append(_ignored(layer.source, ignored))
         _deep_merge(merged, clean)
     return _build(Config, merged), problems
+
+
+def _ignored(source: str, ignored: list[tuple[str, str]]) -> Problem:
+    names = ", ".join(name for name, _ in ignored)
+    whys = "; ".join(f"{name} {why}" for name, why in ignored)
+    return Problem(
+        source,
+        names,
+        f"ignored: this workspace is not trusted, so its tandem.toml may only make tandem cheaper, quieter "
+        f"or more private ({whys}). Add it to trusted_workspaces in your user config to allow it.",
+    )
+
+
+def _resolve_trace_path(
+    clean: dict[str, Any], layer: Layer, private_dirs: tuple[str, ...], problems: list[Problem]
+) -> None:
+    """Make `trace.path` absolute (against the layer's own directory); a workspace's must stay private."""
+    trace = clean.get("trace")
+    raw = trace.get("path") if isinstance(trace, dict) else None
+    if not isinstance(trace, dict) or not isinstance(raw, str) or not raw:
+        return
+    base = layer.directory or (private_dirs[0] if private_dirs else "")
+    path = os.path.normpath(os.path.join(base, os.path.expanduser(raw) if not layer.from_workspace else raw))
+    trace["path"] = path
+    if layer.from_workspace:
+        real = os.path.realpath(path)
+        inside = any(real.startswith(os.path.realpath(d).rstrip("/") + "/") for d in private_dirs)
+        if not inside:
+            trace.pop("path")
+            where = " or ".join(private_dirs) or "tandem's state directory"
+            problems.append(
+                Problem(layer.source, "trace.path", f"ignored: a workspace may only put its trace inside {where}")
+            )
 
 
 def _trusts(merged: Mapping[str, Any]) -> bool:
@@ -233,28 +273,6 @@ def mark_trusted_root(layer_values: dict[str, Any], workspace_root: str) -> None
     trusted = layer_values.get("trusted_workspaces", [])
     if isinstance(trusted, list) and workspace_root.rstrip("/") in {str(p).rstrip("/") for p in trusted}:
         layer_values["_trusted_root"] = True
-
-
-def _strip_guarded(values: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    dropped: set[str] = set()
-    out = dict(values)
-    # A workspace can never grant itself trust.
-    for key in ("trust_workspace", "trusted_workspaces"):
-        if key in out:
-            out.pop(key)
-            dropped.add(key)
-    models = out.get("models")
-    if isinstance(models, Mapping):
-        new_models: dict[str, Any] = {}
-        for tier, table in models.items():
-            if isinstance(table, Mapping):
-                kept = {k: v for k, v in table.items() if k not in WORKSPACE_GUARDED}
-                dropped.update(f"models.{tier}.{k}" for k in table if k in WORKSPACE_GUARDED)
-                new_models[tier] = kept
-            else:
-                new_models[tier] = table
-        out["models"] = new_models
-    return out, dropped
 
 
 def _deep_merge(into: dict[str, Any], new: Mapping[str, Any]) -> None:

@@ -1,7 +1,9 @@
 """Where configuration comes from: files, initializationOptions, workspace/didChangeConfiguration.
 
 The layers are read here (the only place that touches config files) and merged by
-`completion.config.merge_layers`, which also enforces the workspace trust rule.
+`completion.config.merge_layers`, which also enforces the workspace trust rules: each layer carries its
+file's directory (relative paths in it start there), and tandem's state and cache directories bound where
+a workspace's paths may point.
 """
 
 from __future__ import annotations
@@ -19,6 +21,14 @@ from tandem.completion.config import Config, Layer, Problem, mark_trusted_root, 
 def user_config_path(env: Mapping[str, str]) -> pathlib.Path:
     base = env.get("XDG_CONFIG_HOME") or str(pathlib.Path(env.get("HOME", "~")).expanduser() / ".config")
     return pathlib.Path(base) / "tandem" / "config.toml"
+
+
+def private_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
+    """tandem's own state and cache directories: the only places a workspace's config may have written."""
+    home = pathlib.Path(env.get("HOME", "~")).expanduser()
+    state = env.get("XDG_STATE_HOME") or str(home / ".local" / "state")
+    cache = env.get("XDG_CACHE_HOME") or str(home / ".cache")
+    return str(pathlib.Path(state) / "tandem"), str(pathlib.Path(cache) / "tandem")
 
 
 def _read_toml(path: pathlib.Path, problems: list[Problem]) -> dict[str, Any]:
@@ -48,6 +58,8 @@ class ConfigSources:
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     workspace_root: pathlib.Path | None = None
+    # Every workspace folder the editor named (the root is the first); edits write only inside these.
+    workspace_folders: list[pathlib.Path] = field(default_factory=list)
     initialization_options: dict[str, Any] = field(default_factory=dict)
     did_change: dict[str, Any] = field(default_factory=dict)
 
@@ -61,14 +73,15 @@ class ConfigSources:
         problems: list[Problem] = []
         user_path = user_config_path(self.env)
         user = _read_toml(user_path, problems)
-        layers = [Layer(str(user_path), user)]
+        layers = [Layer(str(user_path), user, directory=str(user_path.parent))]
         if self.workspace_root is not None:
             root = str(self.workspace_root)
             for layer in (user, self.initialization_options, self.did_change):
                 mark_trusted_root(layer, root)
             workspace_path = self.workspace_root / "tandem.toml"
-            layers.append(Layer(str(workspace_path), _read_toml(workspace_path, problems), from_workspace=True))
+            values = _read_toml(workspace_path, problems)
+            layers.append(Layer(str(workspace_path), values, from_workspace=True, directory=root))
         layers.append(Layer("initializationOptions", self.initialization_options))
         layers.append(Layer("workspace/didChangeConfiguration", self.did_change))
-        config, merge_problems = merge_layers(layers)
+        config, merge_problems = merge_layers(layers, private_dirs=private_dirs(self.env))
         return config, problems + merge_problems

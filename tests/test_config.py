@@ -107,8 +107,8 @@ def test_editor_setting_can_trust_the_workspace(tmp_path: pathlib.Path) -> None:
 
 
 def test_broken_toml_is_reported_and_the_rest_works(tmp_path: pathlib.Path) -> None:
-    sources = _sources(tmp_path, "[models.fast\n", "[completion]\ndebounce_ms = 5\n")
+    sources = _sources(tmp_path, "[models.fast\n", "[completion]\ndebounce_ms = 400\n")
     config, problems = sources.resolve()
-    assert config.completion.debounce_ms == 5
+    assert config.completion.debounce_ms == 400
     [problem] = problems
     assert "not valid TOML" in problem.message and problem.source.endswith("config.toml")
