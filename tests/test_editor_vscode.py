@@ -86,14 +86,17 @@ def test_every_vscode_setting_maps_onto_a_config_field() -> None:
 
 
 def test_restricted_mode_guards_what_the_server_guards() -> None:
+    """A workspace's .vscode/settings.json reaches the server as the editor's (the user's) layer, so VS
+    Code's Restricted Mode must drop every setting an untrusted tandem.toml may not freely set."""
     manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
     restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
-    from tandem.completion.config import WORKSPACE_GUARDED
+    from tandem.completion.config_trust import rule_for
 
-    for tier in ("fast", "accurate"):
-        for key in WORKSPACE_GUARDED:
-            camel = re.sub(r"_([a-z])", lambda m: m.group(1).upper(), key)
-            assert f"tandem.models.{tier}.{camel}" in restricted
+    mapped = [key for key in _contributed_settings() if key not in EXTENSION_ONLY and key != "tandem.advanced"]
+    for key in mapped:
+        name = ".".join(_snake(part) for part in key.removeprefix("tandem.").split("."))
+        if rule_for(name).kind != "free":
+            assert key in restricted, f"{key} ({name}: {rule_for(name).kind}) is not restricted"
     assert {"tandem.serverPath", "tandem.serverArgs", "tandem.advanced"} <= restricted
 
 

@@ -31,7 +31,10 @@
   :prefix "tandem-")
 
 (defcustom tandem-command '("tandem" "serve")
-  "How to start the tandem language server: a program and its arguments."
+  "How to start the tandem language server: a program and its arguments.
+The default runs the `tandem' on your own PATH.  Point this at a project's
+virtualenv only for projects you trust: a cloned repository can ship its
+own executable .venv/bin/tandem."
   :type '(repeat string))
 
 (defcustom tandem-initialization-options nil

@@ -162,6 +162,7 @@ export class Controller implements vscode.Disposable {
           virtualEnv: process.env.VIRTUAL_ENV,
           workspaceFolders: folders.map((f) => f.uri.fsPath),
           platform: process.platform,
+          trusted: vscode.workspace.isTrusted,
         }),
         pathEnv: process.env.PATH ?? "",
         platform: process.platform,

@@ -3,6 +3,10 @@
  * (its `tandem` script, or `python -P -m tandem` when tandem-lsp is installed there: `-P` keeps the
  * workspace folder off `sys.path`, so nothing in the opened repository is imported), else `tandem` on PATH.
  *
+ * A workspace the user has not trusted is someone else's code: its `.venv`, `venv` or any interpreter
+ * inside it is never run (a cloned repository can ship an executable `.venv/bin/tandem`), and neither is
+ * a relative PATH entry, which would resolve inside the workspace.
+ *
  * Pure apart from `nodeProbe`: the search takes a `Probe`, so unit tests run it on a fake file system.
  */
 
@@ -82,13 +86,20 @@ export function pythonCandidates(options: {
   virtualEnv?: string;
   workspaceFolders: string[];
   platform: NodeJS.Platform;
+  /** VS Code's workspace trust: false leaves out every interpreter inside a workspace folder. */
+  trusted: boolean;
 }): PythonCandidate[] {
   const api = pathApi(options.platform);
   const inEnv = (root: string): string =>
     options.platform === "win32" ? api.join(root, "Scripts", "python.exe") : api.join(root, "bin", "python");
   const out: PythonCandidate[] = [];
+  const inWorkspace = (file: string): boolean =>
+    options.workspaceFolders.some((folder) => {
+      const relative = api.relative(folder, file);
+      return relative === "" || !(relative.startsWith("..") || api.isAbsolute(relative));
+    });
   const add = (python: string | undefined, label: string): void => {
-    if (python && !out.some((c) => c.python === python)) {
+    if (python && !out.some((c) => c.python === python) && (options.trusted || !inWorkspace(python))) {
       out.push({ python, label });
     }
   };
@@ -137,7 +148,8 @@ export async function findServer(input: DiscoveryInput, probe: Probe): Promise<D
   }
 
   const separator = input.platform === "win32" ? ";" : ":";
-  for (const dir of input.pathEnv.split(separator).filter((d) => d !== "")) {
+  // A relative entry ("", ".", "node_modules/.bin") resolves against the server's directory: the workspace.
+  for (const dir of input.pathEnv.split(separator).filter((d) => api.isAbsolute(d))) {
     for (const name of scriptNames(input.platform)) {
       const file = api.join(dir, name);
       if (await probe.isExecutable(file)) {

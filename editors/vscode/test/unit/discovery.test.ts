@@ -68,6 +68,14 @@ describe("findServer", () => {
     });
   });
 
+  it("never runs a tandem found through a relative PATH entry (it would be the workspace's)", async () => {
+    const result = await findServer(
+      input({ pathEnv: ".:node_modules/.bin:/opt/a" }),
+      probe(["tandem", "node_modules/.bin/tandem", "/opt/a/tandem"]),
+    );
+    assert.deepEqual(result.found && result.server, { command: "/opt/a/tandem", args: [], source: "PATH" });
+  });
+
   it("falls back to PATH, in PATH order, skipping empty entries", async () => {
     const result = await findServer(
       input({ pythons: [venv], pathEnv: "::/opt/a:/opt/b" }),
@@ -100,12 +108,40 @@ describe("findServer", () => {
 });
 
 describe("pythonCandidates", () => {
+  it("never offers an interpreter inside an untrusted workspace, even the active one", () => {
+    const candidates = pythonCandidates({
+      activeInterpreter: "/w/sub/.venv/bin/python",
+      virtualEnv: "/envs/t",
+      workspaceFolders: ["/w", "/other"],
+      platform: "linux",
+      trusted: false,
+    });
+    assert.deepEqual(
+      candidates.map((c) => c.python),
+      ["/envs/t/bin/python"],
+    );
+  });
+
+  it("a sibling folder whose name starts like the workspace's is not inside it", () => {
+    const candidates = pythonCandidates({
+      activeInterpreter: "/w2/.venv/bin/python",
+      workspaceFolders: ["/w"],
+      platform: "linux",
+      trusted: false,
+    });
+    assert.deepEqual(
+      candidates.map((c) => c.python),
+      ["/w2/.venv/bin/python"],
+    );
+  });
+
   it("orders active, $VIRTUAL_ENV, workspace .venv and venv, without repeats", () => {
     const candidates = pythonCandidates({
       activeInterpreter: "/w/.venv/bin/python",
       virtualEnv: "/envs/t",
       workspaceFolders: ["/w"],
       platform: "linux",
+      trusted: true,
     });
     assert.deepEqual(
       candidates.map((c) => c.python),
@@ -115,7 +151,7 @@ describe("pythonCandidates", () => {
   });
 
   it("uses Scripts\\python.exe on Windows", () => {
-    const candidates = pythonCandidates({ workspaceFolders: ["C:\\w"], platform: "win32" });
+    const candidates = pythonCandidates({ workspaceFolders: ["C:\\w"], platform: "win32", trusted: true });
     assert.deepEqual(
       candidates.map((c) => c.python),
       ["C:\\w\\.venv\\Scripts\\python.exe", "C:\\w\\venv\\Scripts\\python.exe"],
