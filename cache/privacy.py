@@ -161,11 +161,19 @@ class PrivacyFilter:
                 ignored_by = f"ignored by {where} (pattern {pattern!r})" if result.include else ""
         if ignored_by:
             return Verdict(allowed=False, reason=ignored_by)
+        # By name whatever the case: `.ENV` is `.env` on the file systems of macOS and Windows, and a
+        # `Credentials.JSON` holds what a `credentials.json` does.
         secret = _SECRET_NAMES.check_file(path)
+        if not secret.include:
+            secret = _SECRET_NAMES.check_file(path.lower())
         if secret.include and secret.index is not None and not self._opt_in.match_file(path):
             pattern = _SECRET_NAMES.patterns[secret.index].pattern
             return Verdict(allowed=False, reason=f"looks like a secret by its name ({pattern!r}); opt it in to send it")
         return ALLOWED
+
+    def opted_in(self, path: str) -> bool:
+        """True if the user's opt-in list names `path`."""
+        return bool(self._opt_in.match_file(posixpath.normpath(path.lstrip("/"))))
 
     def check_content(self, path: str, content: str | bytes) -> Verdict:
         """The checks that need the content: size, binary, credential patterns."""

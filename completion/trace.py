@@ -177,6 +177,15 @@ def estimate_cost_usd(model: ModelConfig | None, *, tokens_in: int, tokens_out: 
     ) / 1e6
 
 
+def inert_json(value: Any) -> str:
+    """One JSON line that a shell reading the file would find nothing to run in. File names and errors
+    come from the workspace and the model: JSON already escapes quotes, newlines and control characters
+    (and, ASCII-only, everything else); `$`, backquotes and `!` are escaped too (`\\u0024`...), the only
+    characters a shell still acts on inside a double-quoted string."""
+    line = json.dumps(value, separators=(",", ":"))
+    return line.replace("$", "\\u0024").replace("`", "\\u0060").replace("!", "\\u0021")
+
+
 def default_trace_path() -> pathlib.Path:
     state = os.environ.get("XDG_STATE_HOME") or str(pathlib.Path.home() / ".local" / "state")
     return pathlib.Path(state) / "tandem" / "trace.jsonl"
@@ -210,7 +219,7 @@ class Tracer:
             self._handler = logging.handlers.RotatingFileHandler(
                 self.path, maxBytes=self.max_bytes, backupCount=self.keep, encoding="utf-8"
             )
-        line = json.dumps(record.to_json(), separators=(",", ":"))
+        line = inert_json(record.to_json())
         self._handler.handle(logging.makeLogRecord({"msg": line, "levelno": logging.INFO}))
         self.written += 1
 

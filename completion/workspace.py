@@ -18,11 +18,12 @@ from urllib.parse import unquote, urlparse
 
 from tandem.cache.context import ContextBuilder, ContextOptions, ContextWindow
 from tandem.cache.lines import Edit, LineBuffer
-from tandem.cache.privacy import IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
+from tandem.cache.privacy import ALLOWED, IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
 from tandem.cache.symbols import SymbolIndex
 from tandem.cache.token_index import TokenIndex
 from tandem.cache.tokens import EncodingUnavailable, TokenCounter, get_counter
 from tandem.completion.config import ContextConfig, PrivacyConfig
+from tandem.completion.containment import Folders
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,11 @@ def relative_path(uri: str, root: pathlib.Path | None) -> str:
 
 
 def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int) -> ScanResult:
-    """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules."""
+    """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules. Linked
+    directories are not walked; a linked file that leads out of the workspace is not read unless the user
+    opted its path in."""
     started = time.perf_counter()
+    folders = Folders([root])
     privacy = PrivacyFilter(policy=policy)
     symbols = SymbolIndex()
     result = ScanResult(symbols=symbols, privacy=privacy)
@@ -95,10 +99,12 @@ def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int)
                 continue
             relative = f"{relative_dir}/{name}".lstrip("/")
             verdict = privacy.check_path(relative)
+            path = pathlib.Path(directory) / name
             data = b""
+            if verdict and path.is_symlink():
+                verdict = link_verdict(folders, privacy, path, relative)
             if verdict:
                 try:
-                    path = pathlib.Path(directory) / name
                     if path.stat().st_size > policy.max_file_bytes:
                         verdict = Verdict(allowed=False, reason="too large")
                     else:
@@ -116,6 +122,36 @@ def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int)
     return result
 
 
+def link_verdict(folders: Folders, privacy: PrivacyFilter, path: pathlib.Path, relative: str) -> Verdict:
+    """Whether `path` may be read for context as far as links go: not if it leads out of the workspace,
+    unless the user opted `relative` in (`privacy.opt_in`; a workspace's own config cannot)."""
+    refusal = folders.read_refusal(path, relative)
+    if refusal and not privacy.opted_in(relative):
+        return Verdict(allowed=False, reason="links outside the workspace")
+    return Verdict(allowed=True)
+
+
+def secret_in_change(privacy: PrivacyFilter, path: str, buffer: LineBuffer, edit: Edit) -> Verdict:
+    """The credential check over the lines one change touched (every pattern fits on one line), so a
+    keystroke costs the length of its line, not the size of the file."""
+    end = edit.start_line + edit.new_line_count
+    lines = buffer.lines(edit.start_line, max(end, edit.start_line + 1))
+    return check_in_pieces(privacy, path, "".join(lines))
+
+
+def check_in_pieces(privacy: PrivacyFilter, path: str, text: str) -> Verdict:
+    """Binary and credential checks over `text` of any size. The size cap governs what is read from disk
+    and sent whole, not an open file, of which only the window around the cursor is sent: large texts
+    are checked piece by piece (overlapping, so no credential hides on a boundary)."""
+    # Characters per piece such that a piece never exceeds the byte cap, even in 4-byte characters.
+    piece = max(4096, privacy.policy.max_file_bytes // 4 - 256)
+    for start in range(0, max(len(text), 1), piece):
+        verdict = privacy.check_content(path, text[max(0, start - 256) : start + piece])
+        if not verdict:
+            return verdict
+    return Verdict(allowed=True)
+
+
 @dataclass
 class _Open:
     path: str
@@ -130,8 +166,16 @@ class _Open:
 class WorkspaceIndex:
     """One per server. Not thread-safe: call it from the event loop (it uses threads itself)."""
 
-    def __init__(self, *, root: pathlib.Path | None, context: ContextConfig, privacy: PrivacyConfig) -> None:
+    def __init__(
+        self,
+        *,
+        root: pathlib.Path | None,
+        context: ContextConfig,
+        privacy: PrivacyConfig,
+        folders: list[pathlib.Path] | None = None,
+    ) -> None:
         self.root = root
+        self.folders = Folders(folders if folders else [root] if root is not None else [])
         self.settings = context
         self.privacy = PrivacyFilter(policy=PrivacyPolicy(opt_in=privacy.opt_in, max_file_bytes=privacy.max_file_bytes))
         self.symbols = SymbolIndex()
@@ -198,8 +242,11 @@ class WorkspaceIndex:
         self.close(uri)
         path = self.relative(uri)
         verdict = self.privacy.check_path(path)
+        file = uri_path(uri)
+        if verdict and file is not None:
+            verdict = link_verdict(self.folders, self.privacy, file, path)
         if verdict:
-            verdict = self._check_open_content(path, buffer.text())
+            verdict = check_in_pieces(self.privacy, path, buffer.text())
         if not verdict:
             log.info("%s will not be sent to a model: %s", path, verdict.reason)
         doc = _Open(path=path, buffer=buffer, verdict=verdict)
@@ -207,18 +254,6 @@ class WorkspaceIndex:
         if verdict and self.counter is not None:
             self._index_later(uri, doc)
         return verdict
-
-    def _check_open_content(self, path: str, text: str) -> Verdict:
-        """Binary and credential checks over the whole open document. The size cap governs what is read
-        from disk and sent whole, not an open file, of which only the window around the cursor is sent:
-        large files are checked piece by piece (overlapping, so no credential hides on a boundary)."""
-        # Characters per piece such that a piece never exceeds the byte cap, even in 4-byte characters.
-        piece = max(4096, self.privacy.policy.max_file_bytes // 4 - 256)
-        for start in range(0, max(len(text), 1), piece):
-            verdict = self.privacy.check_content(path, text[max(0, start - 256) : start + piece])
-            if not verdict:
-                return verdict
-        return Verdict(allowed=True)
 
     def _index_later(self, uri: str, doc: _Open) -> None:
         """Build the token index in a thread (a 1 MB file takes ~0.2 s); edits meanwhile are queued."""
@@ -243,11 +278,16 @@ class WorkspaceIndex:
         future = asyncio.ensure_future(asyncio.to_thread(TokenIndex, counter, snapshot))
         future.add_done_callback(done)
 
-    def change(self, uri: str, edit: Edit) -> None:
-        """`edit` was just applied to the document's buffer."""
+    def change(self, uri: str, edit: Edit) -> Verdict:
+        """`edit` was just applied to the document's buffer. A change that brings in a credential refuses
+        the document from now on (the refusal is returned, once, for the user to be told)."""
         doc = self._docs.get(uri)
         if doc is None or not doc.verdict:
-            return
+            return ALLOWED
+        verdict = secret_in_change(self.privacy, doc.path, doc.buffer, edit)
+        if not verdict:
+            self._refuse(uri, doc, verdict)
+            return verdict
         end = edit.start_line + edit.old_line_count
         new_lines = doc.buffer.lines(edit.start_line, edit.start_line + edit.new_line_count)
         if doc.index is not None:
@@ -259,10 +299,23 @@ class WorkspaceIndex:
         if doc.symbols_timer is not None:
             doc.symbols_timer.cancel()
         doc.symbols_timer = asyncio.get_running_loop().call_later(SYMBOLS_AFTER_EDIT_S, self._reindex, uri)
+        return ALLOWED
+
+    def _refuse(self, uri: str, doc: _Open, verdict: Verdict) -> None:
+        """Nothing of this document is sent from now on: its window, its snippets, its symbols."""
+        log.info("%s will not be sent to a model: %s", doc.path, verdict.reason)
+        doc.verdict = verdict
+        if doc.symbols_timer is not None:
+            doc.symbols_timer.cancel()
+            doc.symbols_timer = None
+        if self._builder is not None:
+            self._builder.close_document(doc.path)
+        if doc.path in self.symbols:
+            self.symbols.remove(doc.path)
 
     def _reindex(self, uri: str) -> None:
         doc = self._docs.get(uri)
-        if doc is not None:
+        if doc is not None and doc.verdict:
             doc.symbols_timer = None
             self.symbols.update(doc.path, doc.buffer.text())
 

@@ -5,6 +5,10 @@ index's `relative`), absolute outside it. A file's current text is its open docu
 file on disk; each read records the version it had (None for a file that is not open), and those are the
 versions the `WorkspaceEdit` names, so an editor refuses an edit the user has typed past.
 
+Nothing is read from disk through a link that leads out of the workspace, and nothing is written outside
+the workspace folders (`completion.containment`): a model's answer names paths, and a prompt-injected
+model names `../../.bashrc`.
+
 Columns go through the server's position codec (`ls.documents.codec`), never through string indexing.
 """
 
@@ -15,6 +19,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
+from tandem.completion.containment import Folders
 from tandem.completion.edits import FileEdit, line_col
 from tandem.completion.workspace import relative_path
 
@@ -31,6 +36,7 @@ class EditWorkspace:
         self._ls = ls
         self.index = ls.workspace_index
         self.root = self.index.root if self.index is not None else ls.sources.workspace_root
+        self.folders = self.index.folders if self.index is not None else Folders(ls.sources.workspace_folders)
         documents: Mapping[str, Document] = ls.documents.all()
         self._open_by_path = {self.path_of(uri): doc for uri, doc in documents.items()}
         # The version of each file when its text was last read by `current` (None: not open).
@@ -52,6 +58,16 @@ class EditWorkspace:
         if candidate.is_absolute() or self.root is None:
             return candidate
         return self.root / candidate
+
+    def write_refusal(self, path: str) -> str:
+        """ "" if an edit may write `path`, else a message naming it. Inside the workspace folders (links
+        and `..` resolved) it may; outside, only a document the user has open (not reached through a link)."""
+        file = self.file_of(path)
+        refusal = self.folders.write_refusal(file, path) if self.folders else f"{path} is not in a workspace folder"
+        if refusal and path in self._open_by_path and not self.folders.lexically_inside(file):
+            if file.resolve() == file.absolute():
+                return ""  # the user's own document, opened from outside the workspace
+        return refusal
 
     def symbols(self) -> SymbolIndex | None:
         return self.index.symbols if self.index is not None else None
@@ -103,8 +119,11 @@ class EditWorkspace:
         return doc.buffer.text() if doc is not None else self._disk(path)
 
     def _disk(self, path: str) -> str | None:
+        file = self.file_of(path)
+        if self.folders and not self.folders.contains(file):
+            return None  # a link out of the workspace, or a path a model made up that leaves it
         try:
-            return self.file_of(path).read_text(encoding="utf-8")
+            return file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
 
@@ -125,6 +144,10 @@ class EditWorkspace:
         for a new file) when the client takes them, else plain `changes`."""
         by_path: dict[str, list[types.TextEdit]] = {}
         created: list[str] = []
+        for edit in edits:
+            refusal = self.write_refusal(edit.path)
+            if refusal:
+                raise ValueError(f"refusing to write: {refusal}")  # callers check write_refusal first
         for edit in sorted(edits, key=lambda e: (e.path, e.start)):
             text = current.get(edit.path, "")
             if edit.creates and edit.path not in current and edit.path not in created:

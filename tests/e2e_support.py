@@ -106,8 +106,10 @@ async def serve(
     user_config: str = "",
     workspace_config: str | None = None,
     extra_args: list[str] | None = None,
+    trace_flag: bool = True,
 ) -> AsyncIterator[Session]:
-    """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would."""
+    """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would.
+    `trace_flag=False` leaves the trace where the configuration puts it (default: the state directory)."""
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "tandem" / "config.toml").write_text(user_config)
@@ -115,11 +117,19 @@ async def serve(
     root.mkdir(exist_ok=True)
     if workspace_config is not None:
         (root / "tandem.toml").write_text(workspace_config)
-    trace = tmp_path / "trace.jsonl"
+    trace = tmp_path / "trace.jsonl" if trace_flag else home / "state" / "tandem" / "trace.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
     env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
     config = ClientServerConfig(
-        server_command=[sys.executable, "-P", "-m", "tandem", "serve", "--trace", str(trace), *(extra_args or [])],
+        server_command=[
+            sys.executable,
+            "-P",
+            "-m",
+            "tandem",
+            "serve",
+            *(["--trace", str(trace)] if trace_flag else []),
+            *(extra_args or []),
+        ],
         server_env=env,
     )
     lsp_client = await config.start()

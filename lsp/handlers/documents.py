@@ -15,6 +15,7 @@ from tandem.completion.request import CompletionRequest
 
 if TYPE_CHECKING:
     from tandem.cache.lines import Edit
+    from tandem.cache.privacy import Verdict
     from tandem.lsp.documents import Document
     from tandem.lsp.server import TandemServer
 
@@ -26,7 +27,7 @@ def register(server: TandemServer) -> None:
     def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams) -> None:
         document = ls.documents.open(params.text_document)
         if ls.workspace_index is not None and not document.skip_reason:
-            ls.workspace_index.open(document.uri, document.buffer)
+            _tell(ls, document, ls.workspace_index.open(document.uri, document.buffer))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams) -> None:
@@ -36,9 +37,9 @@ def register(server: TandemServer) -> None:
             if index is None:
                 return
             if edit is None:
-                index.open(document.uri, document.buffer)
+                _tell(ls, document, index.open(document.uri, document.buffer))
             else:
-                index.change(document.uri, edit)
+                _tell(ls, document, index.change(document.uri, edit))
 
         changes = params.content_changes
         document = ls.documents.change(params.text_document.uri, params.text_document.version, changes, indexed)
@@ -53,6 +54,14 @@ def register(server: TandemServer) -> None:
             ls.workspace_index.close(uri)
         if ls.engine is not None:
             ls.engine.document_closed(uri)
+
+
+def _tell(ls: TandemServer, document: Document, verdict: Verdict) -> None:
+    """A document that holds a credential (opened so, or typed or pasted in): the user is told, once."""
+    if not verdict and verdict.reason.startswith("contains"):
+        name = document.uri.rsplit("/", 1)[-1]  # percent-encoded: no control characters reach the editor
+        what = verdict.reason.split(" (line ")[0]
+        ls.notify_user(f"tandem: {name} is not sent to a model from now on: it {what}.")
 
 
 def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocumentContentChangeEvent) -> None:

@@ -237,7 +237,11 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
 
 
 async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcome, label: str) -> tuple[bool, str]:
-    """workspace/applyEdit; when the editor refuses because the user typed meanwhile, rebase and retry."""
+    """workspace/applyEdit; when the editor refuses because the user typed meanwhile, rebase and retry.
+    Nothing is sent if any path the edit writes is outside the workspace folders."""
+    refused = sorted({r for r in map(workspace.write_refusal, {e.path for e in outcome.edits}) if r})
+    if refused:
+        return False, "; ".join(refused)
     workspace_caps = ls.client_capabilities.workspace
     edit_caps = workspace_caps.workspace_edit if workspace_caps else None
     # Neovim takes documentChanges without saying so; it does say it takes resource operations.

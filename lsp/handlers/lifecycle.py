@@ -36,6 +36,14 @@ def _root(params: types.InitializeParams) -> pathlib.Path | None:
     return pathlib.Path(params.root_path) if params.root_path else None
 
 
+def _folders(params: types.InitializeParams) -> list[pathlib.Path]:
+    """Every workspace folder (edits may write inside any of them); the root alone when none are sent."""
+    folders = [urlparse(folder.uri) for folder in params.workspace_folders or ()]
+    paths = [pathlib.Path(unquote(f.path)) for f in folders if f.scheme == "file"]
+    root = _root(params)
+    return paths or ([root] if root is not None else [])
+
+
 async def _start_workspace(ls: TandemServer, index: WorkspaceIndex) -> None:
     _report(ls, await index.start())
 
@@ -50,6 +58,7 @@ def register(server: TandemServer) -> None:
     def initialize(ls: TandemServer, params: types.InitializeParams) -> None:
         ls.client_name = params.client_info.name if params.client_info else ""
         ls.sources.workspace_root = _root(params)
+        ls.sources.workspace_folders = _folders(params)
         ls.sources.set_initialization_options(params.initialization_options)
 
     @server.feature(types.INITIALIZED)
@@ -61,7 +70,10 @@ def register(server: TandemServer) -> None:
         ls.config = config
         ls.http_client = make_client()
         ls.workspace_index = WorkspaceIndex(
-            root=ls.sources.workspace_root, context=config.context, privacy=config.privacy
+            root=ls.sources.workspace_root,
+            folders=ls.sources.workspace_folders,
+            context=config.context,
+            privacy=config.privacy,
         )
         ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer(), workspace=ls.workspace_index)
         _report(ls, [str(p) for p in problems] + ls.engine.configure(config))

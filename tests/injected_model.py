@@ -1,0 +1,65 @@
+"""A prompt-injected model for attack tests: an OpenAI Chat Completions endpoint on loopback that streams
+whatever answer the test (the attacker) chose, and keeps every request body it received, so a test can
+assert from the provider's side what left the machine."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class InjectedModel:
+    def __init__(self) -> None:
+        self.answer = "pass\n"
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with model._lock:
+                    model.requests.append(body)
+                    answer = model.answer
+                chunks = [{"choices": [{"index": 0, "delta": {"content": answer}}]}]
+                chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                payload = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+                data = payload.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def sent(self) -> str:
+        """Everything every request carried, as one text (to search for what must not be there)."""
+        with self._lock:
+            return "\n".join(json.dumps(body) for body in self.requests)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
+
+
+def injected_model() -> Iterator[InjectedModel]:
+    model = InjectedModel()
+    try:
+        yield model
+    finally:
+        model.stop()
