@@ -48,6 +48,9 @@ RULES: dict[str, Rule] = {
     "models.*.timeout_s": _AT_MOST,
     "models.*.connect_timeout_s": _AT_MOST,
     "models.*.fim_template": _FREE,
+    "models.*.price_input_per_mtok": Rule("never", "changes what your usage is reported to cost"),
+    "models.*.price_output_per_mtok": Rule("never", "changes what your usage is reported to cost"),
+    "models.*.price_cached_input_per_mtok": Rule("never", "changes what your usage is reported to cost"),
     "models.*.temperature": _FREE,
     "completion.debounce": Rule("one_of", allowed=("fixed",)),
     "completion.debounce_ms": _AT_LEAST,
@@ -87,6 +90,9 @@ RULES: dict[str, Rule] = {
     "edit.context_chars": _AT_MOST,
     "trace.enabled": _ONLY_OFF,
     "trace.path": _FREE,  # confined by merge_layers
+    "trace.max_mb": _AT_MOST,
+    "trace.keep": _AT_MOST,
+    "trace.otlp_endpoint": Rule("never", "sends your traces elsewhere"),
 }
 
 
