@@ -153,6 +153,29 @@ class EditConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NextEditConfig:
+    """`[next_edit]`: the fast model predicting the user's next change near the cursor."""
+
+    enabled: bool = True
+    # The editable region: lines over and under the cursor the model may rewrite.
+    region_above: int = 8
+    region_below: int = 12
+    # Unchanged lines shown on each side of the region (trimmed to the budget).
+    context_lines: int = 40
+    # Prompt budget: the recent-edit history and cross-file snippets get at most a quarter each.
+    budget_tokens: int = 2048
+    # Tokens for the rewrite: a 20-line region is ~250 tokens.
+    max_tokens: int = 600
+    # "auto": raw for a `fim` provider (a next-edit model such as Zeta), chat otherwise.
+    prompt: Literal["auto", "chat", "raw"] = "auto"
+    # Wait this long after a keystroke before asking the model (a newer keystroke cancels the wait).
+    debounce_ms: int = 20
+    deadline_s: float = 5.0
+    # Ask for the next edit at once when one is accepted (Tab, Tab, Tab costs no wait).
+    prefetch_on_accept: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
 class TraceConfig:
     # Empty: the user state dir ($XDG_STATE_HOME/tandem/trace.jsonl).
     path: str = ""
@@ -177,6 +200,7 @@ class Config:
     trace: TraceConfig = field(default_factory=TraceConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
     edit: EditConfig = field(default_factory=EditConfig)
+    next_edit: NextEditConfig = field(default_factory=NextEditConfig)
     trusted_workspaces: tuple[str, ...] = ()
     # Sent by an editor that has its own notion of trust (VS Code's workspace trust).
     trust_workspace: bool = False

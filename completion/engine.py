@@ -91,6 +91,11 @@ class Engine:
         self._budget.per_minute = config.prefetch.tokens_per_minute
         return self.tiers.configure(config.models)
 
+    @property
+    def budget(self) -> TokenBudget:
+        """The speculation token budget (next edits are counted against it too)."""
+        return self._budget
+
     @staticmethod
     def _make_cache(config: Config) -> CompletionCache:
         return CompletionCache(max_entries=config.cache.max_entries, max_bytes=config.cache.max_bytes)

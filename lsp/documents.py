@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lsprotocol import types
 from tandem.cache.lines import Edit, LineBuffer
@@ -37,6 +37,14 @@ class Document:
         return self.uri.removeprefix("file://")
 
 
+class ChangeObserver(Protocol):
+    """Told about every change, with the old lines still readable (`cache.edit_history.EditHistory` is one)."""
+
+    def before_change(self, uri: str, path: str, buffer: LineBuffer, start_line: int, end_line: int) -> None: ...
+    def after_change(self, uri: str, old_line_count: int, new_line_count: int) -> None: ...
+    def replaced(self, uri: str) -> None: ...
+
+
 def skip_reason(text: str) -> str:
     if "\x00" in text[:8192]:
         return "binary content"
@@ -49,9 +57,14 @@ class DocumentStore:
     def __init__(self) -> None:
         self._docs: dict[str, Document] = {}
         self.codec = PositionCodec("utf-16")
+        self.observers: list[ChangeObserver] = []
 
     def get(self, uri: str) -> Document | None:
         return self._docs.get(uri)
+
+    def version_and_lines(self, uri: str) -> tuple[int, LineBuffer] | None:
+        document = self._docs.get(uri)
+        return (document.version, document.buffer) if document is not None else None
 
     def all(self) -> dict[str, Document]:
         """The open documents by uri (a snapshot: safe to hold across awaits)."""
@@ -84,8 +97,14 @@ class DocumentStore:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 start = self.to_server(document, change.range.start)
                 end = self.to_server(document, change.range.end)
+                for observer in self.observers:
+                    observer.before_change(uri, document.path, document.buffer, start[0], end[0])
                 edit = document.buffer.replace(start, end, change.text)
+                for observer in self.observers:
+                    observer.after_change(uri, edit.old_line_count, edit.new_line_count)
             else:
+                for observer in self.observers:
+                    observer.replaced(uri)
                 document.buffer = LineBuffer(change.text)
                 document.skip_reason = skip_reason(change.text)
                 edit = None
@@ -96,6 +115,8 @@ class DocumentStore:
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)
+        for observer in self.observers:
+            observer.replaced(uri)
 
     def to_server(self, document: Document, position: types.Position) -> tuple[int, int]:
         """A client position as (line, code-point column), clamped into the document."""

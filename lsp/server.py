@@ -21,9 +21,11 @@ from lsprotocol import types
 from pygls.io_ import StdoutWriter, run_async
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
+from tandem.cache.edit_history import EditHistory
 from tandem.completion.config import Config
 from tandem.completion.edit_flow import EditFlow
 from tandem.completion.engine import Engine
+from tandem.completion.next_edit import NextEdits
 from tandem.completion.trace import Tracer
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp.config_loading import ConfigSources
@@ -122,6 +124,9 @@ class TandemServer(LanguageServer):
     engine: Engine | None
     # The edit path (`tandem.edit`), made on the first edit (lsp.handlers.edits.flow_of).
     edit_flow: EditFlow | None
+    # Next-edit suggestions (textDocument/copilotInlineEdit); from `initialized` on, like the engine.
+    next_edits: NextEdits | None
+    edit_history: EditHistory
     # The workspace as the model side sees it (privacy, symbols, token indexes); from `initialized` on.
     workspace_index: WorkspaceIndex | None
     trace_path: pathlib.Path | None
@@ -137,6 +142,10 @@ class TandemServer(LanguageServer):
     def __init__(self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> None:
         super().__init__("tandem", VERSION, protocol_cls=TandemProtocol)
         self.documents = DocumentStore()
+        # Recorded from the first keystroke: next edits are predicted from it.
+        self.edit_history = EditHistory()
+        self.documents.observers.append(self.edit_history)
+        self.next_edits = None
         self.sources = ConfigSources() if env is None else ConfigSources(env=dict(env))
         self.config = Config()
         self.engine = None
@@ -164,6 +173,9 @@ class TandemServer(LanguageServer):
 
     async def aclose(self) -> None:
         """Stop streams, flush traces, close the HTTP client (shutdown, and tests)."""
+        if self.next_edits is not None:
+            await self.next_edits.aclose()
+            self.next_edits = None
         if self.engine is not None:
             await self.engine.aclose()
             self.engine = None
@@ -240,11 +252,12 @@ class TandemServer(LanguageServer):
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
     """A fresh server with every handler registered (tests call this for isolation)."""
-    from tandem.lsp.handlers import completion, documents, edits, lifecycle
+    from tandem.lsp.handlers import completion, documents, edits, lifecycle, next_edit
 
     server = TandemServer(env=env, trace_path=trace_path)
     lifecycle.register(server)
     documents.register(server)
     completion.register(server)
     edits.register(server)
+    next_edit.register(server)
     return server

@@ -35,6 +35,7 @@ ROUTES: list[tuple[str, str, str | None, Handler]] = [
     ("/_sim/reset", "POST", None, control.reset),
     ("/_sim/edit-truth", "POST", None, control.set_edit_truth),
     ("/_sim/edits", "GET", None, control.edit_draws),
+    ("/_sim/next-edit-truth", "POST", None, control.set_next_edit_truth),
 ]
 
 SIMULATED_HEADER = (b"x-tandem-simulated", b"true")

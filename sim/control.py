@@ -8,6 +8,8 @@ POST   /_sim/reset      zeroes the counters and forgets edit draws and attempts 
 POST   /_sim/edit-truth {"files": {"path": "text after the edit"}, "errors": "calibrated", "error_scale": 1.0}
                         replaces the edit truth (see tandem.sim.edits.EditTruth; {"files": {}} clears it)
 GET    /_sim/edits      what was drawn for each edit request since the last reset (all simulated)
+POST   /_sim/next-edit-truth {"files": {"path": "text after the next changes"}} replaces the next-edit truth
+                        (see tandem.sim.next_edit)
 """
 
 from __future__ import annotations
@@ -81,6 +83,15 @@ async def set_edit_truth(request: Request, sim: SimState) -> Response:
         raise oc.BadRequest(str(error)) from None
     sim.set_edit_truth(truth)
     return JSONResponse(_edit_truth(truth))
+
+
+async def set_next_edit_truth(request: Request, sim: SimState) -> Response:
+    body = await oc.read_object(request)
+    files = body.get("files")
+    if not isinstance(files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+        raise oc.BadRequest('expected {"files": {"path": "text after the next changes", ...}}', param="files")
+    sim.next_edit_truth.set(files)
+    return JSONResponse({"simulated": True, "files": sorted(files)})
 
 
 async def edit_draws(request: Request, sim: SimState) -> Response:

@@ -162,6 +162,10 @@ class SimHandle:
         every answer then makes (`tandem.sim.edits.ERROR_MODES`). Raises ValueError for bad values."""
         self.state.set_edit_truth(EditTruth(files=dict(files), errors=errors, error_scale=error_scale))
 
+    def set_next_edit_truth(self, files: Mapping[str, str]) -> None:
+        """Files as they read after the user's real next changes (next-edit prompts are answered from them)."""
+        self.state.next_edit_truth.set(files)
+
     def edit_draws(self) -> list[dict[str, Any]]:
         """What was drawn for each edit request since the last reset, as `GET /_sim/edits` reports it."""
         return self.state.edit_draws()

@@ -16,6 +16,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from tandem.completion.edits import read_edit_prompt
+from tandem.sim import next_edit
 from tandem.sim.answers import FINISH_LENGTH, FINISH_STOP, Answer, Ask, compose_answer
 from tandem.sim.edits import EditDraw, EditTruth, answer_edit
 from tandem.sim.faults import FaultPlan, Stats
@@ -51,6 +52,8 @@ class SimState:
         self._requests_seen = 0
         self._edit_lock = threading.Lock()
         self._edit_truth = EditTruth()
+        # Files after the user's real next changes, for next-edit prompts (see tandem.sim.next_edit).
+        self.next_edit_truth = next_edit.NextEditTruth()
         # Edit requests seen per prompt (by hash) since the truth was set: a retry is a fresh draw.
         self._edit_attempts: dict[bytes, int] = {}
         self._edit_draws: deque[EditDraw] = deque(maxlen=_DRAWS_KEPT)
@@ -102,6 +105,9 @@ class SimState:
             self._edit_attempts.clear()
 
     def answer(self, ask: Ask) -> Answer:
+        next_edit_prompt = next_edit.read_prompt(ask.prompt_text)
+        if next_edit_prompt is not None:
+            return self._answer_next_edit(ask, next_edit_prompt)
         if ask.endpoint in EDIT_ENDPOINTS and self._edit_truth.files:
             prompt = read_edit_prompt([{"role": "user", "content": ask.prompt_text}])
             if prompt is not None:
@@ -136,6 +142,23 @@ class SimState:
             finish_reason=FINISH_LENGTH if cut.truncated else FINISH_STOP,
             truth_matched=True,
             corrupted=draw.mistake is not None,
+        )
+
+    def _answer_next_edit(self, ask: Ask, prompt: next_edit.NextEditPrompt) -> Answer:
+        text, known, corrupted = next_edit.answer(
+            ask.prompt_text,
+            prompt,
+            self.next_edit_truth,
+            profile=self._profile.name,
+            error_rate=self.settings.error_rate,
+            seed=self.settings.seed,
+        )
+        cut = split_tokens(text, max_tokens=ask.max_tokens)
+        return Answer(
+            pieces=cut.pieces,
+            finish_reason=FINISH_LENGTH if cut.truncated else FINISH_STOP,
+            truth_matched=known,
+            corrupted=corrupted,
         )
 
     def pacer_for(self, ask: Ask, *, cache: PromptHit | None = None) -> Pacer:

@@ -29,6 +29,9 @@ class ModelRequest:
     # A whole conversation (role, content) for chat backends, sent as is and streamed back raw (no
     # hole-filling cleanup): the edit path builds its own prompt. Empty for completions.
     messages: tuple[tuple[str, str], ...] = ()
+    # A whole prompt for completions APIs (`fim` backend), sent as is with no suffix or template: the
+    # raw next-edit prompt. Empty for completions.
+    raw_prompt: str = ""
 
 
 @dataclass(kw_only=True)

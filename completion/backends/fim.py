@@ -45,7 +45,9 @@ class FimBackend(HttpBackend):
         body: dict[str, object] = {}
         if self._config.model:
             body["model"] = self._config.model
-        if template:
+        if request.raw_prompt:
+            body["prompt"] = request.raw_prompt
+        elif template:
             body["prompt"] = fim_templates.render(template, request.context + request.prefix, request.suffix)
             stop += [s for s in fim_templates.TEMPLATES[template].stop if s not in stop]
         else:

@@ -54,6 +54,8 @@ def register(server: TandemServer) -> None:
             ls.workspace_index.close(uri)
         if ls.engine is not None:
             ls.engine.document_closed(uri)
+        if ls.next_edits is not None:
+            ls.next_edits.document_closed(uri)
 
 
 def _tell(ls: TandemServer, document: Document, verdict: Verdict) -> None:

@@ -31,6 +31,7 @@ from tandem.completion.edits import EditConflict, line_offset, rebase_edits
 from tandem.completion.working_diff import working_diff
 from tandem.completion.workspace_symbols import IndexLookup, candidate_names
 from tandem.lsp.edit_workspace import EditWorkspace
+from tandem.lsp.handlers import next_edit
 
 # At run time, not only for type checking: pygls resolves a command handler's annotations to find its
 # arguments. (lsp.server imports this module only inside build_server, so there is no cycle.)
@@ -334,7 +335,10 @@ def register(server: TandemServer) -> None:
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.RefactorRewrite], resolve_provider=False),
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.RefactorRewrite, types.CodeActionKind.QuickFix],
+            resolve_provider=False,
+        ),
     )
-    def code_action(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return _code_actions(ls, params)
+    async def code_action(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return await next_edit.code_actions(ls, params) + _code_actions(ls, params)

@@ -15,6 +15,7 @@ from urllib.parse import unquote, urlparse
 from lsprotocol import types
 from tandem.completion.engine import Engine
 from tandem.completion.http import make_client
+from tandem.completion.next_edit import NextEdits
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp.positions import PositionCodec
 
@@ -77,6 +78,15 @@ def register(server: TandemServer) -> None:
         )
         ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer(), workspace=ls.workspace_index)
         _report(ls, [str(p) for p in problems] + ls.engine.configure(config))
+        ls.next_edits = NextEdits(
+            tiers=ls.engine.tiers,
+            tracer=ls.engine.tracer,
+            budget=ls.engine.budget,
+            config=config,
+            documents=ls.documents.version_and_lines,
+            history=ls.edit_history,
+            workspace=ls.workspace_index,
+        )
         ls.spawn(ls.engine.warm())
         ls.spawn(_start_workspace(ls, ls.workspace_index))
 
@@ -86,6 +96,8 @@ def register(server: TandemServer) -> None:
         config, problems = ls.sources.resolve()
         ls.config = config
         messages = [str(p) for p in problems]
+        if ls.next_edits is not None:
+            ls.next_edits.config = config
         if ls.engine is not None:
             messages += ls.engine.configure(config)
             ls.spawn(ls.engine.warm())

@@ -1,0 +1,560 @@
+"""Next-edit suggestions, top to bottom: `NextEdits.suggest`.
+
+    after an edit? -> prefetched? -> supersede the older request -> debounce -> budget -> context
+    -> stream the region's rewrite -> first settled hunk that passes `judge` -> parse check
+    -> still the same version? -> answer -> trace (written when the suggestion's fate is known)
+
+The fast model rewrites an editable region around the cursor, shown the user's recent edits as diffs
+(`cache.edit_history`) and the usual cross-file snippets; the rewrite is diffed against the region
+(`cache.edit_region`) and the first hunk that is not a no-op, not the undoing of the user's last edit, not
+outside the region and does not break the file's parse is the suggestion, sent as soon as that hunk is
+settled (the rest of the stream is stopped: it is not needed). A suggestion is stamped with the document
+version it was computed for; one whose document moved on is never returned, and accepting one whose
+document moved on is refused by `accepted`. Accepting a suggestion starts the next one at once.
+
+Model calls share the completions' machinery: the tier (retry hold-off, one HTTP client), the stream
+type, the speculation token budget, the tracer.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from tandem.cache.edit_history import EditHistory, Lines, render
+from tandem.cache.edit_region import (
+    CharEdit,
+    Hunk,
+    LastEdit,
+    Region,
+    char_edit,
+    judge,
+    region_bounds,
+    settled_hunks,
+)
+from tandem.completion.backends.base import ModelRequest
+from tandem.completion.edits.validate import balance_issues
+from tandem.completion.errors import describe
+from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt, read_rewrite
+from tandem.completion.request import Ticket
+from tandem.completion.streams import Stream
+from tandem.completion.trace import TraceRecord
+
+if TYPE_CHECKING:
+    from tandem.completion.config import Config
+    from tandem.completion.prefetch import TokenBudget
+    from tandem.completion.tiers import Tier, Tiers
+    from tandem.completion.trace import Tracer
+    from tandem.completion.workspace import WorkspaceIndex
+
+log = logging.getLogger(__name__)
+
+_CHARS_PER_TOKEN = 4
+# Documents larger than this are not parsed to check a suggestion (the check would cost more than it saves).
+_PARSE_CHECK_CHARS = 400_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class NextEditRequest:
+    """Where the user is: a position (server columns) in one version of one document."""
+
+    uri: str
+    version: int
+    line: int
+    character: int
+    document: Lines
+    language: str = ""
+    path: str = ""
+    client: str = ""
+    received_ns: int = 0
+    prefetch: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suggestion:
+    """One edit (server positions) for document `uri` at `version`."""
+
+    uri: str
+    version: int
+    edit: CharEdit
+    trace_id: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class NextEditResult:
+    suggestion: Suggestion | None = None
+    trace_id: str = ""
+    # answered | empty | rejected | stale | superseded | skipped | error | not-configured
+    outcome: str = ""
+    reason: str = ""
+
+
+@dataclass(kw_only=True)
+class NextEditRecord(TraceRecord):
+    """A next-edit request's trace: region size, what was found, and the suggestion's fate."""
+
+    region_lines: int = 0
+    history_edits: int = 0
+    hunks: int = 0
+    # Why hunks were refused, in the order met: no-op | reversal | outside | parse.
+    refused: list[str] = field(default_factory=list)
+    shown: bool = False
+    # accepted | dismissed | superseded | stale (accept refused: the document moved on) | "" (unknown)
+    fate: str = ""
+    # The model stream behind the record (not written): the record is written once it has ended.
+    stream: Stream | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data["next_edit"] = {
+            "region_lines": self.region_lines,
+            "history_edits": self.history_edits,
+            "hunks": self.hunks,
+            "refused": self.refused,
+            "shown": self.shown,
+            "fate": self.fate,
+        }
+        return data
+
+
+DocumentLookup = Callable[[str], "tuple[int, Lines] | None"]
+
+
+class NextEdits:
+    """One per server. Call from the event loop."""
+
+    def __init__(
+        self,
+        *,
+        tiers: Tiers,
+        tracer: Tracer,
+        budget: TokenBudget,
+        config: Config,
+        documents: DocumentLookup,
+        history: EditHistory,
+        workspace: WorkspaceIndex | None = None,
+    ) -> None:
+        self.tiers = tiers
+        self.tracer = tracer
+        self.budget = budget
+        self.config = config
+        self.workspace = workspace
+        self.history = history
+        self._documents = documents
+        self._tickets: dict[str, Ticket] = {}
+        # The answered request per document whose fate is not known yet (written when it is).
+        self._open_records: dict[str, NextEditRecord] = {}
+        self._records: dict[str, NextEditRecord] = {}
+        # Requests started when a suggestion was accepted, by document: (version, task).
+        self._prefetched: dict[str, tuple[int, asyncio.Task[NextEditResult]]] = {}
+        # The version each document was last asked at: a request at the same version is cursor motion.
+        self._asked_version: dict[str, int] = {}
+        self._last: dict[str, NextEditResult] = {}
+
+    # -- the request path ----------------------------------------------------------------------
+
+    async def suggest(self, request: NextEditRequest) -> NextEditResult:
+        prefetched = None if request.prefetch else self._prefetched.pop(request.uri, None)
+        if prefetched is not None and prefetched[0] == request.version:
+            # Accepting the previous suggestion started this one: no wait beyond what is left of it.
+            result = await asyncio.shield(prefetched[1])
+            self._asked_version[request.uri] = request.version
+            return result
+        if prefetched is not None:
+            prefetched[1].cancel()
+        if self._asked_version.get(request.uri) == request.version and not request.prefetch:
+            # No edit since the last request: cursor motion alone asks no model.
+            last = self._last.get(request.uri)
+            if last is not None and last.suggestion is not None and last.suggestion.version == request.version:
+                return last
+            return NextEditResult(outcome="skipped", reason="no edit since the last request")
+        self._asked_version[request.uri] = request.version
+        record = NextEditRecord(
+            kind="next-edit",
+            received_ns=request.received_ns or time.perf_counter_ns(),
+            file=request.path.rsplit("/", 1)[-1],
+            language=request.language,
+            client=request.client,
+            prefetched=request.prefetch,
+        )
+        self._settle(request.uri, "superseded")
+        ticket = self._supersede(request.uri)
+        try:
+            result = await self._suggest(request, record, ticket)
+        except asyncio.CancelledError:
+            record.outcome = "cancelled"
+            self._write(record)
+            raise
+        finally:
+            if self._tickets.get(request.uri) is ticket:
+                del self._tickets[request.uri]
+        self._last[request.uri] = result
+        if result.suggestion is not None:
+            self._open_records[request.uri] = record
+            self._records[record.id] = record
+        else:
+            self._write(record)
+        return result
+
+    def _write(self, record: NextEditRecord) -> None:
+        """Write `record` now, or when its stream has ended (so that it carries the stream's usage)."""
+        stream = record.stream
+        if stream is not None and not stream.done:
+            stream.on_done(lambda _: self.tracer.write(record))
+        else:
+            self.tracer.write(record)
+
+    async def _suggest(self, request: NextEditRequest, record: NextEditRecord, ticket: Ticket) -> NextEditResult:
+        settings = self.config.next_edit
+
+        def done(outcome: str, reason: str = "", suggestion: Suggestion | None = None) -> NextEditResult:
+            record.outcome = outcome
+            if reason:
+                record.error = reason
+            record.mark("answered")
+            return NextEditResult(suggestion=suggestion, trace_id=record.id, outcome=outcome, reason=reason)
+
+        if not settings.enabled:
+            return done("skipped", "next edits are off ([next_edit] enabled = false)")
+        if not self.history.has_edits(request.uri):
+            return done("skipped", "no edit in this document yet")
+        tier = self.tiers.for_completion()
+        if tier is None:
+            return done("not-configured")
+        record.model, record.tier = tier.label, tier.name
+        record.route_reasons = ["next edit: the fast model rewrites the region around the cursor"]
+        if tier.holding_off():
+            return done("error", "rate limited: waiting out the provider's Retry-After")
+        if settings.debounce_ms > 0 and not request.prefetch:
+            with ticket.waiting():
+                await anyio.sleep(settings.debounce_ms / 1000)
+            if ticket.superseded:
+                return done("superseded")
+        record.mark("debounce_end")
+
+        region, prompt, record.history_edits = self._context(request)
+        record.region_lines = len(region.lines)
+        model_request = self._model_request(tier, prompt)
+        text = model_request.raw_prompt or "".join(content for _, content in model_request.messages)
+        record.prompt_chars = len(text)
+        tokens_in = self._count(text)
+        record.context_tokens = tokens_in
+        if not self.budget.allows(tokens_in + settings.max_tokens):
+            return done("skipped", "speculation token budget spent for this minute")
+        self.budget.charge(tokens_in + settings.max_tokens)
+        record.mark("context_built")
+
+        stream = Stream(
+            uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
+        )
+        record.source, record.stream_id, record.stream = "model", stream.id, stream
+        stream.run(tier.run(stream, model_request, remember=lambda _: None))
+        stream.on_done(self._trace_usage(record))
+        found: tuple[Hunk, CharEdit] | None = None
+        try:
+            with ticket.waiting():
+                try:
+                    with anyio.fail_after(settings.deadline_s):
+                        found = await self._first_hunk(request, region, stream, record)
+                except TimeoutError:
+                    record.error = f"no settled edit within {settings.deadline_s:g} s"
+        finally:
+            stream.cancel()  # the rest of the rewrite is not needed
+        if ticket.superseded:
+            return done("superseded")
+        if found is None:
+            if stream.error is not None and not stream.cancelled and not record.refused:
+                return done("error", describe(stream.error))
+            if record.refused:
+                return done("rejected", record.refused[0])
+            return done("empty", record.error)
+        current = self._documents(request.uri)
+        if current is None or current[0] != request.version:
+            # Computed for a version the user has since changed: never shown over newer text.
+            return done("stale", "the document changed while the model worked")
+        suggestion = Suggestion(uri=request.uri, version=request.version, edit=found[1], trace_id=record.id)
+        record.chars = len(found[1].text)
+        return done("answered", suggestion=suggestion)
+
+    async def _first_hunk(
+        self, request: NextEditRequest, region: Region, stream: Stream, record: NextEditRecord
+    ) -> tuple[Hunk, CharEdit] | None:
+        """Wait for the first settled hunk that may be shown; None when the rewrite ends without one."""
+        last_edit = self.history.last(request.uri, request.document)
+        last = LastEdit(last_edit.start, last_edit.old, last_edit.new) if last_edit is not None else None
+        lines = request.document
+        before = tuple(lines.line_content(i) for i in range(max(0, region.start - 3), region.start))
+        after = tuple(lines.line_content(i) for i in range(region.end, min(lines.line_count, region.end + 3)))
+        judged = 0
+        while True:
+            rewrite, finished = read_rewrite(stream.text, done=stream.done)
+            settled = settled_hunks(region.lines, rewrite, done=finished or stream.done)
+            for hunk in settled[judged:]:
+                judged += 1
+                reason = judge(hunk, region, last=last, before=before, after=after)
+                edit = char_edit(hunk, region, line_count=lines.line_count) if not reason else None
+                if edit is not None and not self._parses(request, edit):
+                    reason = "parse"
+                if reason:
+                    record.refused.append(reason)
+                    continue
+                assert edit is not None
+                record.hunks = judged
+                record.mark("first_line")
+                return hunk, edit
+            record.hunks = judged
+            if finished or stream.done:
+                return None
+            record.waited_for_model = True
+            await stream.changed()
+
+    def _parses(self, request: NextEditRequest, edit: CharEdit) -> bool:
+        """False when the edit breaks a file that parsed (Python) or unbalances its brackets (others)."""
+        lines = request.document
+        if lines.line_count * 80 > _PARSE_CHECK_CHARS:
+            return True
+        before = [lines.line_content(i) for i in range(lines.line_count)]
+        old_text, new_text = "\n".join(before), "\n".join(edit.apply(before))
+        if len(old_text) > _PARSE_CHECK_CHARS:
+            return True
+        if request.path.endswith((".py", ".pyi")):
+            return not (_parses(old_text) and not _parses(new_text))
+        return balance_issues(new_text, request.path) <= balance_issues(old_text, request.path)
+
+    # -- the prompt ------------------------------------------------------------------------------
+
+    def _context(self, request: NextEditRequest) -> tuple[Region, NextEditPrompt, int]:
+        """The region, the prompt's material and the number of recent edits in it, within the budget:
+        snippets and history a quarter each at most, the excerpt's unchanged lines what is left."""
+        settings = self.config.next_edit
+        lines = request.document
+        start, end = region_bounds(
+            lines.line_count, request.line, above=settings.region_above, below=settings.region_below
+        )
+        region = Region(start, tuple(lines.line_content(i) for i in range(start, end)))
+        marked = list(region.lines)
+        at = request.line - start
+        if 0 <= at < len(marked):
+            column = min(request.character, len(marked[at]))
+            marked[at] = marked[at][:column] + CURSOR + marked[at][column:]
+        budget_chars = settings.budget_tokens * _CHARS_PER_TOKEN
+        quarter = budget_chars // 4
+        edits = self.history.recent(self._buffer, allowed=self._may_send)
+        if self.workspace is not None:
+            # Paths as the workspace names them: shorter, and they say nothing of the user's home.
+            edits = [dataclasses.replace(edit, path=self.workspace.relative(edit.uri)) for edit in edits]
+        history = render(edits, max_chars=quarter)
+        snippets = ""
+        if self.workspace is not None:
+            window = self.workspace.window(request.uri, request.line, request.character)
+            if window is not None:
+                snippets = window.snippet_text[-quarter:] if len(window.snippet_text) > quarter else window.snippet_text
+                snippets = snippets[snippets.find("\n") + 1 :] if len(window.snippet_text) > quarter else snippets
+        left = budget_chars - len(history) - len(snippets) - sum(len(x) + 1 for x in marked)
+        above: list[str] = []
+        below: list[str] = []
+        for offset in range(1, settings.context_lines + 1):
+            for index, side in ((start - offset, above), (end - 1 + offset, below)):
+                if 0 <= index < lines.line_count and left > 0:
+                    text = lines.line_content(index)
+                    left -= len(text) + 1
+                    side.append(text)
+        above.reverse()
+        prompt = NextEditPrompt(
+            path=self.workspace.relative(request.uri) if self.workspace is not None else request.path,
+            language=request.language,
+            snippets=snippets,
+            history=history,
+            before="".join(f"{text}\n" for text in above),
+            region="\n".join(marked),
+            after="\n".join(below),
+        )
+        return region, prompt, history.count("\n--- ") + (1 if history else 0)
+
+    def _model_request(self, tier: Tier, prompt: NextEditPrompt) -> ModelRequest:
+        form = self.config.next_edit.prompt
+        raw = form == "raw" or (form == "auto" and tier.config.provider == "fim")
+        common: dict[str, Any] = {
+            "prefix": "",
+            "suffix": "",
+            "language": prompt.language,
+            "path": prompt.path,
+            "max_tokens": self.config.next_edit.max_tokens,
+            "temperature": tier.config.temperature,
+        }
+        if raw:
+            return ModelRequest(raw_prompt=raw_prompt(prompt), **common)
+        return ModelRequest(messages=chat_messages(prompt), **common)
+
+    def _buffer(self, uri: str) -> Lines | None:
+        found = self._documents(uri)
+        return found[1] if found is not None else None
+
+    def _may_send(self, uri: str) -> bool:
+        return self.workspace is None or bool(self.workspace.verdict(uri))
+
+    def _count(self, text: str) -> int:
+        counter = self.workspace.counter if self.workspace is not None else None
+        return counter.count(text) if counter is not None else -(-len(text) // _CHARS_PER_TOKEN)
+
+    # -- what became of a suggestion ---------------------------------------------------------------
+
+    def stale(self, path: str, client: str, received_ns: int) -> None:
+        """A request for a version the document has already left (the user typed on before the server
+        read it): nothing is asked, and it is traced."""
+        record = NextEditRecord(
+            kind="next-edit", received_ns=received_ns, file=path.rsplit("/", 1)[-1], client=client, outcome="stale"
+        )
+        record.error = "the request's version is not the document's"
+        self.tracer.write(record)
+
+    def current(self, uri: str) -> Suggestion | None:
+        """The document's latest suggestion (whatever its version)."""
+        last = self._last.get(uri)
+        return last.suggestion if last is not None else None
+
+    def shown(self, trace_id: str) -> None:
+        record = self._records.get(trace_id)
+        if record is not None:
+            record.shown = True
+            record.mark("shown")
+
+    def dismissed(self, trace_id: str) -> None:
+        record = self._records.get(trace_id)
+        if record is not None:
+            self._write_fate(record, "dismissed")
+
+    def accepted(self, trace_id: str, uri: str, *, version: int, cursor: tuple[int, int]) -> bool:
+        """The user accepted suggestion `trace_id`, and the document is now at `version` with the cursor
+        at `cursor`. False (and traced as stale) when the suggestion was not for the version before."""
+        record = self._records.get(trace_id)
+        last = self._last.get(uri)
+        suggestion = last.suggestion if last is not None else None
+        current = self._documents(uri)
+        fresh = (
+            suggestion is not None
+            and suggestion.trace_id == trace_id
+            and current is not None
+            and current[0] > suggestion.version
+            and _holds(current[1], suggestion.edit)
+        )
+        if record is not None:
+            self._write_fate(record, "accepted" if fresh else "stale")
+        if not fresh or current is None or not self.config.next_edit.prefetch_on_accept:
+            return fresh
+        self._prefetch(uri, current, cursor)
+        return True
+
+    def _prefetch(self, uri: str, current: tuple[int, Lines], cursor: tuple[int, int]) -> None:
+        version, buffer = current
+        old = self._prefetched.pop(uri, None)
+        if old is not None:
+            old[1].cancel()
+        request = NextEditRequest(
+            uri=uri,
+            version=version,
+            line=cursor[0],
+            character=cursor[1],
+            document=buffer,
+            path=uri.removeprefix("file://"),
+            received_ns=time.perf_counter_ns(),
+            prefetch=True,
+        )
+        task = asyncio.ensure_future(self.suggest(request))
+        # A prefetch nobody asks for still ends (and is traced) on its own; its failure is only logged.
+        task.add_done_callback(_log_failure)
+        self._prefetched[uri] = (version, task)
+
+    def _write_fate(self, record: NextEditRecord, fate: str) -> None:
+        if record.fate:
+            return
+        record.fate = fate
+        self._records.pop(record.id, None)
+        for uri, open_record in list(self._open_records.items()):
+            if open_record is record:
+                del self._open_records[uri]
+        self.tracer.write(record)
+
+    def _settle(self, uri: str, fate: str) -> None:
+        record = self._open_records.pop(uri, None)
+        if record is not None:
+            self._write_fate(record, fate)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def _supersede(self, uri: str) -> Ticket:
+        older = self._tickets.get(uri)
+        if older is not None:
+            older.supersede()
+        ticket = Ticket()
+        self._tickets[uri] = ticket
+        return ticket
+
+    def _trace_usage(self, record: NextEditRecord) -> Callable[[Stream], None]:
+        def ended(stream: Stream) -> None:
+            counter = self.workspace.counter if self.workspace is not None else None
+            record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
+
+        return ended
+
+    def document_closed(self, uri: str) -> None:
+        self._settle(uri, "")
+        self._asked_version.pop(uri, None)
+        self._last.pop(uri, None)
+        prefetched = self._prefetched.pop(uri, None)
+        if prefetched is not None:
+            prefetched[1].cancel()
+        ticket = self._tickets.pop(uri, None)
+        if ticket is not None:
+            ticket.supersede()
+
+    async def aclose(self) -> None:
+        for _, task in self._prefetched.values():
+            task.cancel()
+        for _, task in list(self._prefetched.values()):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._prefetched.clear()
+        for uri in list(self._open_records):
+            self._settle(uri, "")
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+def _holds(lines: Lines, edit: CharEdit) -> bool:
+    """Whether the document holds `edit.text` where the edit put it (the edit was applied as suggested)."""
+    parts = edit.text.split("\n")
+    for offset, part in enumerate(parts):
+        index = edit.start_line + offset
+        if index >= lines.line_count:
+            return False
+        line = lines.line_content(index)
+        column = edit.start_char if offset == 0 else 0
+        segment = line[column:]
+        if offset < len(parts) - 1 and segment != part:
+            return False
+        if offset == len(parts) - 1 and not segment.startswith(part):
+            return False
+    return True
+
+
+def _log_failure(task: asyncio.Task[NextEditResult]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("next-edit prefetch failed: %r", task.exception())

@@ -1,0 +1,171 @@
+"""Next edits end to end: `tandem serve` over stdio, the simulator answering from the real next change.
+
+The user renames a parameter on the `def` line; the truth renames its other uses too. The suggestion comes
+back in Copilot's `textDocument/copilotInlineEdit` shape, stamped with the version it is for; accepting it
+starts the next one at once; an answer for a version the user has moved past is never returned. Helix gets
+the same suggestion as an "Apply next edit" code action carrying a versioned workspace edit."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+from typing import Any, Union
+
+import pytest
+from e2e_support import Session, fast_model, serve
+from lsprotocol import types
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from test_e2e_server import _until
+
+pytestmark = pytest.mark.e2e
+
+BEFORE = (
+    'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n\n\n'
+    "print(area(2, 3))\n"
+)
+TRUTH = (
+    'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n\n\n'
+    "print(area(2, 3))\n"
+)
+# The user's own change: "w" -> "width" on the def line, typed after the "w".
+TYPED = "idth"
+
+
+@pytest.fixture
+def sim() -> Iterator[SimHandle]:
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as handle:
+        handle.set_next_edit_truth({"sample.py": TRUTH})
+        yield handle
+
+
+def _apply(text: str, edit: dict[str, Any]) -> str:
+    """An edit applied as an editor does (ASCII text: columns are the same in every encoding)."""
+    lines = text.split("\n")
+    start, end = edit["range"]["start"], edit["range"]["end"]
+    offset = sum(len(line) + 1 for line in lines[: start["line"]]) + start["character"]
+    stop = sum(len(line) + 1 for line in lines[: end["line"]]) + end["character"]
+    return text[:offset] + edit["text"] + text[stop:]
+
+
+def _change(session: Session, uri: str, version: int, edit: dict[str, Any]) -> None:
+    session.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(**edit["range"]["start"]), end=types.Position(**edit["range"]["end"])
+                    ),
+                    text=edit["text"],
+                )
+            ],
+        )
+    )
+
+
+async def _type_rename(session: Session) -> tuple[str, str, int]:
+    uri = session.open("sample.py", BEFORE)
+    for i, ch in enumerate(TYPED):
+        session.insert(uri, types.Position(line=0, character=10 + i), ch)
+    text = BEFORE.replace("def area(w,", "def area(width,")
+    return uri, text, 1 + len(TYPED)
+
+
+async def _ask(session: Session, uri: str, version: int, line: int, character: int) -> list[dict[str, Any]]:
+    result = await session.client.protocol.send_request_async(
+        "textDocument/copilotInlineEdit",
+        {"textDocument": {"uri": uri, "version": version}, "position": {"line": line, "character": character}},
+    )
+    edits = result.edits if hasattr(result, "edits") else result["edits"]
+    return [_as_dict(e) for e in edits]
+
+
+def _as_dict(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _as_dict(v) for k, v in value._asdict().items()}
+    if isinstance(value, list):
+        return [_as_dict(v) for v in value]
+    return value
+
+
+async def test_rename_chain_is_suggested_accepted_and_prefetched(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri, text, version = await _type_rename(session)
+        [first] = await _ask(session, uri, version, 0, 14)
+        assert first["textDocument"] == {"uri": uri, "version": version}
+        text = _apply(text, first)
+        assert text.split("\n")[1] == '    """Area of a width by h rectangle."""'
+        assert first["command"]["command"] == "tandem.nextEditAccepted"
+        session.client.protocol.notify("textDocument/didShowInlineEdit", {"item": first})
+        version += 1
+        _change(session, uri, version, first)
+        await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=first["command"]["command"], arguments=first["command"]["arguments"])
+        )
+        # Accepting started the next suggestion: asked at the new version, it is the return line's rename.
+        [second] = await _ask(session, uri, version, 1, 30)
+        assert second["textDocument"]["version"] == version
+        assert _apply(text, second) == TRUTH
+        await _until(lambda: any(r.get("next_edit", {}).get("fate") == "accepted" for r in session.records()))
+        [accepted] = [r for r in session.records() if r.get("next_edit", {}).get("fate") == "accepted"]
+        assert accepted["kind"] == "next-edit" and accepted["next_edit"]["shown"] is True
+        assert accepted["next_edit"]["region_lines"] == 8 and accepted["tokens"]["out"] > 0
+
+
+async def test_an_answer_for_an_older_version_is_never_returned(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    async with serve(tmp_path, "neovim", options=fast_model(sim.base_url)) as session:
+        uri, _, version = await _type_rename(session)
+        pending = session.client.protocol.send_request_async(
+            "textDocument/copilotInlineEdit",
+            {"textDocument": {"uri": uri, "version": version}, "position": {"line": 0, "character": 14}},
+        )
+        # The user types on while the model works.
+        session.insert(uri, types.Position(line=5, character=0), "#")
+        result = await pending
+        assert _as_dict(result)["edits"] == []
+        await _until(lambda: any(r.get("outcome") == "stale" for r in session.records()))
+
+
+def _read_code_actions_as_sent(session: Session) -> None:
+    """lsprotocol reads any code action that carries a `command` as a bare Command (its union hook checks
+    only for the key), losing the action's edit; real clients read the JSON. Read it as the spec says."""
+    converter = session.client.protocol._converter
+
+    def structure(value: Any, _: Any) -> types.Command | types.CodeAction:
+        kind = types.Command if isinstance(value.get("command"), str) else types.CodeAction
+        return converter.structure(value, kind)  # type: ignore[no-any-return]
+
+    converter.register_structure_hook(Union[types.Command, types.CodeAction], structure)  # noqa: UP007
+
+
+async def test_helix_gets_a_versioned_apply_next_edit_action(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    async with serve(tmp_path, "helix", options=fast_model(sim.base_url)) as session:
+        _read_code_actions_as_sent(session)
+        uri, text, version = await _type_rename(session)
+        here = types.Position(line=0, character=14)
+        actions = await session.client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=types.Range(start=here, end=here),
+                context=types.CodeActionContext(diagnostics=[]),
+            )
+        )
+        assert actions is not None
+        [action] = [a for a in actions if isinstance(a, types.CodeAction) and a.title == "Apply next edit"]
+        assert action.edit is not None and action.edit.document_changes is not None
+        [change] = action.edit.document_changes
+        assert isinstance(change, types.TextDocumentEdit)
+        assert change.text_document.version == version
+        [edit] = change.edits
+        assert isinstance(edit, types.TextEdit)
+        applied = _apply(
+            text,
+            {
+                "range": {
+                    "start": {"line": edit.range.start.line, "character": edit.range.start.character},
+                    "end": {"line": edit.range.end.line, "character": edit.range.end.character},
+                },
+                "text": edit.new_text,
+            },
+        )
+        assert applied.split("\n")[1] == '    """Area of a width by h rectangle."""'

@@ -1,0 +1,92 @@
+"""Next edits, pure parts: the diff history, the region, the rewrite diff and what is refused."""
+
+from __future__ import annotations
+
+from tandem.cache.edit_history import EditHistory, render
+from tandem.cache.edit_region import (
+    CharEdit,
+    Hunk,
+    LastEdit,
+    Region,
+    char_edit,
+    hunks,
+    judge,
+    region_bounds,
+    rewrite_lines,
+    settled_hunks,
+)
+from tandem.cache.lines import LineBuffer
+
+
+def _type(history: EditHistory, uri: str, buffer: LineBuffer, at: tuple[int, int], end: tuple[int, int], text: str):
+    history.before_change(uri, uri, buffer, at[0], end[0])
+    edit = buffer.replace(at, end, text)
+    history.after_change(uri, edit.old_line_count, edit.new_line_count)
+
+
+def test_history_coalesces_keystrokes_and_splits_distant_edits() -> None:
+    buffer = LineBuffer("def f(a):\n    return a\n\n\nx = 1\n")
+    history = EditHistory()
+    for i, ch in enumerate("rg"):
+        _type(history, "u", buffer, (0, 7 + i), (0, 7 + i), ch)
+    _type(history, "u", buffer, (4, 4), (4, 5), "2")
+    edits = history.recent({"u": buffer}.get)
+    assert [(e.start, e.old, e.new) for e in edits] == [
+        (0, ("def f(a):",), ("def f(arg):",)),
+        (4, ("x = 1",), ("x = 2",)),
+    ]
+    text = render(edits, max_chars=1000)
+    assert text.index("-def f(a):") < text.index("+def f(arg):") < text.index("-x = 1")
+    # The budget keeps the newest edits.
+    assert "x = 2" in render(edits, max_chars=60) and "arg" not in render(edits, max_chars=60)
+
+
+def test_history_tracks_new_lines_and_drops_undone_edits() -> None:
+    buffer = LineBuffer("a\nb\n")
+    history = EditHistory()
+    _type(history, "u", buffer, (0, 1), (0, 1), "\nnew")
+    last = history.last("u", buffer)
+    assert last is not None and (last.old, last.new) == (("a",), ("a", "new"))
+    _type(history, "u", buffer, (0, 1), (1, 3), "")  # the user deletes what they added
+    assert history.recent({"u": buffer}.get) == []
+
+
+def test_region_stays_inside_the_document() -> None:
+    assert region_bounds(100, 50, above=5, below=5) == (45, 56)
+    assert region_bounds(100, 1, above=5, below=5) == (0, 11)
+    assert region_bounds(100, 99, above=5, below=5) == (89, 100)
+    assert region_bounds(3, 1, above=5, below=5) == (0, 3)
+
+
+def test_hunks_and_the_smallest_char_edit() -> None:
+    region = Region(10, ("def f(arg):", "    return a", "", "y = 2"))
+    found = hunks(region.lines, rewrite_lines("def f(arg):\n    return arg\n\ny = 2\n"))
+    assert found == [Hunk(1, ("    return a",), ("    return arg",))]
+    assert char_edit(found[0], region, line_count=20) == CharEdit(11, 12, 11, 12, "rg")
+
+
+def test_char_edits_for_insertion_and_deletion_apply_to_the_rewrite() -> None:
+    doc = ["a", "b", "c", "d"]
+    region = Region(0, tuple(doc))
+    for rewrite in (["a", "b", "x", "c", "d"], ["a", "c", "d"], ["a", "b", "c"], ["a", "b", "c", "d", "e"], ["b"]):
+        edits = [char_edit(h, region, line_count=len(doc)) for h in hunks(region.lines, tuple(rewrite))]
+        result = list(doc)
+        for edit in reversed(edits):
+            result = edit.apply(result)
+        assert result == rewrite
+
+
+def test_a_streaming_hunk_is_settled_once_the_rewrite_is_back_in_step() -> None:
+    region = ("a", "b", "c", "d", "e")
+    assert settled_hunks(region, "a\nB\nc\n", done=False) == []
+    assert settled_hunks(region, "a\nB\nc\nd\n", done=False) == [Hunk(1, ("b",), ("B",))]
+    assert settled_hunks(region, "a\nB\nc\nd\nE", done=True) == [Hunk(1, ("b",), ("B",)), Hunk(4, ("e",), ("E",))]
+
+
+def test_judge_refuses_reversals_and_rewrites_past_the_region() -> None:
+    region = Region(5, ("def f(arg):", "    return a"))
+    last = LastEdit(5, ("def f(a):",), ("def f(arg):",))
+    assert judge(Hunk(0, ("def f(arg):",), ("def f(a):",)), region, last=last) == "reversal"
+    assert judge(Hunk(1, ("    return a",), ("    return arg",)), region, last=last) == ""
+    assert judge(Hunk(2, (), ("z = 3",)), region, last=None, after=("z = 3", "w")) == "outside"
+    assert judge(Hunk(1, ("x",), ("x",)), region, last=None) == "no-op"
