@@ -179,7 +179,7 @@ class NextEdits:
             return NextEditResult(outcome="skipped", reason="no edit since the last request")
         self._asked_version[request.uri] = request.version
         record = NextEditRecord(
-            kind="next-edit",
+            kind="next_edit",
             received_ns=request.received_ns or time.perf_counter_ns(),
             file=request.path.rsplit("/", 1)[-1],
             language=request.language,
@@ -412,7 +412,7 @@ class NextEdits:
         """A request for a version the document has already left (the user typed on before the server
         read it): nothing is asked, and it is traced."""
         record = NextEditRecord(
-            kind="next-edit", received_ns=received_ns, file=path.rsplit("/", 1)[-1], client=client, outcome="stale"
+            kind="next_edit", received_ns=received_ns, file=path.rsplit("/", 1)[-1], client=client, outcome="stale"
         )
         record.error = "the request's version is not the document's"
         self.tracer.write(record)
@@ -426,7 +426,6 @@ class NextEdits:
         record = self._records.get(trace_id)
         if record is not None:
             record.shown = True
-            record.mark("shown")
 
     def dismissed(self, trace_id: str) -> None:
         record = self._records.get(trace_id)

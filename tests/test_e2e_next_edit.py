@@ -108,7 +108,7 @@ async def test_rename_chain_is_suggested_accepted_and_prefetched(tmp_path: pathl
         assert _apply(text, second) == TRUTH
         await _until(lambda: any(r.get("next_edit", {}).get("fate") == "accepted" for r in session.records()))
         [accepted] = [r for r in session.records() if r.get("next_edit", {}).get("fate") == "accepted"]
-        assert accepted["kind"] == "next-edit" and accepted["next_edit"]["shown"] is True
+        assert accepted["kind"] == "next_edit" and accepted["next_edit"]["shown"] is True
         assert accepted["next_edit"]["region_lines"] == 8 and accepted["tokens"]["out"] > 0
 
 
