@@ -11,6 +11,8 @@ JSON object) with the same shape:
     api_key_env = "CEREBRAS_API_KEY"    context_chars = 6000     trust_workspace = false
     max_tokens = 256
     timeout_s = 10.0
+    transport = "http"   # "websocket": openai-responses only
+    store = false        # openai-responses: let the provider store responses
 
     [router]                            [edit]
     force = ""   # "fast" | "accurate"  max_tokens = 16384
@@ -62,6 +64,13 @@ class ModelConfig:
     price_input_per_mtok: float = 0.0
     price_output_per_mtok: float = 0.0
     price_cached_input_per_mtok: float = 0.0
+    # For provider "openai-responses": "websocket" keeps one persistent connection per model (the Responses
+    # API's WebSocket mode: no handshake per request, and consecutive completions in a document continue
+    # from the previous response); "http" posts each request and reads it as server-sent events.
+    transport: Literal["http", "websocket"] = "http"
+    # For provider "openai-responses": let the provider store responses (`store: true`). Off, the user's
+    # code is kept only as long as a request needs it (and, over a WebSocket, the connection's last response).
+    store: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -366,6 +375,16 @@ def _check_model(table: dict[str, Any], name: str, source: str, problems: list[P
             )
         )
         table.pop("provider")
+    if table.get("transport") == "websocket" and table.get("provider", "openai-chat") != "openai-responses":
+        problems.append(
+            Problem(
+                source,
+                f"{name}.transport",
+                "'websocket' is only for provider 'openai-responses' (the Responses API's WebSocket mode); "
+                "using 'http'",
+            )
+        )
+        table.pop("transport")
     key_env = table.get("api_key_env")
     if isinstance(key_env, str) and key_env.startswith(("sk-", "csk-", "gsk_")):
         # Someone pasted the key itself: never keep it, never echo it.

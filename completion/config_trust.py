@@ -52,6 +52,9 @@ RULES: dict[str, Rule] = {
     "models.*.price_output_per_mtok": Rule("never", "changes what your usage is reported to cost"),
     "models.*.price_cached_input_per_mtok": Rule("never", "changes what your usage is reported to cost"),
     "models.*.temperature": _FREE,
+    # A continued WebSocket turn is billed the conversation the server holds: the user's choice.
+    "models.*.transport": Rule("one_of", allowed=("http",)),
+    "models.*.store": _ONLY_OFF,
     "completion.debounce": Rule("one_of", allowed=("fixed",)),
     "completion.debounce_ms": _AT_LEAST,
     "completion.multiline": Rule("one_of", allowed=("never",)),

@@ -93,6 +93,13 @@ class TraceRecord:
     tokens_estimated: bool = False
     # Estimated from the model's configured prices ([models.X] price_*_per_mtok); 0 when none are set.
     cost_usd: float = 0.0
+    # How the model request travelled (`base.StreamStats`): "http" or "websocket"; over a WebSocket, whether
+    # the connection had served before, whether the turn continued the previous response ("continued",
+    # "full", "fallback"), and the bytes of the turn sent.
+    transport: str = ""
+    connection_reused: bool = False
+    continuation: str = ""
+    bytes_sent: int = 0
     marks_ns: dict[str, int] = field(default_factory=dict)
 
     def stream_ended(self, stream: Stream, *, count_tokens: Callable[[str], int] | None = None) -> None:
@@ -106,6 +113,11 @@ class TraceRecord:
         self.tokens_in = stats.usage.input_tokens
         self.tokens_out = stats.usage.output_tokens
         self.tokens_cached = stats.usage.cached_tokens
+        if stats.request_sent_ns:
+            self.transport = stats.transport
+            self.connection_reused = stats.connection_reused
+            self.continuation = stats.continuation
+            self.bytes_sent = stats.bytes_sent
         if not self.tokens_out and stats.request_sent_ns and stream.error is not None:
             # A stream stopped before the provider's usage chunk still cost tokens: count what arrived
             # and what was sent, so that tokens per accepted character does not flatter speculation.
@@ -160,6 +172,12 @@ class TraceRecord:
                 "estimated": self.tokens_estimated,
             },
             "cost_usd": round(self.cost_usd, 8),
+            "transport": {
+                "kind": self.transport,
+                "reused": self.connection_reused,
+                "continuation": self.continuation,
+                "bytes_sent": self.bytes_sent,
+            },
             "ms": ms,
         }
 

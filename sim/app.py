@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, Router
-from tandem.sim import anthropic, control, openai_chat, openai_completions, openai_responses
+from starlette.routing import Route, Router, WebSocketRoute
+from tandem.sim import anthropic, control, openai_chat, openai_completions, openai_responses, responses_ws
 from tandem.sim import openai_common as oc
 from tandem.sim.respond import ABORT_SCOPE_KEY, reset_connection
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
+    from starlette.websockets import WebSocket
     from tandem.sim.state import SimState
 
 Handler = Callable[[Request, "SimState"], Awaitable[Response]]
@@ -43,10 +44,19 @@ SIMULATED_HEADER = (b"x-tandem-simulated", b"true")
 
 def build_app(sim: SimState) -> ASGIApp:
     """The ASGI app serving `sim` (give it to uvicorn as is: the outer layer needs uvicorn's `send`)."""
-    router = Router(
-        routes=[Route(path, _bind(handler, sim, name), methods=[method]) for path, method, name, handler in ROUTES]
-    )
-    return _Outer(router)
+    routes: list[Route | WebSocketRoute] = [
+        Route(path, _bind(handler, sim, name), methods=[method]) for path, method, name, handler in ROUTES
+    ]
+    # The Responses API's WebSocket mode, on the same path as its HTTP endpoint.
+    routes.append(WebSocketRoute("/v1/responses", _bind_socket(sim)))
+    return _Outer(Router(routes=routes))
+
+
+def _bind_socket(sim: SimState) -> Callable[[WebSocket], Awaitable[None]]:
+    async def endpoint(websocket: WebSocket) -> None:
+        await responses_ws.serve(websocket, sim)
+
+    return endpoint
 
 
 def _bind(handler: Handler, sim: SimState, name: str | None) -> Callable[[Request], Awaitable[Response]]:
@@ -73,13 +83,17 @@ class _Outer:
         self._app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self._app(scope, receive, send)
             return
-        # uvicorn's `send` is a method of its per-request cycle, which holds the connection's transport.
+        # uvicorn's `send` is a method of its per-request cycle (or WebSocket protocol), which holds the
+        # connection's transport.
         transport = getattr(getattr(send, "__self__", None), "transport", None)
         if transport is not None:
             scope[ABORT_SCOPE_KEY] = lambda: reset_connection(transport)
+        if scope["type"] == "websocket":
+            await self._app(scope, receive, send)
+            return
 
         async def labelled_send(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -15,6 +15,7 @@ has an `event:` line and a `sequence_number`.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tandem.completion.prompts import split_chat_prompt
@@ -35,6 +36,29 @@ MIN_MAX_OUTPUT_TOKENS = 16
 
 async def handle(request: Request, sim: SimState) -> Response:
     body = await oc.read_object(request)
+    fields = read_fields(body)
+    messages = fields.system + input_of(body)
+    ask = ask_for(
+        fields,
+        messages,
+        stream=oc.flag_of(body, "stream"),
+        had_authorization=oc.had_authorization(request),
+    )
+    return await respond(sim, ask, ResponsesWire(model=sim.model_id, max_output_tokens=fields.max_tokens))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fields:
+    """What a Responses body says besides its input, checked."""
+
+    model: str
+    max_tokens: int
+    # `instructions` as a system message (none if absent).
+    system: list[dict[str, str]]
+
+
+def read_fields(body: dict[str, Any]) -> Fields:
+    """The checked fields of a Responses body (HTTP or a WebSocket's `response.create`); BadRequest if not."""
     if "stop" in body:
         raise oc.BadRequest("Unsupported parameter: 'stop' is not supported with the Responses API.", param="stop")
     model = oc.model_of(body)
@@ -50,26 +74,37 @@ async def handle(request: Request, sim: SimState) -> Response:
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise oc.BadRequest("instructions must be a string", param="instructions")
-    messages = [{"role": "system", "content": instructions}] if instructions else []
-    messages += _input_of(body)
+    system = [{"role": "system", "content": instructions}] if instructions else []
+    return Fields(model=model, max_tokens=max_tokens, system=system)
+
+
+def ask_for(
+    fields: Fields,
+    messages: list[dict[str, str]],
+    *,
+    stream: bool,
+    had_authorization: bool,
+    prompt_text: str | None = None,
+) -> Ask:
+    """The Ask for a prompt of `messages`; `prompt_text` (what tokens are counted on) defaults to their text."""
     split = split_chat_prompt(messages)
-    prompt_text = "\n".join(m["content"] for m in messages)
-    prefix, suffix = split if split is not None else (prompt_text, "")
-    ask = Ask(
+    text = "\n".join(m["content"] for m in messages)
+    prefix, suffix = split if split is not None else (text, "")
+    return Ask(
         endpoint=ENDPOINT,
-        model=model,
+        model=fields.model,
         prefix=prefix,
         suffix=suffix,
-        prompt_text=prompt_text,
-        max_tokens=max_tokens,
-        stream=oc.flag_of(body, "stream"),
+        prompt_text=text if prompt_text is None else prompt_text,
+        max_tokens=fields.max_tokens,
+        stream=stream,
         include_usage=True,
-        had_authorization=oc.had_authorization(request),
+        had_authorization=had_authorization,
     )
-    return await respond(sim, ask, ResponsesWire(model=sim.model_id, max_output_tokens=max_tokens))
 
 
-def _input_of(body: dict[str, Any]) -> list[dict[str, str]]:
+def input_of(body: dict[str, Any]) -> list[dict[str, str]]:
+    """The input messages of a Responses body (a string, or messages of text); BadRequest otherwise."""
     raw = body.get("input")
     if isinstance(raw, str):
         return [{"role": "user", "content": raw}]

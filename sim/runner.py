@@ -268,7 +268,8 @@ def _prepare(settings: SimSettings) -> tuple[_Server, socket.socket, str]:
         build_app(state),
         loop="asyncio",
         http="h11",
-        ws="none",
+        # The Responses API's WebSocket mode (websockets' sans-I/O core; uvicorn's older wrapper is deprecated).
+        ws="websockets-sansio",
         lifespan="off",
         # Leave the process's logging alone (uvicorn's default applies a dictConfig of its own).
         log_config=None,

@@ -49,6 +49,8 @@ class FaultKind(StrEnum):
     TRUNCATE = "truncate"  # stream ends mid-way: no [DONE], no usage
     MALFORMED = "malformed"  # one chunk mid-stream is not JSON
     STALL = "stall"  # first chunk(s) sent, then silence with the connection kept open
+    # A WebSocket continuation is answered previous_response_not_found (no effect on other requests).
+    FORGET = "forget"
 
 
 FAULT_KINDS: tuple[str, ...] = tuple(k.value for k in FaultKind)

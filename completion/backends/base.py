@@ -52,6 +52,16 @@ class StreamStats:
     first_byte_ns: int = 0
     first_token_ns: int = 0
     finish_reason: str = ""
+    # How the request travelled: "http" (a POST per request) or "websocket" (a turn on a kept connection).
+    transport: str = "http"
+    # The request went over a connection that had served a request before (WebSocket; unknown over HTTP,
+    # where httpx's pool decides).
+    connection_reused: bool = False
+    # WebSocket turns of a completion: "full" (whole prompt), "continued" (an edit of the previous
+    # response's prompt), "fallback" (a continuation the server had forgotten, sent again in full).
+    continuation: str = ""
+    # Bytes of request payload sent (the turn's JSON over a WebSocket; 0 where not counted).
+    bytes_sent: int = 0
 
 
 class Backend(Protocol):

@@ -11,6 +11,7 @@ from tandem.completion.backends.anthropic import AnthropicBackend
 from tandem.completion.backends.fim import FimBackend
 from tandem.completion.backends.openai_chat import OpenAIChatBackend
 from tandem.completion.backends.openai_responses import OpenAIResponsesBackend
+from tandem.completion.backends.responses_ws import ResponsesWebSocketBackend
 from tandem.completion.config import IMPLEMENTED_PROVIDERS
 from tandem.completion.errors import NotConfigured
 
@@ -34,6 +35,8 @@ def make_backend(config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping
         raise NotConfigured(
             f"base_url {base!r} is not an http:// or https:// URL (example: https://api.cerebras.ai/v1)"
         )
+    if config.transport == "websocket" and config.provider != "openai-responses":
+        raise NotConfigured(f"transport 'websocket' is only for provider 'openai-responses', not {config.provider!r}")
     match config.provider:
         case "openai-chat":
             return OpenAIChatBackend(config, client, env=env)
@@ -41,6 +44,8 @@ def make_backend(config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping
             return FimBackend(config, client, env=env)
         case "anthropic":
             return AnthropicBackend(config, client, env=env)
+        case "openai-responses" if config.transport == "websocket":
+            return ResponsesWebSocketBackend(config, env=env)
         case "openai-responses":
             return OpenAIResponsesBackend(config, client, env=env)
         case other:
@@ -52,4 +57,5 @@ def describe_model(config: ModelConfig) -> str:
     """One short line for logs: "openai-chat gpt-oss-120b @ api.cerebras.ai"."""
     host = urlsplit(config.base_url).netloc or config.base_url or "(no base_url)"
     template = f" [{config.fim_template}]" if config.provider == "fim" and config.fim_template else ""
-    return f"{config.provider} {config.model or '(default model)'}{template} @ {host}"
+    transport = " over WebSocket" if config.transport == "websocket" else ""
+    return f"{config.provider} {config.model or '(default model)'}{template} @ {host}{transport}"

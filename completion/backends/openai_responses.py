@@ -1,7 +1,9 @@
 """The `openai-responses` backend: `POST {base_url}/responses`, streamed (OpenAI's Responses API).
 
 The accurate tier's usual API (GPT-5.x-Codex class). System text goes in `instructions`, the rest of the
-conversation in `input`; `store: false` keeps the user's code out of OpenAI's stored responses. Text
+conversation in `input`; `store: false` keeps the user's code out of OpenAI's stored responses unless the
+model's `store = true` opts in. (`transport = "websocket"` carries the same bodies and events over one
+persistent connection: `responses_ws`.) Text
 arrives in `response.output_text.delta` events; `response.completed` (or `response.incomplete` when
 `max_output_tokens` cut the answer) carries usage, cached input tokens included; `response.failed` and
 `error` events become `completion.errors`.
@@ -26,6 +28,7 @@ from tandem.completion.prompts import chat_messages
 
 if TYPE_CHECKING:
     from tandem.completion.backends.base import ModelRequest, StreamStats
+    from tandem.completion.config import ModelConfig
     from tandem.completion.sse import SseEvent
 
 MIN_OUTPUT_TOKENS = 16
@@ -41,24 +44,7 @@ class OpenAIResponsesBackend(HttpBackend):
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
-        messages = list(request.messages) or [
-            (m["role"], m["content"])
-            for m in chat_messages(
-                request.prefix, request.suffix, path=request.path, language=request.language, context=request.context
-            )
-        ]
-        instructions = "\n\n".join(content for role, content in messages if role in _SYSTEM_ROLES)
-        body: dict[str, object] = {
-            "input": [{"role": role, "content": content} for role, content in messages if role not in _SYSTEM_ROLES],
-            "max_output_tokens": max(MIN_OUTPUT_TOKENS, request.max_tokens),
-            "stream": True,
-            "store": False,
-        }
-        if instructions:
-            body["instructions"] = instructions
-        if self._config.model:
-            body["model"] = self._config.model
-        return body
+        return {**request_body(self._config, request), "stream": True}
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
@@ -79,6 +65,27 @@ class OpenAIResponsesBackend(HttpBackend):
                     yield text
 
 
+def request_body(config: ModelConfig, request: ModelRequest) -> dict[str, object]:
+    """The body of a request for `request`, whichever transport carries it (HTTP adds `stream`)."""
+    messages = list(request.messages) or [
+        (m["role"], m["content"])
+        for m in chat_messages(
+            request.prefix, request.suffix, path=request.path, language=request.language, context=request.context
+        )
+    ]
+    instructions = "\n\n".join(content for role, content in messages if role in _SYSTEM_ROLES)
+    body: dict[str, object] = {
+        "input": [{"role": role, "content": content} for role, content in messages if role not in _SYSTEM_ROLES],
+        "max_output_tokens": max(MIN_OUTPUT_TOKENS, request.max_tokens),
+        "store": config.store,
+    }
+    if instructions:
+        body["instructions"] = instructions
+    if config.model:
+        body["model"] = config.model
+    return body
+
+
 def _is_last(event: SseEvent) -> bool:
     return event.event in _LAST_EVENTS
 
@@ -86,7 +93,12 @@ def _is_last(event: SseEvent) -> bool:
 def _consume(event: SseEvent, stats: StreamStats) -> str:
     """The text an event carries (often none); usage, finish reason and failures go to `stats` or raise."""
     payload = event_payload(event)
-    kind = payload.get("type") or event.event
+    return consume_payload(payload, str(payload.get("type") or event.event), stats)
+
+
+def consume_payload(payload: Mapping[str, Any], kind: str, stats: StreamStats) -> str:
+    """The text an event's JSON object carries (often none); usage, finish reason and failures go to
+    `stats` or raise. Shared by the HTTP (SSE) and WebSocket transports, which carry the same events."""
     if kind == "response.output_text.delta":
         delta = payload.get("delta")
         if not isinstance(delta, str):
@@ -103,8 +115,19 @@ def _consume(event: SseEvent, stats: StreamStats) -> str:
         error = error if isinstance(error, dict) else {}
         raise stream_error(str(error.get("code") or "failed"), error.get("message"))
     elif kind == "error":
-        raise stream_error(str(payload.get("code") or payload.get("type") or ""), payload.get("message"))
+        code, message = error_of(payload)
+        raise stream_error(code, message)
     return ""
+
+
+def error_of(payload: Mapping[str, Any]) -> tuple[str, object]:
+    """(code, message) of an `error` event: flat over SSE, nested in `error` over a WebSocket."""
+    nested = payload.get("error")
+    source: Mapping[str, Any] = nested if isinstance(nested, dict) else payload
+    code = source.get("code") or source.get("type")
+    if code == "error":
+        code = ""
+    return str(code or ""), source.get("message")
 
 
 def _finish_reason(response: Mapping[str, Any]) -> str:
