@@ -375,7 +375,8 @@ def _check_model(table: dict[str, Any], name: str, source: str, problems: list[P
             )
         )
         table.pop("provider")
-    if table.get("transport") == "websocket" and table.get("provider", "openai-chat") != "openai-responses":
+    named = table.get("provider")
+    if table.get("transport") == "websocket" and named is not None and named != "openai-responses":
         problems.append(
             Problem(
                 source,

@@ -248,7 +248,11 @@ class ResponsesWebSocketBackend:
                 f"{self.pool.host} sent nothing on the WebSocket for {self._config.timeout_s:g} s"
             ) from None
         finally:
-            if not finished:
+            if finished:
+                pass
+            elif turn.ended:
+                self._finish(turn)  # ended by an error event: the connection is fine
+            else:
                 # Abandoned mid-turn (superseded, or the caller's deadline): read it out in the background.
                 self.pool.spawn(self._drain(turn))
 

@@ -91,7 +91,7 @@ class SocketPool:
         self._failures = 0
         self._retry_at = 0.0
         self._tasks: set[asyncio.Task[None]] = set()
-        self._reopening = False
+        self._reopening: asyncio.Task[None] | None = None
         self._closed = False
         # Connections opened since the start: how often one had to be (re)made.
         self.opened = 0
@@ -105,6 +105,10 @@ class SocketPool:
             socket = self._take_idle(prefer)
             if socket is not None:
                 return socket, socket.turns > 0
+            if self._reopening is not None and self._retry_at <= self._clock():
+                # A replacement is being opened: wait for it rather than open a second one.
+                await asyncio.wait([self._reopening])
+                continue
             if self._count < self._size:
                 return await self._open(), False
             freed = asyncio.get_running_loop().create_future()
@@ -141,6 +145,11 @@ class SocketPool:
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` in the background, kept until done (the drain of a superseded turn)."""
         self._spawn(work)
+
+    async def settled(self) -> None:
+        """Wait until the background work started so far (drains, reopens) is done."""
+        while self._tasks:
+            await asyncio.wait(list(self._tasks))
 
     async def aclose(self) -> None:
         self._closed = True
@@ -240,10 +249,11 @@ class SocketPool:
             self.discard(socket)
 
     def _reopen_soon(self) -> None:
-        if self._reopening or self._idle:
+        if self._reopening is not None or self._idle:
             return
-        self._reopening = True
-        self._spawn(self._reopen())
+        self._reopening = asyncio.ensure_future(self._reopen())
+        self._tasks.add(self._reopening)
+        self._reopening.add_done_callback(self._tasks.discard)
 
     async def _reopen(self) -> None:
         """Keep one connection ready after a drop, trying again after each back-off."""
@@ -263,7 +273,7 @@ class SocketPool:
                 self.release(socket)
                 return
         finally:
-            self._reopening = False
+            self._reopening = None
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
