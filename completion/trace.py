@@ -189,9 +189,7 @@ def estimate_cost_usd(model: ModelConfig | None, *, tokens_in: int, tokens_out: 
     uncached = max(tokens_in - tokens_cached, 0)
     cached_price = model.price_cached_input_per_mtok or model.price_input_per_mtok
     return (
-        uncached * model.price_input_per_mtok
-        + tokens_cached * cached_price
-        + tokens_out * model.price_output_per_mtok
+        uncached * model.price_input_per_mtok + tokens_cached * cached_price + tokens_out * model.price_output_per_mtok
     ) / 1e6
 
 

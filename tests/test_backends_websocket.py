@@ -45,6 +45,7 @@ def start_sim(sim_factory: SimFactory, tmp_path: pathlib.Path) -> StartSim:
 
     return start
 
+
 CONNECTS = "responses.websocket.connect"
 TURNS = "responses.websocket"
 

@@ -151,10 +151,19 @@ def test_headless_chromium_draws_every_plot(tmp_path: pathlib.Path) -> None:
     shot = tmp_path / "report.png"
     subprocess.run(
         [
-            chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-            f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={size[0]},{size[1]}",
-            f"--screenshot={shot}", page.as_uri(),
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--window-size={size[0]},{size[1]}",
+            f"--screenshot={shot}",
+            page.as_uri(),
         ],
         check=True,
         capture_output=True,

@@ -113,9 +113,18 @@ class ResponsesWebSocketBackend:
 
     name = "openai-responses"
 
-    def __init__(self, config: ModelConfig, *, env: Mapping[str, str] = os.environ, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        env: Mapping[str, str] = os.environ,
+        pool_size: int = POOL_SIZE,
+        continue_turns: bool = True,
+    ) -> None:
         self._config = config
         self._env = env
+        # False sends every prompt whole (a baseline for measuring what continuation is worth).
+        self._continue_turns = continue_turns
         self.url = websocket_url(config.base_url)
         self.pool = SocketPool(
             self.url, headers=self._headers, connect_timeout_s=config.connect_timeout_s, size=pool_size
@@ -194,7 +203,7 @@ class ResponsesWebSocketBackend:
             stats.continuation = "full"
             return _Turn(socket=socket, event=full, completion=None)
         path, instructions, user_text = chain
-        held = socket.held
+        held = socket.held if self._continue_turns else None
         message = continuation(held, path=path, instructions=instructions, user_text=user_text)
         if held is None or message is None:
             stats.continuation = "full"

@@ -86,6 +86,8 @@ class SocketPool:
         self._size = max(1, size)
         self._clock = clock
         self._idle: list[Socket] = []
+        # Every connection not yet closed, busy ones included (closed at `aclose`).
+        self._open_sockets: set[Socket] = set()
         self._count = 0  # open or opening, busy or idle
         self._waiters: list[asyncio.Future[None]] = []
         self._failures = 0
@@ -134,8 +136,8 @@ class SocketPool:
         if socket.watcher is not None and socket.watcher is not asyncio.current_task():
             socket.watcher.cancel()
         socket.watcher = None
-        if socket.number >= 0:
-            socket.number = -1  # counted out once only
+        if socket in self._open_sockets:
+            self._open_sockets.discard(socket)  # counted out once only
             self._count -= 1
         self._spawn(_close(socket))
         self._notify()
@@ -153,7 +155,8 @@ class SocketPool:
 
     async def aclose(self) -> None:
         self._closed = True
-        sockets, self._idle = self._idle, []
+        sockets, self._idle = self._open_sockets, []
+        self._open_sockets = set()
         for socket in sockets:
             if socket.watcher is not None:
                 socket.watcher.cancel()
@@ -188,6 +191,7 @@ class SocketPool:
             raise
         self.opened += 1
         socket = Socket(ws=ws, number=self.opened)
+        self._open_sockets.add(socket)
         socket.watcher = asyncio.ensure_future(self._watch(socket))
         return socket
 

@@ -1,0 +1,225 @@
+"""The `openai-responses` backend over one persistent WebSocket beside HTTP + SSE, against `tandem sim` on
+loopback (issue 15). Every model answer is simulated.
+
+One typing session over a real file (a function of the standard library's `json/decoder.py`, typed back one
+character at a time, one completion per keystroke, each read to its end) is sent through each transport in
+the same run, the order of the transports alternating between rounds:
+
+    http (warm)         tandem's HTTP backend on its kept-alive, pre-warmed httpx pool
+    http (cold)         the same, but a new connection per request (what a client without a pool pays)
+    ws (full)           the WebSocket backend, every prompt sent whole (continuation turned off)
+    ws (continued)      the WebSocket backend as shipped: continuation where it sends less
+
+Figures, per transport:
+
+    time to first token   backend.stream() called -> first text, p50/p90 (ms). The simulator runs with no
+                          pacing (`instant`: no simulated time to first token, no token rate), so this is
+                          the time tandem's client, the loopback transport and the simulator's own request
+                          handling add before a model could start; it is not any provider's TTFT.
+    bytes sent/request    HTTP: request line + headers + JSON body as sent; WebSocket: the turn's JSON plus
+                          its frame header (the one-off handshake, ~300 bytes per connection, not counted)
+    input tokens/request  what the simulator billed as input (a continuation bills the held conversation),
+                          and how many of them its simulated prompt cache served (sim/prompt_cache.py)
+
+Then a socket dropped mid-completion (`truncate` fault: the simulator aborts the TCP connection half-way
+through the answer) and before answering (`reset`): what the completion got, and the next one.
+
+    python bench/bench_websocket.py [--rounds N] [--chars N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import sysconfig
+import time
+from contextlib import aclosing
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tandem.completion.backends import continuation as continuation_rules
+from tandem.completion.backends.base import ModelRequest, StreamStats
+from tandem.completion.backends.openai_responses import OpenAIResponsesBackend
+from tandem.completion.backends.responses_ws import ResponsesWebSocketBackend
+from tandem.completion.config import ModelConfig
+from tandem.completion.errors import CompletionError
+from tandem.completion.http import make_client
+from tandem.sim import SimSettings, start_in_thread
+
+SOURCE = Path(sysconfig.get_paths()["stdlib"]) / "json" / "decoder.py"
+ANCHOR = "def py_scanstring"
+MODES = ("http (warm)", "http (cold)", "ws (full)", "ws (continued)")
+PREFIX_CHARS = 6000
+SUFFIX_CHARS = 2000
+
+
+def session(chars: int) -> list[ModelRequest]:
+    """One request per keystroke typing the `chars` characters after the anchor's line."""
+    text = SOURCE.read_text(encoding="utf-8")
+    start = text.index("\n", text.index(ANCHOR)) + 1
+    # The prompt's window starts at a fixed line, as tandem's does while the cursor stays in one place.
+    window = text.rfind("\n", 0, max(0, start - PREFIX_CHARS)) + 1
+    suffix = text[start + chars : start + chars + SUFFIX_CHARS]
+    return [
+        ModelRequest(
+            prefix=text[window : start + n], suffix=suffix, path="decoder.py", language="python", max_tokens=64
+        )
+        for n in range(chars)
+    ]
+
+
+def http_bytes(request: httpx.Request) -> int:
+    line = len(request.method) + 1 + len(request.url.raw_path) + len(" HTTP/1.1\r\n")
+    headers = sum(len(k) + 2 + len(v) + 2 for k, v in request.headers.raw) + 2
+    return line + headers + len(request.content)
+
+
+def ws_frame_bytes(payload: int) -> int:
+    """A client's text frame: 2 header bytes, the extended length, 4 mask bytes, the payload."""
+    extended = 0 if payload < 126 else 2 if payload < 65536 else 8
+    return 2 + extended + 4 + payload
+
+
+async def run_one(backend: Any, request: ModelRequest) -> tuple[float, StreamStats, str, str]:
+    stats = StreamStats()
+    texts: list[str] = []
+    started = time.perf_counter()
+    first_s = 0.0
+    error = ""
+    try:
+        async with aclosing(backend.stream(request, stats)) as stream:
+            async for text in stream:
+                if not first_s:
+                    first_s = time.perf_counter() - started
+                texts.append(text)
+    except CompletionError as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    return first_s * 1000, stats, "".join(texts), error
+
+
+async def measure(base_url: str, requests: list[ModelRequest], rounds: int) -> dict[str, dict[str, list[float]]]:
+    config = ModelConfig(provider="openai-responses", base_url=base_url, model="sim-instant", timeout_s=10.0)
+    ws_config = ModelConfig(**{**config.__dict__, "transport": "websocket"})
+    figures: dict[str, dict[str, list[float]]] = {
+        mode: {"ttft": [], "bytes": [], "tokens": [], "cached": []} for mode in MODES
+    }
+    sent: list[int] = []
+
+    async def hook(request: httpx.Request) -> None:
+        sent.append(http_bytes(request))
+
+    warm_client = make_client()
+    warm_client.event_hooks["request"] = [hook]
+    http_warm = OpenAIResponsesBackend(config, warm_client, env={})
+    await http_warm.warm()
+    ws_full = ResponsesWebSocketBackend(ws_config, env={}, continue_turns=False)
+    ws_cont = ResponsesWebSocketBackend(ws_config, env={})
+    await ws_full.warm()
+    await ws_cont.warm()
+    try:
+        for round_number in range(rounds):
+            order = MODES if round_number % 2 == 0 else tuple(reversed(MODES))
+            for mode in order:
+                for request in requests:
+                    sent.clear()
+                    if mode == "http (cold)":
+                        async with httpx.AsyncClient(event_hooks={"request": [hook]}, timeout=10.0) as cold:
+                            ttft, stats, _, error = await run_one(OpenAIResponsesBackend(config, cold, env={}), request)
+                        wire = sum(sent)
+                    elif mode == "http (warm)":
+                        ttft, stats, _, error = await run_one(http_warm, request)
+                        wire = sum(sent)
+                    else:
+                        backend = ws_cont if mode == "ws (continued)" else ws_full
+                        ttft, stats, _, error = await run_one(backend, request)
+                        wire = ws_frame_bytes(stats.bytes_sent)
+                    if error:
+                        raise SystemExit(f"{mode}: {error}")
+                    figures[mode]["ttft"].append(ttft)
+                    figures[mode]["bytes"].append(wire)
+                    figures[mode]["tokens"].append(stats.usage.input_tokens)
+                    figures[mode]["cached"].append(stats.usage.cached_tokens)
+    finally:
+        await ws_full.aclose()
+        await ws_cont.aclose()
+        await warm_client.aclose()
+    return figures
+
+
+async def drops(sim: Any, request: ModelRequest) -> list[str]:
+    config = ModelConfig(
+        provider="openai-responses", base_url=sim.base_url, model="sim-spark", timeout_s=10.0, transport="websocket"
+    )
+    lines: list[str] = []
+    async with make_client() as client:
+        for transport in ("websocket", "http"):
+            backend: Any = (
+                ResponsesWebSocketBackend(config, env={})
+                if transport == "websocket"
+                else OpenAIResponsesBackend(ModelConfig(**{**config.__dict__, "transport": "http"}), client, env={})
+            )
+            await backend.warm()
+            for fault in ("truncate", "reset"):
+                sim.arm_fault(fault, 1)
+                started = time.perf_counter()
+                _, _, text, error = await run_one(backend, request)
+                took_ms = (time.perf_counter() - started) * 1000
+                outcome = error or f"answered in full ({len(text)} chars)"
+                lines.append(f"  {transport:9} {fault:8} -> {outcome[:110]}; {len(text)} chars kept, {took_ms:.0f} ms")
+                ttft, stats, text, error = await run_one(backend, request)
+                how = f"{stats.continuation or 'http'}, reused connection: {stats.connection_reused}"
+                lines.append(
+                    f"  {'':9} {'next':8} -> {'error ' + error if error else 'served'} ({len(text)} chars, "
+                    f"first token {ttft:.0f} ms, {how})"
+                )
+            await backend.aclose()
+    return lines
+
+
+def summary(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=2, help="typing sessions per transport (default 2)")
+    parser.add_argument("--chars", type=int, default=60, help="characters typed per session (default 60)")
+    ns = parser.parse_args()
+    requests = session(ns.chars)
+    print("SIMULATED: every answer comes from tandem sim on loopback; no provider was reached.")
+    print(f"typing session: {ns.chars} keystrokes into {SOURCE} after {ANCHOR!r}, {ns.rounds} round(s) per transport")
+    print(
+        f"continuation rules: edit <= {continuation_rules.MAX_EDIT_SHARE:.0%} of the prompt, held conversation <= "
+        f"{continuation_rules.MAX_HELD_GROWTH:g}x the prompt, <= {continuation_rules.MAX_CHAIN_TURNS} turns"
+    )
+    with start_in_thread(SimSettings(profile="instant", truth=(str(SOURCE),))) as sim:
+        figures = asyncio.run(measure(sim.base_url, requests, ns.rounds))
+    print()
+    print("profile instant (no simulated TTFT or token rate): what sits in front of a model")
+    print(
+        f"{'transport':16} {'TTFT p50 ms':>12} {'p90 ms':>8} {'bytes sent/req':>15} {'input tokens/req':>17} "
+        f"{'of them cached':>15}"
+    )
+    for mode in MODES:
+        p50, p90 = summary(figures[mode]["ttft"])
+        nbytes = statistics.mean(figures[mode]["bytes"])
+        tokens = statistics.mean(figures[mode]["tokens"])
+        cached = statistics.mean(figures[mode]["cached"])
+        print(f"{mode:16} {p50:12.2f} {p90:8.2f} {nbytes:15.0f} {tokens:17.0f} {cached:15.0f}")
+    full_bytes = statistics.mean(figures["ws (full)"]["bytes"])
+    cont_bytes = statistics.mean(figures["ws (continued)"]["bytes"])
+    print(f"continuation: {1 - cont_bytes / full_bytes:.0%} fewer bytes sent per request than whole prompts")
+    print()
+    print("a socket dropped (profile spark: 100 ms simulated TTFT, 1,000 tokens/s; 64-token answers)")
+    with start_in_thread(SimSettings(profile="spark", truth=(str(SOURCE),))) as sim:
+        for line in asyncio.run(drops(sim, requests[len(requests) // 2])):
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
