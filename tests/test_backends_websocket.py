@@ -196,12 +196,17 @@ def test_configuration_websocket_transport_and_store() -> None:
     )
     assert config.models.fast is not None and config.models.fast.transport == "http"
     assert any(p.key == "models.fast.transport" for p in problems)
-    config, problems = merge_layers(
-        [Layer("tandem.toml", {"models": {"accurate": {"store": True, "transport": "websocket"}}}, from_workspace=True)]
+    # A workspace may not turn storing on, nor choose the transport that bills held conversations.
+    user = Layer("user", {"models": {"accurate": {"provider": "openai-responses", "base_url": "https://x/v1"}}})
+    workspace = Layer(
+        "tandem.toml", {"models": {"accurate": {"store": True, "transport": "websocket"}}}, from_workspace=True
     )
+    config, problems = merge_layers([user, workspace])
     assert config.models.accurate is not None
-    assert config.models.accurate.store is False and config.models.accurate.transport == "websocket"
-    assert any("store" in p.key for p in problems)
+    assert config.models.accurate.store is False and config.models.accurate.transport == "http"
+    assert {"models.accurate.store", "models.accurate.transport"} <= {
+        key for p in problems for key in p.key.split(", ")
+    }
     assert websocket_url("https://api.openai.com/v1/") == "wss://api.openai.com/v1/responses"
     assert websocket_url("http://127.0.0.1:8000/v1") == "ws://127.0.0.1:8000/v1/responses"
 
