@@ -84,3 +84,29 @@ async def test_large_open_document_is_allowed_but_still_scanned_for_credentials(
     big = "x = 1  # é\n" * 150_000  # ~1.8 MB, over the 1 MB cap for files read from disk
     assert index.open((tmp_path / "big.py").as_uri(), LineBuffer(big))
     assert not index.open((tmp_path / "big2.py").as_uri(), LineBuffer(big + f"KEY = '{AWS_KEY}'\n"))
+
+
+async def test_a_credential_brought_in_by_any_incremental_change_refuses_the_document() -> None:
+    """Typed a character at a time, assembled by joining two lines, or pasted with a PEM header: each is
+    caught by the check of the lines the change touched, and the refusal stays."""
+    index = WorkspaceIndex(root=None, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
+    half = AWS_KEY[:10]
+    cases: dict[str, tuple[str, list[tuple[tuple[int, int], tuple[int, int], str]]]] = {
+        "typed": ("import os\nKEY = ''\n", [((1, 7 + i), (1, 7 + i), c) for i, c in enumerate(AWS_KEY)]),
+        "joined": (f"import os\nKEY = '{half}\n{AWS_KEY[10:]}'\n", [((1, 7 + len(half)), (2, 0), "")]),
+        "pasted": ("import os\n", [((1, 0), (1, 0), "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n")]),
+    }
+    for name, (text, edits) in cases.items():
+        uri = f"file:///w/{name}.py"
+        buffer = LineBuffer(text)
+        assert index.open(uri, buffer)
+        verdicts = [index.change(uri, buffer.replace(start, end, new)) for start, end, new in edits]
+        assert not index.verdict(uri), (name, buffer.text())
+        # Told once: the change that brought the credential in returns the refusal, none before it.
+        assert [bool(v) for v in verdicts] == [True] * (len(edits) - 1) + [False], name
+        assert index.change(uri, buffer.replace((0, 0), (0, 0), "# ")), name  # later changes: nothing new
+        assert not index.verdict(uri)
+    clean = LineBuffer("x = 1\n")
+    assert index.open("file:///w/clean.py", clean)
+    assert index.change("file:///w/clean.py", clean.replace((0, 5), (0, 5), "2"))
+    assert index.verdict("file:///w/clean.py")
