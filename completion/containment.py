@@ -47,6 +47,12 @@ class Folders:
         plain = pathlib.Path(os.path.normpath(os.path.abspath(path)))
         return any(plain == root or root in plain.parents for root in (*self.roots, *self.real_roots))
 
+    def real_relative(self, path: pathlib.Path) -> str | None:
+        """Where `path` really is, relative to the workspace folder that holds it (POSIX); None outside."""
+        real = real_path(path)
+        root = self._real_root_of(real)
+        return None if root is None else real.relative_to(root).as_posix()
+
     def read_refusal(self, path: pathlib.Path, shown: str) -> str:
         """ "" if `path` may be read for context, else why not. A path that is inside the workspace by
         name but leads out of it through a link is refused; one outside by name (a document the user

@@ -124,10 +124,14 @@ def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int)
 
 def link_verdict(folders: Folders, privacy: PrivacyFilter, path: pathlib.Path, relative: str) -> Verdict:
     """Whether `path` may be read for context as far as links go: not if it leads out of the workspace,
-    unless the user opted `relative` in (`privacy.opt_in`; a workspace's own config cannot)."""
+    unless the user opted `relative` in (`privacy.opt_in`; a workspace's own config cannot); and a link
+    inside it is held to the rules of what it leads to (`config.py -> .env` is `.env`)."""
     refusal = folders.read_refusal(path, relative)
     if refusal and not privacy.opted_in(relative):
         return Verdict(allowed=False, reason="links outside the workspace")
+    target = folders.real_relative(path) if folders else None
+    if target is not None and target != relative:
+        return privacy.check_path(target)
     return Verdict(allowed=True)
 
 

@@ -63,7 +63,8 @@ class EditWorkspace:
         """ "" if an edit may write `path`, else a message naming it. Inside the workspace folders (links
         and `..` resolved) it may; outside, only a document the user has open (not reached through a link)."""
         file = self.file_of(path)
-        refusal = self.folders.write_refusal(file, path) if self.folders else f"{path} is not in a workspace folder"
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)  # a model's path: no control bytes
+        refusal = self.folders.write_refusal(file, shown) if self.folders else f"{shown} is not in a workspace folder"
         if refusal and path in self._open_by_path and not self.folders.lexically_inside(file):
             if file.resolve() == file.absolute():
                 return ""  # the user's own document, opened from outside the workspace

@@ -79,6 +79,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     (root / "app.py").write_text(APP)
     (root / "helper.py").write_text(f"def helper_value():\n    return '{HELPER_MARKER}'\n")
     (root / ".env").write_text(f"PASSWORD={ENV_SECRET}\n")
+    (root / "settings_link.py").symlink_to(root / ".env")  # a link inside the workspace, to a secret
     (root / ".git" / "hooks").mkdir(parents=True)
     return base
 
@@ -185,7 +186,7 @@ async def test_nothing_outside_the_workspace_is_read_through_a_link(
 # -- 4. secrets, by name and typed in ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [".env", ".ENV", "prod.ENV", "Credentials.JSON"])
+@pytest.mark.parametrize("name", [".env", ".ENV", "prod.ENV", "Credentials.JSON", "settings_link.py"])
 async def test_secret_looking_files_are_never_sent_whatever_their_case(
     session: Session, editor: Editor, model: InjectedModel, name: str
 ) -> None:

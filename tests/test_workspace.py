@@ -110,3 +110,27 @@ async def test_a_credential_brought_in_by_any_incremental_change_refuses_the_doc
     assert index.open("file:///w/clean.py", clean)
     assert index.change("file:///w/clean.py", clean.replace((0, 5), (0, 5), "2"))
     assert index.verdict("file:///w/clean.py")
+
+
+def test_the_scan_never_reads_through_a_link_out_or_to_a_secret(tmp_path: pathlib.Path) -> None:
+    from tandem.cache.privacy import PrivacyPolicy
+    from tandem.completion.workspace import scan_workspace
+
+    home, root = tmp_path / "home", tmp_path / "repo"
+    home.mkdir()
+    root.mkdir()
+    (home / "creds.py").write_text("def home_secret():\n    pass\n")
+    (home / "lib").mkdir()
+    (home / "lib" / "deep.py").write_text("def deep_secret():\n    pass\n")
+    (root / ".env").write_text("TOKEN=abc\n")
+    (root / "creds.py").symlink_to(home / "creds.py")
+    (root / "lib").symlink_to(home / "lib", target_is_directory=True)
+    (root / "env.py").symlink_to(root / ".env")
+    (root / "own.py").write_text("def own():\n    pass\n")
+    (root / "alias.py").symlink_to(root / "own.py")
+    scan = scan_workspace(root, policy=PrivacyPolicy(), max_files=100)
+    assert sorted(scan.symbols.paths()) == ["alias.py", "own.py"]
+    assert scan.refused == {"links outside the workspace": 1, "looks like a secret by its name": 1}
+    # The user (never the workspace) may opt a linked path in.
+    opted = scan_workspace(root, policy=PrivacyPolicy(opt_in=("creds.py",)), max_files=100)
+    assert "creds.py" in set(opted.symbols.paths())
