@@ -177,8 +177,9 @@ class NextEditConfig:
     max_tokens: int = 600
     # "auto": raw for a `fim` provider (a next-edit model such as Zeta), chat otherwise.
     prompt: Literal["auto", "chat", "raw"] = "auto"
-    # Wait this long after a keystroke before asking the model (a newer keystroke cancels the wait).
-    debounce_ms: int = 20
+    # Wait for a pause in the typing (1.5 typing intervals), at most this long, before asking the model: a
+    # request overtaken by the next key press costs its whole prompt (a newer keystroke cancels the wait).
+    debounce_ms: int = 250
     deadline_s: float = 5.0
     # Ask for the next edit at once when one is accepted (Tab, Tab, Tab costs no wait).
     prefetch_on_accept: bool = True

@@ -42,6 +42,7 @@ from tandem.cache.edit_region import (
     settled_hunks,
 )
 from tandem.completion.backends.base import ModelRequest
+from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.edits.validate import balance_issues
 from tandem.completion.errors import describe
 from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt, read_rewrite
@@ -61,6 +62,9 @@ log = logging.getLogger(__name__)
 _CHARS_PER_TOKEN = 4
 # Documents larger than this are not parsed to check a suggestion (the check would cost more than it saves).
 _PARSE_CHECK_CHARS = 400_000
+# A pause this many typing intervals long ends a burst of typing (the lognormal spread of a typist's gaps puts
+# about one gap in eight beyond 1.5 intervals, against one in three beyond 1.2).
+_PAUSE_GAPS = 1.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +163,8 @@ class NextEdits:
         # The version each document was last asked at: a request at the same version is cursor motion.
         self._asked_version: dict[str, int] = {}
         self._last: dict[str, NextEditResult] = {}
+        # Learns the typing rhythm (see `_delay_s`).
+        self._debounce = AdaptiveDebounce(ceiling_s=config.next_edit.debounce_ms / 1000)
 
     # -- the request path ----------------------------------------------------------------------
 
@@ -178,6 +184,8 @@ class NextEdits:
                 return last
             return NextEditResult(outcome="skipped", reason="no edit since the last request")
         self._asked_version[request.uri] = request.version
+        if not request.prefetch:
+            self._debounce.keystroke(request.uri, (request.received_ns or time.perf_counter_ns()) / 1e9)
         record = NextEditRecord(
             kind="next_edit",
             received_ns=request.received_ns or time.perf_counter_ns(),
@@ -234,9 +242,10 @@ class NextEdits:
         record.route_reasons = ["next edit: the fast model rewrites the region around the cursor"]
         if tier.holding_off():
             return done("error", "rate limited: waiting out the provider's Retry-After")
-        if settings.debounce_ms > 0 and not request.prefetch:
+        delay_s = 0.0 if request.prefetch else self._delay_s()
+        if delay_s > 0:
             with ticket.waiting():
-                await anyio.sleep(settings.debounce_ms / 1000)
+                await anyio.sleep(delay_s)
             if ticket.superseded:
                 return done("superseded")
         record.mark("debounce_end")
@@ -316,6 +325,14 @@ class NextEdits:
                 return None
             record.waited_for_model = True
             await stream.changed()
+
+    def _delay_s(self) -> float:
+        """A rewrite of the region takes longer than a typing interval, so a request made mid-typing would
+        be overtaken by the next key press and its prompt paid for nothing: wait for a pause of half as long
+        again as the user's typing interval (at most `debounce_ms`). Until the rhythm is known, ask at once."""
+        gap_s = self._debounce.typing_gap_s
+        ceiling_s = self.config.next_edit.debounce_ms / 1000
+        return 0.0 if gap_s is None else min(ceiling_s, _PAUSE_GAPS * gap_s)
 
     def _parses(self, request: NextEditRequest, edit: CharEdit) -> bool:
         """False when the edit breaks a file that parsed (Python) or unbalances its brackets (others)."""

@@ -223,9 +223,7 @@ def ttft_vs_waited(go: Any, records: Sequence[Mapping[str, Any]]) -> go.Figure:
         )
     if points:
         top = max(max(p[0], p[1]) for p in points)
-        fig.add_trace(
-            go.Scatter(x=[0, top], y=[0, top], mode="lines", name="waited = TTFT", line={"dash": "dot"})
-        )
+        fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="waited = TTFT", line={"dash": "dot"}))
     else:
         _empty(fig, "no request reached a first token")
     return _layout(
@@ -337,8 +335,13 @@ def tokens_cost(go: Any, make_subplots: Any, records: Sequence[Mapping[str, Any]
         _empty(fig, "no model was asked")
     elif not any(costs):
         fig.add_annotation(
-            text="no prices configured ([models.X] price_*_per_mtok)", showarrow=False, x=0.9, y=0.5,
-            xref="paper", yref="paper", font={"size": 10},
+            text="no prices configured ([models.X] price_*_per_mtok)",
+            showarrow=False,
+            x=0.9,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+            font={"size": 10},
         )
     _layout(fig, "Tokens and estimated cost per model", barmode="stack")
     fig.update_layout(margin={"t": 80})  # room for the subplot titles under the figure's own

@@ -90,3 +90,16 @@ def test_judge_refuses_reversals_and_rewrites_past_the_region() -> None:
     assert judge(Hunk(1, ("    return a",), ("    return arg",)), region, last=last) == ""
     assert judge(Hunk(2, (), ("z = 3",)), region, last=None, after=("z = 3", "w")) == "outside"
     assert judge(Hunk(1, ("x",), ("x",)), region, last=None) == "no-op"
+
+
+def test_history_tasks_need_several_small_changes_close_together() -> None:
+    from tandem.eval.next_edit_tasks import TaskLimits, qualifies
+
+    before = "\n".join(f"line {i}" for i in range(60))
+    two = before.replace("line 3\n", "line three\n").replace("line 9\n", "line nine\n")
+    assert qualifies(before, two, TaskLimits()) == 2
+    assert qualifies(before, before.replace("line 3\n", "line three\n"), TaskLimits()) == 0  # one change
+    far = before.replace("line 3\n", "line three\n").replace("line 55\n", "line 55!\n")
+    assert qualifies(before, far, TaskLimits()) == 0  # a screen apart
+    big = two.replace("line nine\n", "x\n" * 10)
+    assert qualifies(before, big, TaskLimits()) == 0  # too much to type

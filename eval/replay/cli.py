@@ -95,8 +95,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key-env", default="", metavar="NAME", help="environment variable holding the API key")
     parser.add_argument("--max-tokens", type=_positive(int), default=96, help="tokens per completion (default 96)")
     from tandem.eval.replay.edits import add_edit_arguments
+    from tandem.eval.replay.next_edits import add_next_edit_arguments
 
     add_edit_arguments(parser)
+    add_next_edit_arguments(parser)
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
@@ -201,6 +203,10 @@ def run_replay(args: argparse.Namespace) -> int:
         from tandem.eval.replay.edits import run_edits
 
         return run_edits(args)
+    if args.next_edits:
+        from tandem.eval.replay.next_edits import run_next_edits
+
+        return run_next_edits(args)
     if args.base_url and not args.model:
         sys.stderr.write("tandem replay: error: --base-url needs --model (the model to ask at that URL)\n")
         return 1

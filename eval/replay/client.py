@@ -227,6 +227,40 @@ class ReplayClient:
         future.add_done_callback(stamp)
         return pending
 
+    def replace(self, document: OpenDocument, start: types.Position, end: types.Position, text: str) -> None:
+        """Replace a range (one incremental didChange), as an editor applying an edit does. The cursor is
+        the caller's to move (`document.line`, `document.line_before`)."""
+        document.version += 1
+        self._client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=document.uri, version=document.version),
+                content_changes=[
+                    types.TextDocumentContentChangePartial(range=types.Range(start=start, end=end), text=text)
+                ],
+            )
+        )
+
+    def send(self, method: str, params: Mapping[str, Any]) -> Pending:
+        """Send a request of a method lsprotocol does not type (its params and result are plain JSON)."""
+        msg_id = next(self._ids)
+        future = self._client.protocol.send_request(method, dict(params), msg_id=msg_id)
+        pending = Pending(msg_id=msg_id, sent_ns=time.perf_counter_ns(), future=future)
+
+        def stamp(_: Future[Any]) -> None:
+            pending.answered_ns = time.perf_counter_ns()
+            pending.answered.set()
+
+        future.add_done_callback(stamp)
+        return pending
+
+    def notify(self, method: str, params: Mapping[str, Any]) -> None:
+        self._client.protocol.notify(method, dict(params))
+
+    def execute(self, command: str, arguments: list[Any]) -> None:
+        """`workspace/executeCommand`, not waited for."""
+        params = types.ExecuteCommandParams(command=command, arguments=arguments)
+        self._client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id=next(self._ids))
+
     def run_command(self, command: types.Command | None, *, on_error: Callable[[str], None]) -> bool:
         """Run an accepted item's command as VS Code does: `workspace/executeCommand` when the server
         handles it. The answer is not waited for; an error answer is passed to `on_error`. True if sent."""

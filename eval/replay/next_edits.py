@@ -1,0 +1,446 @@
+"""`tandem replay --next-edits --repo PATH`: next-edit suggestions on real edit sequences from a git history.
+
+Each task is one file of a commit that makes several separate changes to it (`eval.next_edit_tasks`). The
+file is opened at the parent's text in `tandem serve` (driven as VS Code drives it: utf-16 positions, a
+`textDocument/copilotInlineEdit` request after every key press, `$/cancelRequest` for the one it replaces).
+The user makes the first change, typed with a human rhythm; the simulator (`tandem sim`, spark profile at its
+real speed) knows the file after the commit. After each change the user finishes, the suggestion on screen is
+accepted (Tab: applied, `didShowInlineEdit`, the item's command) when it makes exactly one of the commit's
+remaining changes; otherwise it is dismissed and the user types the next remaining change. After an accept
+the next suggestion is asked for at once.
+
+Strategies, all in one run: `baseline` (no next edits: the user types every change; its time is the
+rhythm's own, computed from the same keystroke schedule since nothing else happens), `next-edits` (no
+prefetch on accept), `next-edits+prefetch` (tandem's default). Figures from the client (what was suggested
+exactly, characters not typed, time from the end of the user's change to the suggestion) and from the
+server's trace (phases, refusals, tokens). Model output is simulated, and labelled so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from tandem.cache.edit_region import CharEdit, Hunk, Region, char_edit, hunks
+from tandem.eval.history import GitError
+from tandem.eval.next_edit_tasks import NextEditTask, next_edit_tasks
+from tandem.eval.replay.client import OpenDocument, Pending, ReplayClient
+from tandem.eval.replay.keystrokes import Rhythm, key_presses, next_key
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+
+METHOD = "textDocument/copilotInlineEdit"
+DID_SHOW = "textDocument/didShowInlineEdit"
+DISMISSED = "tandem.nextEditDismissed"
+STRATEGIES = ("next-edits", "next-edits+prefetch")
+# The longest a suggestion is waited for after a change (a suggestion later than this is not on screen).
+_WAIT_S = 5.0
+
+
+def add_next_edit_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--next-edits",
+        action="store_true",
+        help="replay real edit sequences from a git history (with --repo) and measure next-edit suggestions",
+    )
+
+
+@dataclass
+class Tally:
+    """What one strategy did over all tasks (client-side figures)."""
+
+    tasks: int = 0
+    later_changes: int = 0
+    suggested_exactly: int = 0
+    # Key presses the later changes take when typed by hand, and those the accepted suggestions saved.
+    later_keys: int = 0
+    keys_saved: int = 0
+    accepted_chars: int = 0
+    shown: int = 0
+    wrong_shown: int = 0
+    # Client-measured ms, request sent -> answer with a suggestion, after the user's own change / an accept.
+    after_change_ms: list[float] = field(default_factory=list)
+    after_accept_ms: list[float] = field(default_factory=list)
+    typing_s: float = 0.0
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Doc:
+    """The client's copy of the document, its cursor, and the server's view of it (versions)."""
+
+    def __init__(self, client: ReplayClient, uri: str, text: str) -> None:
+        self.client = client
+        self.lines = text.split("\n")
+        self.handle: OpenDocument = client.open(uri=uri, language_id="python", text=text, cursor=0)
+        self.cursor = (0, 0)
+
+    def position(self, line: int, column: int) -> types.Position:
+        return types.Position(line=line, character=_utf16(self.lines[line][:column]) if line < len(self.lines) else 0)
+
+    def column(self, line: int, units: int) -> int:
+        text = self.lines[line] if line < len(self.lines) else ""
+        count = 0
+        for index, char in enumerate(text):
+            if count >= units:
+                return index
+            count += 2 if ord(char) > 0xFFFF else 1
+        return len(text)
+
+    def apply(self, edit: CharEdit) -> None:
+        start, end = self.position(edit.start_line, edit.start_char), self.position(edit.end_line, edit.end_char)
+        self.client.replace(self.handle, start, end, edit.text)
+        self.lines = edit.apply(self.lines)
+        parts = edit.text.split("\n")
+        if len(parts) == 1:
+            self.cursor = (edit.start_line, edit.start_char + len(edit.text))
+        else:
+            self.cursor = (edit.start_line + len(parts) - 1, len(parts[-1]))
+
+    def ask(self) -> Pending:
+        line, column = self.cursor
+        return self.client.send(
+            METHOD,
+            {
+                "textDocument": {"uri": self.handle.uri, "version": self.handle.version},
+                "position": {"line": line, "character": _utf16(self.lines[line][:column])},
+            },
+        )
+
+
+def _utf16(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
+
+
+def _remaining(lines: list[str], truth: tuple[str, ...]) -> list[Hunk]:
+    return hunks(tuple(lines), truth)
+
+
+def _keys(edit: CharEdit) -> int:
+    """Key presses the edit takes by hand: the text typed, plus one to delete a selection."""
+    deletes = (edit.start_line, edit.start_char) != (edit.end_line, edit.end_char)
+    return key_presses(edit.text) + (1 if deletes else 0)
+
+
+async def _answer(pending: Pending) -> tuple[CharEdit | None, dict[str, Any] | None, float]:
+    """The suggestion a request answered (converted to code points later), its item, and the latency."""
+    try:
+        await asyncio.wait_for(pending.answered.wait(), _WAIT_S)
+    except TimeoutError:
+        return None, None, 0.0
+    future = pending.future
+    if future.cancelled() or future.exception() is not None:
+        return None, None, pending.latency_ms
+    edits = _plain(future.result()).get("edits") or []
+    if not edits:
+        return None, None, pending.latency_ms
+    return None, edits[0], pending.latency_ms
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {k: _plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+class _Runner:
+    def __init__(self, client: ReplayClient, sim: SimHandle, rhythm: Rhythm, seed: int, root: Path) -> None:
+        self.client, self.sim, self.rhythm, self.root = client, sim, rhythm, root
+        self.rng = random.Random(seed)
+
+    async def task(self, task: NextEditTask, tally: Tally) -> None:
+        self.sim.set_next_edit_truth({task.path: task.after})
+        truth = tuple(task.after.split("\n"))
+        doc = _Doc(self.client, (self.root / task.path).as_uri(), task.before)
+        tally.tasks += 1
+        first = True
+        moves = 0
+        while (remaining := _remaining(doc.lines, truth)) and moves < 3 * task.hunks:
+            moves += 1
+            # The user types the first remaining change, asking for a next edit after every key press.
+            hunk = remaining[0]
+            edit = char_edit(hunk, Region(0, tuple(doc.lines)), line_count=len(doc.lines))
+            if not first:
+                tally.later_changes += 1
+                tally.later_keys += _keys(edit)
+            pending = await self._type(doc, edit, tally)
+            first = False
+            # Then takes whatever is suggested while it does exactly one of the remaining changes.
+            chained = False
+            while pending is not None and _remaining(doc.lines, truth):
+                _, item, latency_ms = await _answer(pending)
+                if item is None:
+                    break
+                suggestion = self._edit(doc, item)
+                tally.shown += 1
+                (tally.after_accept_ms if chained else tally.after_change_ms).append(latency_ms)
+                self.client.notify(DID_SHOW, {"item": item})
+                before = _remaining(doc.lines, truth)
+                after = _remaining(suggestion.apply(list(doc.lines)), truth)
+                if not _one_done(before, after):
+                    tally.wrong_shown += 1
+                    command = item.get("command") or {}
+                    self.client.execute(DISMISSED, list(command.get("arguments") or []))
+                    break
+                tally.suggested_exactly += 1
+                tally.later_changes += 1
+                tally.later_keys += _keys(suggestion)
+                tally.keys_saved += _keys(suggestion)
+                tally.accepted_chars += len(suggestion.text)
+                doc.apply(suggestion)
+                command = item.get("command") or {}
+                if command.get("command"):
+                    self.client.execute(str(command["command"]), list(command.get("arguments") or []))
+                chained = True
+                pending = doc.ask()
+        self.client.close(doc.handle)
+
+    def _edit(self, doc: _Doc, item: dict[str, Any]) -> CharEdit:
+        start, end = item["range"]["start"], item["range"]["end"]
+        return CharEdit(
+            start["line"],
+            doc.column(start["line"], start["character"]),
+            end["line"],
+            doc.column(end["line"], end["character"]),
+            item["text"],
+        )
+
+    async def _type(self, doc: _Doc, edit: CharEdit, tally: Tally) -> Pending | None:
+        started = time.perf_counter()
+        pending: Pending | None = None
+
+        def ask() -> None:
+            nonlocal pending
+            if pending is not None:
+                self.client.cancel(pending)
+            pending = doc.ask()
+
+        if (edit.start_line, edit.start_char) != (edit.end_line, edit.end_char):
+            await asyncio.sleep(self.rhythm.pause_s(self.rng, "\n"))
+            doc.apply(CharEdit(edit.start_line, edit.start_char, edit.end_line, edit.end_char, ""))
+            ask()
+        line, column = edit.start_line, edit.start_char
+        at, previous = 0, "\n"
+        while at < len(edit.text):
+            key = next_key(edit.text, at)
+            await asyncio.sleep(self.rhythm.pause_s(self.rng, previous))
+            doc.apply(CharEdit(line, column, line, column, key))
+            line, column = doc.cursor
+            ask()
+            at += len(key)
+            previous = key
+        tally.typing_s += time.perf_counter() - started
+        return pending
+
+
+def _one_done(before: list[Hunk], after: list[Hunk]) -> bool:
+    """Whether the change took away exactly one remaining hunk and touched nothing else."""
+    if len(after) != len(before) - 1:
+        return False
+    left = [(h.old, h.new) for h in before]
+    for hunk in after:
+        key = (hunk.old, hunk.new)
+        if key not in left:
+            return False
+        left.remove(key)
+    return True
+
+
+async def _run_strategy(
+    strategy: str, tasks: list[NextEditTask], sim: SimHandle, rhythm: Rhythm, seed: int, workdir: Path
+) -> Tally:
+    trace = workdir / f"trace-{strategy}.jsonl"
+    client = ReplayClient(trace_path=trace)
+    options = {
+        "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}},
+        "next_edit": {"prefetch_on_accept": strategy.endswith("+prefetch")},
+        # Measure what next edits spend, not what a budget lets them spend.
+        "prefetch": {"tokens_per_minute": 100_000_000},
+        "trace": {"path": str(trace)},
+    }
+    tally = Tally()
+    await client.start(options)
+    try:
+        runner = _Runner(client, sim, rhythm, seed, workdir / "workspace")
+        for index, task in enumerate(tasks):
+            _progress(f"{strategy}: task {index + 1}/{len(tasks)}")
+            await runner.task(task, tally)
+        # Let the last records (written when their streams end) reach the file.
+        await asyncio.sleep(0.5)
+    finally:
+        await client.stop()
+    if trace.exists():
+        tally.trace = [json.loads(line) for line in trace.read_text().splitlines() if line.strip()]
+    return tally
+
+
+def _progress(text: str) -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r  {text}   ")
+        sys.stderr.flush()
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
+
+
+def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
+    records = [r for r in tally.trace if r.get("kind") == "next_edit"]
+    asked = [r for r in records if r.get("source") == "model"]
+    answered = [r for r in records if r.get("outcome") == "answered"]
+    refused: dict[str, int] = {}
+    for record in asked:
+        for reason in record.get("next_edit", {}).get("refused", []):
+            refused[reason] = refused.get(reason, 0) + 1
+    outcomes: dict[str, int] = {}
+    for record in records:
+        outcomes[record["outcome"]] = outcomes.get(record["outcome"], 0) + 1
+    tokens = sum(r["tokens"]["in"] + r["tokens"]["out"] for r in records)
+    cached = sum(r["tokens"]["cached"] for r in records)
+
+    def phase(record: dict[str, Any], name: str) -> float | None:
+        value = record.get("ms", {}).get(name)
+        return float(value) if value is not None else None
+
+    def series(name: str, start: str = "") -> list[float]:
+        out = []
+        for record in answered:
+            end_ms, start_ms = phase(record, name), phase(record, start) if start else 0.0
+            if end_ms is not None and start_ms is not None:
+                out.append(end_ms - start_ms)
+        return out
+
+    ttft = series("first_token", "request_sent")
+    generation = series("first_line", "first_token")
+    before_model = series("request_sent")
+    after_model = series("answered", "first_line")
+    region = [r["next_edit"]["region_lines"] for r in answered]
+    return {
+        "tasks": tally.tasks,
+        "later_changes": tally.later_changes,
+        "suggested_exactly": tally.suggested_exactly,
+        "suggested_exactly_share": round(tally.suggested_exactly / tally.later_changes, 3)
+        if tally.later_changes
+        else None,
+        "later_keys": tally.later_keys,
+        "keys_saved": tally.keys_saved,
+        "keys_saved_share": round(tally.keys_saved / baseline_keys, 3) if baseline_keys else None,
+        "shown": tally.shown,
+        "wrong_shown": tally.wrong_shown,
+        "after_change_ms": {
+            "n": len(tally.after_change_ms),
+            "p50": _pct(tally.after_change_ms, 0.5),
+            "p95": _pct(tally.after_change_ms, 0.95),
+        },
+        "after_accept_ms": {
+            "n": len(tally.after_accept_ms),
+            "p50": _pct(tally.after_accept_ms, 0.5),
+            "p95": _pct(tally.after_accept_ms, 0.95),
+        },
+        "server_ms_p50": {
+            "before_model_request": _pct(before_model, 0.5),
+            "sim_ttft": _pct(ttft, 0.5),
+            "sim_generation_to_first_hunk": _pct(generation, 0.5),
+            "after_first_hunk": _pct(after_model, 0.5),
+        },
+        "region_lines_median": statistics.median(region) if region else None,
+        "requests": len(records),
+        "model_requests": len(asked),
+        "outcomes": outcomes,
+        "refused_hunks": refused,
+        "answered_stale": outcomes.get("stale", 0),
+        "tokens": tokens,
+        "tokens_cached": cached,
+        "tokens_per_accepted_char": round(tokens / tally.accepted_chars, 1) if tally.accepted_chars else None,
+    }
+
+
+def run_next_edits(args: argparse.Namespace) -> int:
+    """`tandem replay --next-edits`: returns the exit status; errors the user can fix are one line on stderr."""
+    repo: Path | None = args.repo
+    if repo is None:
+        sys.stderr.write("tandem replay: error: --next-edits needs --repo PATH (a git repository)\n")
+        return 1
+    try:
+        tasks, looked = next_edit_tasks(repo, limit=args.limit)
+    except GitError as error:
+        sys.stderr.write(f"tandem replay: error: {repo}: {error}\n")
+        return 1
+    if not tasks:
+        sys.stderr.write(f"tandem replay: error: no commit among {looked} makes several small changes to one file\n")
+        return 1
+    rhythm = Rhythm(chars_per_s=args.cps, time_scale=args.time_scale)
+    # Without next edits the user types every later change: the same key presses at the same rhythm.
+    baseline_keys = 0
+    for task in tasks:
+        lines = task.before.split("\n")
+        truth = tuple(task.after.split("\n"))
+        for index, hunk in enumerate(_remaining(lines, truth)):
+            if index:
+                baseline_keys += _keys(char_edit(hunk, Region(0, tuple(lines)), line_count=len(lines)))
+    results: dict[str, Any] = {
+        "repo": str(repo),
+        "commits_scanned": looked,
+        "tasks": len(tasks),
+        "simulated": "model output comes from tandem sim (spark profile, real speed), answering from the commit",
+        "typing": f"{args.cps:g} chars/s x time scale {args.time_scale:g}",
+        "baseline": {"later_keys_typed": baseline_keys, "keys_saved": 0},
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="tandem-next-edits-") as scratch,
+        start_in_thread(SimSettings(profile="spark", seed=args.seed, error_rate=args.error_rate)) as sim,
+    ):
+        for strategy in STRATEGIES:
+            tally = asyncio.run(_run_strategy(strategy, tasks, sim, rhythm, args.seed, Path(scratch)))
+            results[strategy] = summarise(tally, baseline_keys)
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if args.json:
+        sys.stdout.write(json.dumps(results, indent=2) + "\n")
+    else:
+        sys.stdout.write(render(results))
+    return 0
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        f"next edits on {results['repo']}: {results['tasks']} tasks from {results['commits_scanned']} commits "
+        f"(SIMULATED model: {results['simulated']}; typing {results['typing']})",
+        f"  baseline (no next edits): {results['baseline']['later_keys_typed']} key presses for the later changes",
+    ]
+    for strategy in STRATEGIES:
+        r = results[strategy]
+        ms, acc, srv = r["after_change_ms"], r["after_accept_ms"], r["server_ms_p50"]
+        lines += [
+            f"  {strategy}:",
+            f"    later changes suggested exactly before typing: {r['suggested_exactly']}/{r['later_changes']}"
+            f" ({_share(r['suggested_exactly_share'])}); key presses saved {r['keys_saved']}"
+            f" ({_share(r['keys_saved_share'])} of the baseline's)",
+            f"    end of change -> suggestion: p50 {ms['p50']} ms, p95 {ms['p95']} ms (n={ms['n']});"
+            f" after an accept: p50 {acc['p50']} ms, p95 {acc['p95']} ms (n={acc['n']})",
+            f"    server p50: {srv['before_model_request']} ms before the model request, sim TTFT {srv['sim_ttft']} ms,"
+            f" generation to the first hunk {srv['sim_generation_to_first_hunk']} ms, {srv['after_first_hunk']} ms"
+            f" after it; region {r['region_lines_median']} lines",
+            f"    requests {r['requests']} ({r['model_requests']} asked the model); outcomes {r['outcomes']};"
+            f" refused hunks {r['refused_hunks']}; wrong suggestions shown {r['wrong_shown']}/{r['shown']}",
+            f"    tokens {r['tokens']} ({r['tokens_cached']} of them cached prompt tokens), per accepted character"
+            f" {r['tokens_per_accepted_char']}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f}%"
