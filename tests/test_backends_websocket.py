@@ -161,6 +161,25 @@ async def test_a_superseded_turn_is_read_out_and_its_connection_serves_again(sta
     await backend.aclose()
 
 
+@pytest.mark.contract
+async def test_a_connection_the_server_closes_while_idle_is_reopened_in_the_background(start_sim: StartSim) -> None:
+    first = start_sim()
+    backend = ws_backend(first)
+    await backend.warm()
+    port = int(first.base_url.rsplit(":", 1)[1].split("/")[0])
+    [idle] = backend.pool.idle_sockets
+    first.stop()  # the server goes away (a restart, a connection time limit): the idle connection closes
+    await idle.ws.wait_closed()  # the pool's watcher, waiting on the same, notices first
+    second = start_sim(port=port)
+    await backend.pool.settled()  # the replacement opened, after a back-off if the server was still down
+    assert backend.pool.opened == 2 and backend.pool.idle == 1
+    assert second.stats()["requests"] == {CONNECTS: 1}
+    text, _, error = await collect(backend, typed(0))
+    assert error is None and text == MIDDLE
+    assert second.stats()["requests"] == {CONNECTS: 1, TURNS: 1}
+    await backend.aclose()
+
+
 def test_edit_message_replaces_whole_unique_lines_inside_a_long_enough_fence() -> None:
     old = "a = 1\nx = 0\nx = 0\nb = ~~~~~ 2<hole>\nend\n"
     new = "a = 1\nx = 0\nx = 0\nb = ~~~~~ 22<hole>\nend\n"

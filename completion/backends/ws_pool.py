@@ -169,6 +169,11 @@ class SocketPool:
     def idle(self) -> int:
         return len(self._idle)
 
+    @property
+    def idle_sockets(self) -> tuple[Socket, ...]:
+        """The idle connections, oldest first (for diagnostics and tests)."""
+        return tuple(self._idle)
+
     def _take_idle(self, prefer: Callable[[Socket], bool]) -> Socket | None:
         for socket in [s for s in self._idle if not s.open]:
             self.discard(socket)
