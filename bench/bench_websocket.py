@@ -22,7 +22,9 @@ Figures, per transport:
                           and how many of them its simulated prompt cache served (sim/prompt_cache.py)
 
 Then a socket dropped mid-completion (`truncate` fault: the simulator aborts the TCP connection half-way
-through the answer) and before answering (`reset`): what the completion got, and the next one.
+through the answer) and before answering (`reset`): what the completion got, and the next one. And the
+typing session again with every completion abandoned after its first text (the next keystroke supersedes
+it): the first-token times and how many connections each transport needed.
 
     python bench/bench_websocket.py [--rounds N] [--chars N]
 """
@@ -179,6 +181,58 @@ async def drops(sim: Any, request: ModelRequest) -> list[str]:
     return lines
 
 
+def superseded(requests: list[ModelRequest]) -> list[str]:
+    """Fast typing: every completion is abandoned after its first text (the next keystroke supersedes it).
+    Over HTTP the abandoned response's connection cannot be reused; the WebSocket drains its turn instead.
+    A fresh simulator per transport, so that none finds the prompts already in the simulated prompt cache."""
+    lines: list[str] = []
+    for mode in ("http", "ws (full)", "ws (continued)"):
+        with start_in_thread(SimSettings(profile="spark", truth=(str(SOURCE),))) as sim:
+            config = ModelConfig(provider="openai-responses", base_url=sim.base_url, model="sim-spark", timeout_s=10.0)
+            lines.append(asyncio.run(superseded_run(sim, config, requests, mode)))
+    return lines
+
+
+async def superseded_run(sim: Any, config: ModelConfig, requests: list[ModelRequest], mode: str) -> str:
+    ports: set[int] = set()
+
+    async def hook(response: httpx.Response) -> None:
+        ports.add(response.extensions["network_stream"].get_extra_info("client_addr")[1])
+
+    client = make_client()
+    client.event_hooks["response"] = [hook]
+    ws_config = ModelConfig(**{**config.__dict__, "transport": "websocket"})
+    backend: Any = (
+        OpenAIResponsesBackend(config, client, env={})
+        if mode == "http"
+        else ResponsesWebSocketBackend(ws_config, env={}, continue_turns=mode == "ws (continued)")
+    )
+    await backend.warm()
+    connects_before = sim.stats()["requests"].get("responses.websocket.connect", 0)
+    ttfts: list[float] = []
+    for request in requests:
+        stats = StreamStats()
+        started = time.perf_counter()
+        async with aclosing(backend.stream(request, stats)) as stream:
+            async for _ in stream:
+                ttfts.append((time.perf_counter() - started) * 1000)
+                break
+    if mode == "http":
+        used = len(ports)
+        kept = "each abandoned response's connection closed"
+    else:
+        await backend.pool.settled()
+        used = sim.stats()["requests"].get("responses.websocket.connect", 0) - connects_before
+        kept = f"{backend.pool.opened} open in all (warm-up's included), {backend.pool.idle} idle after the drains"
+    await backend.aclose()
+    await client.aclose()
+    p50, p90 = summary(ttfts)
+    return (
+        f"  {mode:15} first token p50 {p50:.0f} ms, p90 {p90:.0f} ms over {len(ttfts)} completions; "
+        f"new connections: {used}; {kept}"
+    )
+
+
 def summary(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
@@ -218,6 +272,12 @@ def main() -> int:
     with start_in_thread(SimSettings(profile="spark", truth=(str(SOURCE),))) as sim:
         for line in asyncio.run(drops(sim, requests[len(requests) // 2])):
             print(line)
+    print()
+    print("every completion superseded after its first text (profile spark, the same typing session; the")
+    print("simulated TTFT shrinks with the share of the prompt the simulator's modelled prompt cache serves, and")
+    print("only prompts of 1,024 tokens or more are cached: a continued conversation passes that sooner)")
+    for line in superseded(requests):
+        print(line)
     return 0
 
 
