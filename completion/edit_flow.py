@@ -65,7 +65,15 @@ from tandem.completion.errors import (
     RateLimited,
     describe,
 )
-from tandem.completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
+from tandem.completion.router import (
+    DEFAULT_WEIGHTS,
+    RouteDecision,
+    RouterThresholds,
+    RouterWeights,
+    Tier,
+    route,
+    route_features,
+)
 from tandem.completion.trace import Tracer, estimate_cost_usd
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
@@ -94,10 +102,14 @@ def _classify(error: CompletionError) -> AttemptOutcome:
 class EditFlow:
     """Runs edits: one instance per server (or per evaluation), sharing the models and the tracer."""
 
-    def __init__(self, *, models: ModelSource, tracer: Tracer, config: Config) -> None:
+    def __init__(
+        self, *, models: ModelSource, tracer: Tracer, config: Config, weights: RouterWeights = DEFAULT_WEIGHTS
+    ) -> None:
         self.models = models
         self.tracer = tracer
         self.config = config
+        # The router's model (an evaluation passes weights fitted without the history it replays).
+        self.weights = weights
         # Tiers the user has been told are down or missing, so each is told once.
         self._told: set[str] = set()
 
@@ -115,7 +127,7 @@ class EditFlow:
             thresholds=thresholds,
         )
         override: Tier | None = request.override or (self.config.router.force or None)
-        return route(features, thresholds, override=override)
+        return route(features, thresholds, override=override, weights=self.weights)
 
     async def run(
         self, request: EditRequest, inputs: EditInputs, *, on_progress: ProgressSink | None = None

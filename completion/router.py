@@ -11,9 +11,14 @@ Inputs (`RouteFeatures`, built by `route_features`):
   built from (path, text) pairs);
 - the user's change in progress: lines and files of the working diff.
 
-`route` adds one "pressure" term per feature, each scaled by its threshold so that a term of 1.0 alone
-is enough for the accurate model; the decision is accurate when the terms add up to 1.0 or more, and
-`score` maps that sum onto 0..1 (0.5 at the boundary). Inline completions always stay fast.
+`route` is a logistic model: the log-odds that the edit is hard (it needs more than one source file, or
+more than 20 changed lines of source) are a bias plus one weighted term per feature (`feature_values`:
+counts on a log scale, sizes relative to their thresholds, the selection's size also by bands). The
+weights (`RouterWeights`) are fitted on real git histories and judged only on a history left out of the
+fit (`tandem replay --edits --leave-one-out`); what the histories cannot teach is set by hand: the
+working diff (a commit has no change in progress) and a broad instruction ("everywhere"). `score` is the
+model's probability, accurate at `accurate_score` (0.5) or above; as a "pressure" (1 + log-odds / 3)
+the boundary is 1.0. Inline completions always stay fast.
 """
 
 from __future__ import annotations
@@ -348,69 +353,171 @@ def _names(paths: Iterable[str], limit: int = 3) -> str:
     return shown + (f", +{len(names) - limit} more" if len(names) > limit else "")
 
 
-def _terms(f: RouteFeatures, t: RouterThresholds) -> list[tuple[float, str]]:
-    """(pressure, reason) per feature; 1.0 alone reaches the accurate model."""
-    terms: list[tuple[float, str]] = []
-    if f.selection_lines:
-        change = f.expected_change(t)
-        about = "" if f.whole_selection else f", about {max(1, round(change))} to change"
-        terms.append((min(2.0, change / t.large_selection_lines), f"{f.selection_lines}-line selection{about}"))
-    if f.new_file:
-        terms.append((0.5, "writes a new file"))
-    # Callers need changing only if the interface they call changes: without a word that says so they
-    # are capped below one threshold, so a body edit of a popular function is not sent on that alone.
-    interface = bool(f.broad_words or f.wide_words)
-    callers = len(f.caller_files) / t.span_files
-    span = (
-        len(f.mentioned_files) / t.span_files
-        + (callers if interface else min(0.5, 0.5 * callers))
-        + min(0.25, 0.25 * len(f.dependency_files) / t.span_files)
-    )
-    reach = f.mentioned_files + f.caller_files
-    if span:
+@dataclass(frozen=True, kw_only=True)
+class RouterWeights:
+    """The weights of the router's logistic model: the log-odds that an edit is hard (needs more than one
+    source file, or more than 20 changed lines of source) are `bias` plus each weight times its feature
+    (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`); the
+    defaults are the fit on three real histories (tandem's own, flask's and black's newest 300 tasks each),
+    with the commit's changed region as the selection; each history, held out of the fit, scored as that
+    command reports."""
+
+    bias: float = -0.7758
+    # log(1 + lines expected to change / large_selection_lines)
+    selection: float = 0.2804
+    # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
+    # straight line): no line selected (a cursor), 1-5, 6-20, 21-60 lines; over 60 is the reference.
+    selection_none: float = 0.0252
+    selection_small: float = -0.6939
+    selection_medium: float = -0.0217
+    selection_large: float = 0.1945
+    new_file: float = 0.7778
+    # log(1 + files / span_files), by kind of reach
+    callers: float = 0.1842
+    mentioned: float = -0.0194
+    dependencies: float = 0.2527
+    # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
+    interface_reach: float = 0.1224
+    wide: float = 0.2105
+    small: float = -0.0114
+    whole_selection: float = 0.1907
+    # clauses after the first
+    items: float = 0.1088
+    # log(1 + words of the instruction)
+    instruction_words: float = 0.1743
+
+
+FEATURES = (
+    "selection", "selection_none", "selection_small", "selection_medium", "selection_large", "new_file",
+    "callers", "mentioned", "dependencies", "interface_reach", "wide", "small", "whole_selection", "items",
+    "instruction_words",
+)  # fmt: skip
+DEFAULT_WEIGHTS = RouterWeights()
+
+
+def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
+    """The model's inputs, by name (`FEATURES`): counts on a log scale, each size relative to its threshold."""
+    lines = f.selection_lines
+    reach = len(f.caller_files) + len(f.mentioned_files)
+    return {
+        "selection": math.log1p(f.expected_change(t) / t.large_selection_lines),
+        "selection_none": float(lines == 0),
+        "selection_small": float(1 <= lines <= 5),
+        "selection_medium": float(6 <= lines <= 20),
+        "selection_large": float(21 <= lines <= 60),
+        "new_file": float(f.new_file),
+        "callers": math.log1p(len(f.caller_files) / t.span_files),
+        "mentioned": math.log1p(len(f.mentioned_files) / t.span_files),
+        "dependencies": math.log1p(len(f.dependency_files) / t.span_files),
+        # Callers need changing when the interface they call changes ("rename", "refactor", "everywhere").
+        "interface_reach": math.log1p(reach / t.span_files) if f.broad_words or f.wide_words else 0.0,
+        "broad": float(bool(f.broad_words)),
+        "wide": float(len(f.wide_words)),
+        "small": float(len(f.small_words)),
+        "whole_selection": float(f.whole_selection),
+        "items": float(max(0, f.instruction_items - 1)),
+        "instruction_words": math.log1p(len(f.instruction.split())),
+    }
+
+
+def _reason(name: str, f: RouteFeatures, t: RouterThresholds) -> str:
+    if name == "selection":
+        about = "" if f.whole_selection else f", about {max(1, round(f.expected_change(t)))} to change"
+        return f"{f.selection_lines}-line selection{about}"
+    if name == "reach":
+        reach = f.mentioned_files + f.caller_files
         n = len(reach) + len(f.dependency_files)
-        shown = reach or f.dependency_files
-        terms.append((min(2.0, span), f"reaches {n} other file{'s' * (n != 1)} ({_names(shown)})"))
-    if f.broad_words:
-        terms.append((1.0, f"broad instruction ({', '.join(repr(w) for w in f.broad_words[:2])})"))
-    elif f.wide_words:
-        terms.append((0.35, f"instruction asks to {', '.join(f.wide_words[:2])}"))
-    if f.instruction_items > 1:
-        terms.append((min(0.45, 0.15 * (f.instruction_items - 1)), f"instruction lists {f.instruction_items} things"))
-    if f.small_words and not f.broad_words:
-        terms.append((-0.5, f"small-scope instruction ({', '.join(f.small_words[:2])})"))
+        return f"reaches {n} other file{'s' * (n != 1)} ({_names(reach or f.dependency_files)})"
+    if name == "broad":
+        return f"broad instruction ({', '.join(repr(w) for w in f.broad_words[:2])})"
+    if name == "wide":
+        return f"instruction asks to {', '.join(f.wide_words[:2])}"
+    if name == "small":
+        return f"small-scope instruction ({', '.join(f.small_words[:2])})"
+    if name == "items":
+        return f"instruction lists {f.instruction_items} things"
+    if name == "instruction_words":
+        return f"{len(f.instruction.split())}-word instruction"
+    if name == "whole_selection":
+        return "instruction rewrites the whole selection"
+    return "writes a new file"
+
+
+# The kinds of reach, reported as one reason: "reaches 3 other files (...)".
+_REACH = ("callers", "mentioned", "dependencies", "interface_reach")
+
+
+# Set by hand, not fitted: what the histories cannot teach. The working diff's log-odds at its threshold
+# (a commit's diff is the answer, there is no change in progress to fit it on), and a broad instruction's
+# ("everywhere", "all callers": commit subjects almost never say it). Each alone reaches the accurate model.
+WORKING_DIFF_LOGIT = 3.0
+BROAD_LOGIT = 3.0
+
+
+def hand_logit(values: Mapping[str, float]) -> float:
+    """The hand-set terms of the model's log-odds that `feature_values` carries (the broad instruction)."""
+    return BROAD_LOGIT * values["broad"]
+
+
+def _terms(f: RouteFeatures, t: RouterThresholds, w: RouterWeights) -> list[tuple[float, str]]:
+    """(log-odds, reason) per feature that is present; their sum plus the bias is the model's log-odds."""
+    terms: list[tuple[float, str]] = []
+    values = feature_values(f, t)
+    for name, value in values.items():
+        if name.startswith("selection_"):
+            continue  # shown with the selection's own reason
+        if value and name not in _REACH:
+            weight = BROAD_LOGIT if name == "broad" else getattr(w, name)
+            terms.append((weight * value, _reason(name, f, t)))
+    if f.selection_lines:
+        bands = sum(getattr(w, name) * values[name] for name in values if name.startswith("selection_"))
+        terms = [(p + bands, r) if r == _reason("selection", f, t) else (p, r) for p, r in terms]
+    elif values["selection_none"]:
+        terms.append((w.selection_none, "nothing selected"))
+    if any(values[name] for name in _REACH):
+        terms.append((sum(getattr(w, name) * values[name] for name in _REACH), _reason("reach", f, t)))
     files = len(f.working_diff.files)
     if files > 1 or f.working_diff.lines:
         by_files = (files - 1) / max(1, t.working_diff_files - 1)
         by_lines = f.working_diff.lines / t.working_diff_lines
-        terms.append((min(2.0, max(by_files, by_lines)), f"your change in progress spans {files} file(s), "
-                      f"{f.working_diff.lines} lines"))  # fmt: skip
+        terms.append((WORKING_DIFF_LOGIT * min(2.0, max(by_files, by_lines)), f"your change in progress spans "
+                      f"{files} file(s), {f.working_diff.lines} lines"))  # fmt: skip
     return terms
 
 
+# A term moves the log-odds by more than this to be given as a reason.
+_SAYS = 0.05
+
+
 def score_of_pressure(pressure: float) -> float:
-    """The score for a sum of pressure terms: 0.5 at 1.0 (one threshold's worth), towards 1 above."""
+    """The score for a pressure, 1 + log-odds / 3: 0.5 at 1.0 (even odds), towards 1 above."""
     return 1.0 / (1.0 + math.exp(-3.0 * (pressure - 1.0)))
 
 
-def route(features: RouteFeatures, thresholds: RouterThresholds, *, override: Tier | None = None) -> RouteDecision:
+def route(
+    features: RouteFeatures,
+    thresholds: RouterThresholds,
+    *,
+    override: Tier | None = None,
+    weights: RouterWeights = DEFAULT_WEIGHTS,
+) -> RouteDecision:
     """Decide the tier for `features`. `override` (the user's, per request or per project) wins, but the
-    score and reasons are still computed so the trace shows what the router would have done."""
+    score and reasons are still computed so the trace shows what the router would have done. The score is
+    the model's probability that the edit is hard; the decision is accurate at `accurate_score` or above."""
     if features.mode == "inline":
         tier: Tier = override or "fast"
         why = "requested by the user" if override else "inline completion"
         return RouteDecision(tier=tier, score=0.0, features=features, reasons=(why,), overridden=bool(override))
-    terms = _terms(features, thresholds)
-    pressure = sum(p for p, _ in terms)
-    score = score_of_pressure(pressure)
+    terms = _terms(features, thresholds, weights)
+    score = score_of_pressure(1.0 + (weights.bias + sum(p for p, _ in terms)) / 3.0)
     decided: Tier = "accurate" if score >= thresholds.accurate_score else "fast"
     ranked = sorted(terms, key=lambda pr: -abs(pr[0]))
     reasons: tuple[str, ...]
     if decided == "accurate":
-        reasons = tuple(r for p, r in ranked if p > 0.1)
+        reasons = tuple(r for p, r in ranked if p > _SAYS)
     else:
-        reasons = tuple(r for p, r in ranked if p != 0.0) or ("small local edit, no other files involved",)
-        if all(p <= 0.1 for p, _ in terms):
+        reasons = tuple(r for p, r in ranked if abs(p) > _SAYS) or ("small local edit, no other files involved",)
+        if all(p <= _SAYS for p, _ in terms):
             reasons = ("small local edit, no other files involved", *(r for p, r in ranked if p < 0))
     if override and override != decided:
         reasons = (f"requested by the user (router said {decided})", *reasons)

@@ -44,8 +44,10 @@ import httpx
 from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import apply_all
+from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
+from tandem.eval.edit_hedging import RunFacts, TierSpeed, draft_check, hedged, totals
 from tandem.eval.edit_runs import (
     TARGET_KEEP,
     TARGET_TIME,
@@ -97,6 +99,10 @@ class StrategyFigures:
     accurate_served: int = 0
     wall_s: float = 0.0
     simulated_s: float = 0.0
+    # Prompt and answer tokens, every attempt.
+    tokens: int = 0
+    # Derived from the other strategies' runs (`edit_hedging`), not run through the edit path.
+    derived: bool = False
 
     @property
     def correct_per_hour(self) -> float:
@@ -218,8 +224,10 @@ async def evaluate_edits(
     max_index_files: int = 3000,
     trace_path: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
+    weights: RouterWeights = DEFAULT_WEIGHTS,
 ) -> EditEvalResult:
-    """Run every task of `repo`'s history (up to `limit`) through the edit path, once per strategy."""
+    """Run every task of `repo`'s history (up to `limit`) through the edit path, once per strategy; the
+    router uses `weights` (an evaluation on a held-out history passes weights fitted without it)."""
     scan = scan_history(repo, limit=limit)
     skipped = dict(scan.skipped)
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=200_000)
@@ -232,7 +240,7 @@ async def evaluate_edits(
             config = _config(models, strategy)
             tiers = Tiers(client, {})
             tiers.configure(config.models)
-            flows[strategy] = EditFlow(models=tiers, tracer=tracer, config=config)
+            flows[strategy] = EditFlow(models=tiers, tracer=tracer, config=config, weights=weights)
         for number, task in enumerate(scan.tasks):
             if progress is not None:
                 progress(number, len(scan.tasks))
@@ -244,6 +252,7 @@ async def evaluate_edits(
                 continue
             runs.append(await _run_task(repo, prepared, flows, figures, models, set_truth, trees))
     tracer.close()
+    figures.update(_derived_figures(runs, models))
     router, accurate = figures["router"], figures["always-accurate"]
     keeps = router.correct / accurate.correct if accurate.correct else None
     time_share = router.simulated_s / accurate.simulated_s if accurate.simulated_s else None
@@ -298,6 +307,8 @@ async def _run_task(
     results: dict[str, str] = {}
     seconds: dict[str, float] = {}
     served: dict[str, str] = {}
+    tokens: dict[str, int] = {}
+    outcomes: dict[str, EditOutcome] = {}
     route = ""
     score = 0.0
     for strategy, flow in flows.items():
@@ -317,6 +328,9 @@ async def _run_task(
         figure.accurate_served += outcome.tier == "accurate"
         figure.wall_s += wall_s
         figure.simulated_s += simulated_s
+        spent = sum(a.tokens_in + a.tokens_out for a in outcome.attempts)
+        figure.tokens += spent
+        tokens[strategy], outcomes[strategy] = spent, outcome
         results[strategy], seconds[strategy] = verdict, round(simulated_s, 3)
         served[strategy] = outcome.tier or ""
         if strategy == "router":
@@ -324,7 +338,7 @@ async def _run_task(
     return TaskRun(
         commit=task.commit[:10],
         instruction=task.instruction,
-        hard=task.is_hard(max_lines=HARD_LINES),
+        hard=task.is_code_hard(max_lines=HARD_LINES),
         changed_lines=task.changed_lines,
         files=len(task.changes),
         route=route,
@@ -332,7 +346,58 @@ async def _run_task(
         results=results,
         simulated_s=seconds,
         served_by=served,
+        tokens=tokens,
+        facts=_facts(outcomes, results, seconds, tokens, models),
     )
+
+
+def _facts(
+    outcomes: Mapping[str, EditOutcome],
+    results: Mapping[str, str],
+    seconds: Mapping[str, float],
+    tokens: Mapping[str, int],
+    models: Models,
+) -> RunFacts | None:
+    """fast-first's first attempt and always-accurate's answer, for the derived strategies."""
+    first, accurate = outcomes.get("fast-first"), outcomes.get("always-accurate")
+    if first is None or accurate is None or not first.attempts or first.attempts[0].tier != "fast":
+        return None
+    fast = first.attempts[0]
+    return RunFacts(
+        first_result=results["fast-first"],
+        first_s=seconds["fast-first"],
+        fast_passed=not first.escalation and first.tier == "fast",
+        fast_s=models.model_s("fast", fast.tokens_out),
+        fast_tokens_in=fast.tokens_in,
+        fast_tokens_out=fast.tokens_out,
+        first_tokens=tokens["fast-first"],
+        accurate_result=results["always-accurate"],
+        accurate_s=seconds["always-accurate"],
+        accurate_tokens_in=sum(a.tokens_in for a in accurate.attempts),
+        accurate_tokens_out=sum(a.tokens_out for a in accurate.attempts),
+    )
+
+
+def _derived_figures(runs: Sequence[TaskRun], models: Models) -> dict[str, StrategyFigures]:
+    """hedged and draft-check (`edit_hedging`), from the runs of fast-first and always-accurate."""
+    ttft_ms, rate = models.accurate_speed
+    speed = TierSpeed(ttft_s=ttft_ms / 1000, tokens_per_s=rate)
+    facts = [run.facts for run in runs if run.facts is not None]
+    figures: dict[str, StrategyFigures] = {}
+    for name, derive in (("hedged", hedged), ("draft-check", draft_check)):
+        derived = [derive(f, speed) for f in facts]
+        correct, wait_s, spent = totals(derived)
+        figures[name] = StrategyFigures(
+            name=name,
+            tasks=len(derived),
+            correct=correct,
+            wrong=sum(1 for d in derived if d.result == "wrong"),
+            refused=sum(1 for d in derived if d.result == "refused"),
+            simulated_s=wait_s,
+            tokens=spent,
+            derived=True,
+        )
+    return figures
 
 
 def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
@@ -361,15 +426,22 @@ def render_text(result: EditEvalResult) -> str:
         f"calibrated error model; run {result.time_scale:g}x faster, model times at the profiles' real speeds)",
         f"  tasks {result.tasks}" + "".join(f"; skipped {n}: {why}" for why, n in sorted(result.skipped.items())),
         f"  {'strategy':<16}{'correct':>8}{'wrong':>7}{'refused':>8}{'escal.':>7}{'by acc.':>8}"
-        f"{'time s':>9}{'s/correct':>10}{'correct/h':>10}",
+        f"{'wait s':>9}{'s/correct':>10}{'correct/h':>10}{'tokens':>10}",
     ]
     for figure in result.strategies.values():
         per = figure.seconds_per_correct
         lines.append(
             f"  {figure.name:<16}{figure.correct:>8}{figure.wrong:>7}{figure.refused:>8}{figure.escalated:>7}"
             f"{figure.accurate_served:>8}{figure.simulated_s:>9.1f}{'n/a' if per is None else f'{per:.1f}':>10}"
-            f"{figure.correct_per_hour:>10.0f}"
+            f"{figure.correct_per_hour:>10.0f}{figure.tokens:>10}"
+            + ("  (derived, see below)" if figure.derived else "")
         )
+    lines.append(
+        "  wait = the user's time from request to checked answer, summed; hedged is exact from fast-first's and "
+        "always-accurate's runs (accurate started at once, cancelled when the fast answer passes); draft-check is "
+        "MODELLED on them (the accurate model keeps a correct draft in a few tokens and replaces a wrong one with "
+        "its own answer: an upper estimate)"
+    )
     for hard in (False, True):
         subset = [run for run in result.runs if run.hard == hard]
         if not subset:
@@ -379,7 +451,7 @@ def render_text(result: EditEvalResult) -> str:
             correct = sum(1 for run in subset if run.results.get(name) == "correct")
             seconds = sum(run.simulated_s.get(name, 0.0) for run in subset)
             parts.append(f"{name} {correct} correct in {seconds:.0f} s")
-        kind = "hard" if hard else "easy"
+        kind = "hard (label about code)" if hard else "easy"
         lines.append(f"  {len(subset)} {kind} tasks: " + ", ".join(parts))
     lines.append(
         f"  router keeps {_pct(result.keeps)} of always-accurate's correct edits (target >= {TARGET_KEEP:.0%}) "

@@ -13,9 +13,10 @@ one that sends it accurate exactly always-accurate's. So, from the `TaskRun`s al
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from tandem.completion.router import score_of_pressure
+from tandem.eval.edit_hedging import RunFacts
 
 # The target: the router keeps this share of always-accurate's correct edits ...
 TARGET_KEEP = 0.95
@@ -38,6 +39,10 @@ class TaskRun:
     results: dict[str, str]
     simulated_s: dict[str, float]
     served_by: dict[str, str]
+    # Tokens each strategy spent (prompt plus answer, every attempt).
+    tokens: dict[str, int] = field(default_factory=dict)
+    # What the derived strategies (`edit_hedging`) need: fast-first's first attempt and always-accurate's.
+    facts: RunFacts | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -22,11 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.completion.edits.types import line_offset
-
-SOURCE_SUFFIXES = frozenset(
-    "py pyi js jsx ts tsx mjs cjs go rs c h cc cpp cxx hpp hh java kt kts scala rb php cs swift m mm lua sh "
-    "bash zsh pl pm r jl ex exs erl hrl hs ml mli clj cljs el lisp scm vim sql dart zig nim vue svelte".split()
-)
+from tandem.eval.code_label import code_hard, file_role, is_source
+from tandem.eval.user_selection import enclosing_block
 
 
 class GitError(RuntimeError):
@@ -75,8 +72,21 @@ class EditTask:
         return tuple(c.path for c in self.changes)
 
     def is_hard(self, *, max_lines: int = 20) -> bool:
-        """The evaluation's "hard": more than one file, or more than `max_lines` changed lines."""
+        """The old label: more than one file of any kind, or more than `max_lines` changed lines."""
         return len(self.changes) > 1 or self.changed_lines > max_lines
+
+    def is_code_hard(self, *, max_lines: int = 20, count_tests: bool = False) -> bool:
+        """The label about code (`code_label.code_hard`): more than one source file, or more than
+        `max_lines` changed lines of source."""
+        return code_hard(self.changes, max_lines=max_lines, count_tests=count_tests)
+
+    @property
+    def user_selection(self) -> tuple[int, int]:
+        """Offsets [start, end) of the selection a user would make for this edit: the innermost function
+        or block enclosing the first changed line (`user_selection.enclosing_block`), which does not
+        know how far the change goes."""
+        first, end = enclosing_block(self.parent_text, self.first_line)
+        return line_offset(self.parent_text, first), line_offset(self.parent_text, end)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,10 +108,6 @@ def git(repo: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
         message = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise GitError(f"git {args[0]} failed: {message[-1] if message else done.returncode}")
     return done.stdout
-
-
-def is_source(path: str) -> bool:
-    return "." in path.rsplit("/", 1)[-1] and path.rsplit(".", 1)[-1].lower() in SOURCE_SUFFIXES
 
 
 def _numstat(repo: Path, parent: str, commit: str) -> list[FileChange]:
@@ -190,7 +196,8 @@ def _task(
     sources = [c for c in changes if is_source(c.path) and not c.binary]
     if not sources:
         return None, "no source file changed"
-    primary = max(sources, key=lambda c: (c.added + c.deleted, c.path))
+    # The file a user would select in: code before tests, docs and configuration, then the most changed.
+    primary = max(sources, key=lambda c: (file_role(c.path) == "source", c.added + c.deleted, c.path))
     old_path = primary.old_path or primary.path
     ranges = _old_ranges(repo, parent, commit, primary)
     created = primary.deleted == 0 and ranges == [(0, 0)]

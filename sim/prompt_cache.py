@@ -16,8 +16,9 @@ simulated:
                and 0.8 leaves the part of TTFT that does not shrink with the prompt (queueing, the network,
                the first decode step). Providers publish "up to 80%" latency savings; this is the same
                ceiling, applied in proportion to the share cached.
-    endpoints  OpenAI-shaped ones (chat.completions, completions, responses); Anthropic caches only
-               blocks marked `cache_control`, which tandem does not send, so /v1/messages never hits
+    endpoints  OpenAI-shaped ones (chat.completions, completions, responses) cache every prompt;
+               Anthropic's /v1/messages caches only the prefix up to the last block marked `cache_control`
+               (`Ask.cache_prefix`), looked up the same way; without a mark it never hits
 
 Prefixes are remembered as a chain of digests, one per boundary (token 1,024, then every 128 tokens):
 the digest at a boundary covers every token before it, so a lookup walks the chain until the first
@@ -127,7 +128,14 @@ class PromptCache:
             del self._seen[key]
 
     async def observe(self, ask: Ask, prompt_tokens: int) -> PromptHit:
-        """Look `ask`'s prompt up (and remember it); never a hit on endpoints that do not cache."""
+        """Look `ask`'s prompt up (and remember it); never a hit on endpoints that do not cache. Where only
+        a marked prefix is cached (`Ask.cache_prefix`), that prefix is what is looked up."""
+        if ask.cache_prefix is not None:
+            tokens = _encode(ask.cache_prefix)
+            cached = self.lookup(f"{ask.endpoint} {ask.model}", tokens)
+            # The lookup counted the prefix as the prompt: count the whole prompt instead.
+            self.prompt_tokens += prompt_tokens - len(tokens)
+            return PromptHit(prompt_tokens=prompt_tokens, cached_tokens=min(cached, prompt_tokens))
         if ask.endpoint not in CACHING_ENDPOINTS:
             return PromptHit(prompt_tokens=prompt_tokens, cached_tokens=0)
         if prompt_tokens < MIN_CACHED_TOKENS:

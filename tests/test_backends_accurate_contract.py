@@ -294,7 +294,9 @@ async def test_the_bodies_follow_each_api() -> None:
         temperature=0.2,
     )
     anthropic = anthropic_backend.body(request)
-    assert isinstance(anthropic["system"], str) and anthropic["system"]
+    # The system text is one block marked for the prompt cache (a single message carries no breakpoint).
+    [system] = anthropic["system"]  # type: ignore[misc]
+    assert system["text"] and system["cache_control"] == {"type": "ephemeral"}
     assert [m["role"] for m in anthropic["messages"]] == ["user"]  # type: ignore[attr-defined]
     assert "def helper()" in anthropic["messages"][0]["content"]  # type: ignore[index]
     assert anthropic["stop_sequences"] == ["```"]  # whitespace-only ones are cut by the client

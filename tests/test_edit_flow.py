@@ -234,12 +234,13 @@ async def test_cross_file_edit_routes_accurate_with_reasons_and_shows_the_files(
     )
     provider = Provider({"accurate.test": [answer]})
     request = EditRequest(
-        path="models.py", text=models_py, start=0, end=len(models_py), instruction="rename compute_total"
+        path="models.py", text=models_py, start=0, end=len(models_py), instruction="rename compute_total everywhere"
     )
     _, outcome, [record], seen = await run(provider, config(), request, files, tmp_path, symbols=symbols)
     assert outcome.ok and outcome.tier == "accurate"
     assert {e.path for e in outcome.edits} == {"models.py", "views.py"}
-    assert seen[0].message.startswith("accurate: reaches 2 other files (urls.py, views.py)")
+    assert seen[0].message.startswith("accurate: broad instruction ('everywhere')")
+    assert "reaches 2 other files (urls.py, views.py)" in record["route_reasons"]
     shown = read_edit_prompt(provider.bodies[0]["messages"])  # type: ignore[arg-type]
     assert shown is not None and set(shown.context) == {"views.py", "urls.py"}
     assert record["edit"]["features"]["mentioned_files"] == 2 and record["edit"]["context_files"] == 2

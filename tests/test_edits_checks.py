@@ -249,7 +249,9 @@ def test_edit_prompt_round_trip() -> None:
     )
     messages = edit_messages(prompt)
     assert messages[0]["role"] == "system" and "<<<<<<< SEARCH" in messages[0]["content"]
-    assert "    3| def f():\n    4|     return 1" in messages[1]["content"]
+    # Stable first: the context file, then the file; the selection and instruction in the last message.
+    assert messages[1]["content"].index("pkg/g.py") < messages[1]["content"].index("pkg/f.py (python)")
+    assert "    3| def f():\n    4|     return 1" in messages[2]["content"] and "return 2" in messages[2]["content"]
     assert read_edit_prompt(messages) == prompt
     assert read_edit_prompt([{"role": "user", "content": "hello"}]) is None
 

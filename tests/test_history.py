@@ -156,15 +156,20 @@ def test_evaluate_repo(repo: Repo) -> None:
     assert result.auc == 1.0
     # The score ranks every hard commit above every easy one ...
     assert result.auc == 1.0
-    # ... but at the default thresholds only the rename is sent to the accurate model: a new file and a
-    # rewrite from a one-line selection give no size signal before generating.
-    assert (result.true_positives, result.false_positives, result.false_negatives) == (1, 0, 2)
-    assert result.precision == 1.0 and result.recall == pytest.approx(1 / 3)
+    # ... but at the default boundary the rewrite from a one-line selection stays fast: nothing before
+    # generating says how much it will change. The new file and the rename go to the accurate model.
+    assert (result.true_positives, result.false_positives, result.false_negatives) == (2, 0, 1)
+    assert result.precision == 1.0 and result.recall == pytest.approx(2 / 3)
     accurate = [o for o in result.outcomes if o.tier == "accurate"]
-    assert [o.instruction for o in accurate] == ["Rename compute_total to grand_total across the app"]
-    assert "broad instruction ('across')" in accurate[0].summary
+    assert [o.instruction for o in accurate] == [
+        "Add a large report module",
+        "Rename compute_total to grand_total across the app",
+    ]
+    assert "broad instruction ('across')" in accurate[1].summary
+    # Both labels and the router before its weights were fitted, on the same tasks.
+    assert result.hard_old == 3 and result.auc_old_label == 1.0 and result.before_auc == 1.0
     text = render_text(result)
-    assert "ROC AUC (router score -> hard): 1.000" in text
+    assert "ROC AUC (router score -> hard): 1.000; the router before its weights were fitted 1.000" in text
     assert "skipped 1: root commit (no parent)" in text
     data = json.loads(render_json(result))
     assert data["auc"] == 1.0 and len(data["outcomes"]) == 7

@@ -100,7 +100,12 @@ def test_replay_edits_reports_router_figures_and_the_simulated_comparison(repo: 
     edits = data["edits"]
     assert edits["simulated"] is True and edits["tasks"] == 3 and edits["time_scale"] == pytest.approx(50.0)
     strategies = edits["strategies"]
-    assert set(strategies) == {"router", "fast-first", "always-fast", "always-accurate"}
+    assert set(strategies) == {"router", "fast-first", "always-fast", "always-accurate", "hedged", "draft-check"}
+    assert strategies["hedged"]["derived"] and not strategies["router"]["derived"]
+    # Hedging gets fast-first's right answers, and never makes the user wait longer than it.
+    assert strategies["hedged"]["correct"] == strategies["fast-first"]["correct"]
+    assert strategies["hedged"]["simulated_s"] <= strategies["fast-first"]["simulated_s"] + 1e-6
+    assert strategies["always-accurate"]["tokens"] > 0
     assert strategies["always-fast"]["accurate_served"] == 0
     # Fast-first reaches the accurate model only by escalating a fast answer that failed its checks.
     assert strategies["fast-first"]["accurate_served"] <= strategies["fast-first"]["escalated"]
@@ -132,6 +137,29 @@ def test_router_only_needs_no_simulator(repo: pathlib.Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["edits"] is None and data["router"]["tasks"] == 3
+
+
+def test_leave_one_out_judges_each_history_on_weights_fitted_without_it(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    commit(other, "start", {"a.py": MODELS, "b.py": VIEWS})
+    commit(other, "fix typo", {"a.py": MODELS.replace("total.", "total!")})
+    commit(other, "rename compute_total everywhere", {n: t.replace("compute_total", "grand") for n, t in
+                                                        {"a.py": MODELS, "b.py": VIEWS}.items()})  # fmt: skip
+    done = replay("--repo", str(repo), "--repo", str(other), "--leave-one-out", "--router-only", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)["leave_one_out"]
+    assert data["repos"] == ["repo", "other"]
+    held = {(h["repo"], h["selection"]): h for h in data["held_out"]}
+    assert set(held) == {(r, s) for r in ("repo", "other") for s in ("changed", "user")}
+    assert held[("repo", "changed")]["tasks"] == 3 and held[("other", "changed")]["tasks"] == 2
+    # The rename is the one hard task of each history and its instruction is broad: it ranks first.
+    assert held[("repo", "changed")]["fitted_auc"] == 1.0 and held[("other", "changed")]["fitted_auc"] == 1.0
+    alone = replay("--repo", str(repo), "--leave-one-out", "--router-only")
+    assert alone.returncode == 1 and "at least two --repo" in alone.stderr
 
 
 def test_errors_are_one_line(tmp_path: pathlib.Path) -> None:

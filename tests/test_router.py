@@ -6,6 +6,7 @@ import dataclasses
 
 import pytest
 from tandem.completion.router import (
+    DEFAULT_WEIGHTS,
     RouteFeatures,
     RouterThresholds,
     SymbolIndex,
@@ -104,7 +105,7 @@ def test_rename_everywhere_reaches_the_files_that_use_the_name() -> None:
     decision = route(features, T)
     assert decision.tier == "accurate"
     assert decision.summary().startswith("accurate: ")
-    assert any("reaches 2 other files (reports.py, views.py)" in r for r in decision.reasons)
+    assert decision.reasons[0] == "broad instruction ('everywhere')"
 
 
 def test_callers_of_what_the_selection_defines_count() -> None:
@@ -149,13 +150,18 @@ def test_instruction_naming_other_files() -> None:
     )
     assert features.mentioned_files == ("app/urls.py", "app/views.py")
     assert features.wide_words == ("wire",)
-    assert route(features, T).tier == "accurate"
+    # Named files alone did not predict a multi-file change on held-out histories (their fitted weight is
+    # about 0); where a fit weighs them, they are the reason.
+    weighted = route(features, T, weights=dataclasses.replace(DEFAULT_WEIGHTS, mentioned=2.0))
+    assert weighted.tier == "accurate"
+    assert weighted.reasons[0] == "reaches 2 other files (urls.py, views.py)"
 
 
 def test_small_scope_words_lower_the_score() -> None:
     selection = "".join(f"x{i} = {i}\n" for i in range(20))
-    plain = route(route_features(mode="edit", selection=selection, instruction="update values"), T)
-    typo = route(route_features(mode="edit", selection=selection, instruction="fix typo in comment"), T)
+    weights = dataclasses.replace(DEFAULT_WEIGHTS, small=-1.0)
+    plain = route(route_features(mode="edit", selection=selection, instruction="update the values"), T, weights=weights)
+    typo = route(route_features(mode="edit", selection=selection, instruction="fix the typo"), T, weights=weights)
     assert typo.score < plain.score
     assert any("small-scope" in r for r in typo.reasons)
 
@@ -184,11 +190,12 @@ def test_thresholds_move_the_boundary() -> None:
         mode="edit", selection="".join(f"y{i}\n" for i in range(20)), instruction="add type hints"
     )
     assert route(features, T).tier == "fast"
-    assert route(features, RouterThresholds(large_selection_lines=15)).tier == "accurate"
+    # A smaller "large" selection counts the same lines for more.
+    assert route(features, RouterThresholds(large_selection_lines=15)).score > route(features, T).score
     targeted = route_features(mode="edit", selection="".join(f"y{i}\n" for i in range(100)), instruction="fix y3")
-    assert route(targeted, T).tier == "fast"
-    assert route(targeted, RouterThresholds(targeted_share=0.5)).tier == "accurate"
+    assert route(targeted, RouterThresholds(targeted_share=0.5)).score > route(targeted, T).score
     assert route(features, RouterThresholds(accurate_score=0.1)).tier == "accurate"
+    assert route(features, RouterThresholds(accurate_score=0.99)).tier == "fast"
 
 
 def test_score_grows_with_each_feature() -> None:
@@ -292,5 +299,5 @@ def test_a_word_naming_many_files_is_not_reach() -> None:
 
 def test_reasons_tell_files_with_the_same_name_apart() -> None:
     features = RouteFeatures(mode="edit", mentioned_files=("lsp/replay/edits.py", "completion/edits.py", "app/x.py"))
-    reason = route(features, T).reasons[0]
+    reason = route(features, T, weights=dataclasses.replace(DEFAULT_WEIGHTS, mentioned=1.0)).reasons[0]
     assert reason == "reaches 3 other files (replay/edits.py, completion/edits.py, x.py)"

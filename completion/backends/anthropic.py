@@ -13,6 +13,12 @@ the rest of the conversation in `messages` (roles `user` and `assistant`). Event
     ping                  keep-alive
 
 The API refuses whitespace-only `stop_sequences`; those are applied to the text as it streams instead.
+
+Prompt caching: Anthropic caches only prompt prefixes that end at a block marked `cache_control`. The
+system text is sent as one such block, and when the conversation has more than one message, the last
+block before the final message is marked too: prompts are laid out stable first (an edit prompt puts the
+context files and the file in one message, the selection and instruction in the last), so the next
+request about the same files reads that prefix from the cache.
 """
 
 from __future__ import annotations
@@ -59,12 +65,12 @@ class AnthropicBackend(HttpBackend):
         system = "\n\n".join(text for role, text in messages if role not in _CONVERSATION_ROLES)
         body: dict[str, object] = {
             "max_tokens": request.max_tokens,
-            "messages": [{"role": role, "content": text} for role, text in messages if role in _CONVERSATION_ROLES],
+            "messages": _conversation([(role, text) for role, text in messages if role in _CONVERSATION_ROLES]),
             "temperature": request.temperature,
             "stream": True,
         }
         if system:
-            body["system"] = system
+            body["system"] = [{"type": "text", "text": system, "cache_control": _EPHEMERAL}]
         if self._config.model:
             body["model"] = self._config.model
         stops = [s for s in request.stop if s.strip()]
@@ -115,6 +121,19 @@ class AnthropicBackend(HttpBackend):
                         break
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             log.debug("warming %s failed (ignored): %s", host_of(url), type(exc).__name__)
+
+
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _conversation(messages: list[tuple[str, str]]) -> list[dict[str, object]]:
+    """The `messages` field: every message but the last is stable, so the one before the last carries the
+    cache breakpoint (as a text block with `cache_control`); the others stay plain strings."""
+    body: list[dict[str, object]] = [{"role": role, "content": text} for role, text in messages]
+    if len(messages) > 1:
+        role, text = messages[-2]
+        body[-2] = {"role": role, "content": [{"type": "text", "text": text, "cache_control": _EPHEMERAL}]}
+    return body
 
 
 def _is_last(event: SseEvent) -> bool:

@@ -1,8 +1,12 @@
 """The chat messages that ask a model for an edit, and reading them back (for `tandem sim`).
 
-The model sees the file being edited in full, then the selected lines again with their numbers, then
-any other files given as context, then the instruction. It must answer with SEARCH/REPLACE blocks,
-each after a line naming its file; `completion.edits.parse` reads the answer.
+Stable material first, so a provider's prompt cache serves it again on the next edit: the system prompt,
+then one user message with the other files given as context and the file being edited in full (the same
+for every edit in that file until one is applied, and up to the changed place after), then a last user
+message with what changes every time: the selected lines again with their numbers, and the instruction.
+The model must answer with SEARCH/REPLACE blocks, each after a line naming its file;
+`completion.edits.parse` reads the answer. A backend that marks cache breakpoints (Anthropic's
+`cache_control`) marks everything before the last message.
 
 The layout is fixed so the simulator can recover the task from the messages (`read_edit_prompt`),
 just as `completion.prompts.split_chat_prompt` does for completions.
@@ -64,7 +68,8 @@ def selection_lines(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
-    """The system and user messages for `prompt`."""
+    """The system message, the stable user message (context files, the file) and the volatile one
+    (selection, instruction) for `prompt`."""
     lines = prompt.text.splitlines()
     numbered = "\n".join(
         f"{number + 1:>5}| {lines[number]}" for number in range(prompt.first_line, min(prompt.end_line, len(lines)))
@@ -74,19 +79,16 @@ def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
         if prompt.end_line > prompt.first_line
         else f"the cursor before line {prompt.first_line + 1}"
     )
-    parts = [
-        f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else ""),
-        prompt.text,
-        _END,
-        f"{_SELECTION} {prompt.path} {where}",
-        numbered,
-        _END,
-    ]
+    stable: list[str] = []
     for path, text in prompt.context.items():
-        parts += [f"{_CONTEXT} {path}", text, _END]
-    parts += [f"{_INSTRUCTION}", prompt.instruction, _END]
-    user = "\n".join(parts) + "\nAnswer with SEARCH/REPLACE blocks."
-    return [{"role": "system", "content": EDIT_SYSTEM_PROMPT}, {"role": "user", "content": user}]
+        stable += [f"{_CONTEXT} {path}", text, _END]
+    stable += [f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else ""), prompt.text, _END]
+    task = [f"{_SELECTION} {prompt.path} {where}", numbered, _END, f"{_INSTRUCTION}", prompt.instruction, _END]
+    return [
+        {"role": "system", "content": EDIT_SYSTEM_PROMPT},
+        {"role": "user", "content": "\n".join(stable)},
+        {"role": "user", "content": "\n".join(task) + "\nAnswer with SEARCH/REPLACE blocks."},
+    ]
 
 
 _MARKERS = (_FILE, _CONTEXT, _SELECTION, _INSTRUCTION)
@@ -114,13 +116,19 @@ def _sections(content: str) -> list[tuple[str, str, str]]:
     return sections
 
 
+def _text(content: object) -> str:
+    if isinstance(content, list):
+        return "".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return content if isinstance(content, str) else ""
+
+
 def read_edit_prompt(messages: list[dict[str, str]]) -> EditPrompt | None:
-    """The `EditPrompt` that `edit_messages` built these messages from; None if they are not ours."""
-    content = next(
-        (m.get("content", "") for m in reversed(messages) if _INSTRUCTION in str(m.get("content", ""))), None
-    )
-    if not isinstance(content, str):
+    """The `EditPrompt` that `edit_messages` built these messages from; None if they are not ours. Contents
+    are strings, or lists of text blocks (as Anthropic's Messages API sends them)."""
+    texts = [_text(m.get("content", "")) for m in messages if m.get("role") != "system"]
+    if not any(_INSTRUCTION in text for text in texts):
         return None
+    content = "\n".join(texts)
     path, text, instruction, language = "", "", "", ""
     first = end = 0
     context: dict[str, str] = {}

@@ -1,5 +1,10 @@
 """`tandem replay --edits --repo PATH [--limit N] [--json]`: the router on a real git history.
 
+`--repo A --repo B --repo C --leave-one-out`: the router's weights fitted on all histories but one and
+judged on the one left out, for each in turn (`eval.router_loo`), beside the router before its weights
+were fitted; then, unless `--router-only`, part 2 on each history (up to `--sim-limit` tasks) with the
+router fitted without it.
+
 Two parts, printed one after the other (or as one JSON object):
 
 1. How well the router's pre-generation features predict each commit's true size and span
@@ -23,11 +28,15 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights
 from tandem.eval.edit_eval import STRATEGIES, EditEvalResult, Models, evaluate_edits
 from tandem.eval.edit_eval import render_text as render_edits
 from tandem.eval.edit_eval import result_json as edits_json
 from tandem.eval.history import GitError
 from tandem.eval.router_eval import evaluate_repo, render_text, result_json
+from tandem.eval.router_loo import evaluate_leave_one_out, weights_by_held_out
+from tandem.eval.router_loo import render_text as render_loo
+from tandem.eval.router_loo import result_json as loo_json
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 from tandem.sim.settings import PROFILES
 
@@ -37,7 +46,24 @@ def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--edits", action="store_true", help="evaluate the router and the edit path on a git history (with --repo)"
     )
-    parser.add_argument("--repo", type=Path, metavar="PATH", help="the git repository whose history to replay")
+    parser.add_argument(
+        "--repo",
+        type=Path,
+        metavar="PATH",
+        action="append",
+        help="a git repository whose history to replay (several with --leave-one-out)",
+    )
+    parser.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="fit the router on all --repo histories but one, judge it on that one, for each",
+    )
+    parser.add_argument(
+        "--sim-limit",
+        type=int,
+        metavar="N",
+        help="with --leave-one-out: simulated edit tasks per history (default --limit)",
+    )
     parser.add_argument("--limit", type=int, default=50, metavar="N", help="edit tasks (commits) to use (default 50)")
     parser.add_argument(
         "--router-only", action="store_true", help="only the router's prediction figures (no simulated edits)"
@@ -61,13 +87,22 @@ def _progress(done: int, total: int) -> None:
 
 def run_edits(args: argparse.Namespace) -> int:
     """`tandem replay --edits`: returns the exit status; errors the user can fix are one line on stderr."""
-    repo: Path | None = args.repo
-    if repo is None:
+    repos: list[Path] = args.repo or []
+    if not repos:
         sys.stderr.write("tandem replay: error: --edits needs --repo PATH (a git repository)\n")
         return 1
-    if args.limit < 1:
-        sys.stderr.write("tandem replay: error: --limit must be at least 1\n")
+    if args.limit < 1 or (args.sim_limit is not None and args.sim_limit < 1):
+        sys.stderr.write("tandem replay: error: --limit and --sim-limit must be at least 1\n")
         return 1
+    if args.leave_one_out:
+        if len(repos) < 2:
+            sys.stderr.write("tandem replay: error: --leave-one-out needs at least two --repo histories\n")
+            return 1
+        return _run_leave_one_out(args, repos)
+    if len(repos) > 1:
+        sys.stderr.write("tandem replay: error: several --repo histories need --leave-one-out\n")
+        return 1
+    repo = repos[0]
     try:
         router = evaluate_repo(repo, limit=args.limit)
     except GitError as error:
@@ -75,40 +110,7 @@ def run_edits(args: argparse.Namespace) -> int:
         return 1
     edits: EditEvalResult | None = None
     if not args.router_only:
-        speedup = 1.0 / args.time_scale
-        if not args.json:
-            sys.stderr.write(
-                f"tandem replay: running {router.tasks} edit tasks x {len(STRATEGIES)} strategies against two "
-                f"simulators ({speedup:g}x their real speed)\n"
-            )
-        with (
-            start_in_thread(_sim("spark", speedup=speedup, seed=args.seed)) as fast,
-            start_in_thread(_sim("codex", speedup=speedup, seed=args.seed)) as accurate,
-        ):
-            handles: Mapping[str, SimHandle] = {fast.base_url: fast, accurate.base_url: accurate}
-
-            def set_truth(base_url: str, files: Mapping[str, str]) -> None:
-                handles[base_url].set_edit_truth(files)
-
-            models = Models(
-                fast_url=fast.base_url,
-                accurate_url=accurate.base_url,
-                time_scale=speedup,
-                fast_speed=(PROFILES["spark"].ttft_ms, PROFILES["spark"].tokens_per_s),
-                accurate_speed=(PROFILES["codex"].ttft_ms, PROFILES["codex"].tokens_per_s),
-            )
-            edits = asyncio.run(
-                evaluate_edits(
-                    repo,
-                    models,
-                    set_truth=set_truth,
-                    limit=args.limit,
-                    trace_path=args.trace,
-                    progress=None if args.json else _progress,
-                )
-            )
-            if not args.json:
-                sys.stderr.write("\n" if sys.stderr.isatty() else "")
+        edits = _simulate(args, repo, args.limit, DEFAULT_WEIGHTS)
     if args.json:
         data = {"router": result_json(router), "edits": edits_json(edits) if edits is not None else None}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -117,3 +119,70 @@ def run_edits(args: argparse.Namespace) -> int:
         if edits is not None:
             sys.stdout.write("\n" + render_edits(edits) + "\n")
     return 0
+
+
+def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
+    def say(line: str) -> None:
+        if not args.json:
+            sys.stderr.write(f"tandem replay: {line}\n")
+
+    try:
+        loo = evaluate_leave_one_out(repos, limit=args.limit, progress=say)
+    except GitError as error:
+        sys.stderr.write(f"tandem replay: error: {error}\n")
+        return 1
+    simulated: dict[str, EditEvalResult] = {}
+    if not args.router_only:
+        held_out = weights_by_held_out(loo)
+        for name, repo in zip(loo.repos, repos, strict=True):
+            say(f"simulated edits on {name}, the router fitted without it")
+            simulated[name] = _simulate(args, repo, args.sim_limit or args.limit, held_out[name])
+    if args.json:
+        data = {"leave_one_out": loo_json(loo), "edits": {name: edits_json(e) for name, e in simulated.items()}}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    else:
+        sys.stdout.write(render_loo(loo) + "\n")
+        for name, edits in simulated.items():
+            sys.stdout.write(f"\nheld out: {name} (the router's weights fitted on the other histories)\n")
+            sys.stdout.write(render_edits(edits) + "\n")
+    return 0
+
+
+def _simulate(args: argparse.Namespace, repo: Path, limit: int, weights: RouterWeights) -> EditEvalResult:
+    """Part 2 on `repo`: the strategies through the edit path against two simulators started here."""
+    speedup = 1.0 / args.time_scale
+    if not args.json:
+        sys.stderr.write(
+            f"tandem replay: running up to {limit} edit tasks x {len(STRATEGIES)} strategies against two "
+            f"simulators ({speedup:g}x their real speed)\n"
+        )
+    with (
+        start_in_thread(_sim("spark", speedup=speedup, seed=args.seed)) as fast,
+        start_in_thread(_sim("codex", speedup=speedup, seed=args.seed)) as accurate,
+    ):
+        handles: Mapping[str, SimHandle] = {fast.base_url: fast, accurate.base_url: accurate}
+
+        def set_truth(base_url: str, files: Mapping[str, str]) -> None:
+            handles[base_url].set_edit_truth(files)
+
+        models = Models(
+            fast_url=fast.base_url,
+            accurate_url=accurate.base_url,
+            time_scale=speedup,
+            fast_speed=(PROFILES["spark"].ttft_ms, PROFILES["spark"].tokens_per_s),
+            accurate_speed=(PROFILES["codex"].ttft_ms, PROFILES["codex"].tokens_per_s),
+        )
+        edits = asyncio.run(
+            evaluate_edits(
+                repo,
+                models,
+                set_truth=set_truth,
+                limit=limit,
+                trace_path=args.trace,
+                progress=None if args.json else _progress,
+                weights=weights,
+            )
+        )
+        if not args.json:
+            sys.stderr.write("\n" if sys.stderr.isatty() else "")
+    return edits

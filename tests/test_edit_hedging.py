@@ -1,0 +1,59 @@
+"""Unit tests of the derived strategies: hedged (exact from the runs) and draft-check (modelled)."""
+
+from __future__ import annotations
+
+import pytest
+from tandem.eval.edit_hedging import CHECK_TOKENS, RunFacts, TierSpeed, draft_check, hedged, totals
+
+ACCURATE = TierSpeed(ttft_s=0.6, tokens_per_s=65.0)
+
+
+def facts(*, passed: bool, first: str, accurate: str = "correct") -> RunFacts:
+    # fast: 1.1 s, 1,000 tokens in, 500 out; fast-first 1.2 s in all (or 9.3 s when it escalated).
+    return RunFacts(
+        first_result=first,
+        first_s=1.2 if passed else 9.3,
+        fast_passed=passed,
+        fast_s=1.1,
+        fast_tokens_in=1000,
+        fast_tokens_out=500,
+        first_tokens=1500 if passed else 3300,
+        accurate_result=accurate,
+        accurate_s=8.0,
+        accurate_tokens_in=1300,
+        accurate_tokens_out=500,
+    )
+
+
+def test_hedged_cancels_the_accurate_stream_when_the_fast_answer_passes() -> None:
+    d = hedged(facts(passed=True, first="correct"), ACCURATE)
+    assert d.result == "correct" and d.wait_s == 1.2
+    # The accurate prompt is paid, and what it streamed in the 0.5 s after its first token.
+    assert d.tokens == 1500 + 1300 + int(0.5 * 65)
+
+
+def test_hedged_waits_for_the_slower_not_for_both_when_the_fast_answer_fails() -> None:
+    d = hedged(facts(passed=False, first="correct", accurate="wrong"), ACCURATE)
+    assert d.result == "wrong"  # the accurate answer, which was already on its way
+    assert d.wait_s == 8.0  # not fast-first's 9.3 s
+    assert d.tokens == 1000 + 500 + 1300 + 500
+
+
+def test_draft_check_keeps_a_correct_draft_in_a_few_tokens() -> None:
+    d = draft_check(facts(passed=True, first="correct"), ACCURATE)
+    assert d.result == "correct"
+    assert d.wait_s == pytest.approx(1.2 + 0.6 + CHECK_TOKENS / 65)
+    assert d.tokens == 1500 + (1300 + 500) + CHECK_TOKENS
+
+
+def test_draft_check_replaces_a_wrong_draft_with_the_accurate_answer() -> None:
+    d = draft_check(facts(passed=True, first="wrong", accurate="correct"), ACCURATE)
+    assert d.result == "correct" and d.wait_s == pytest.approx(9.2)
+    failed = draft_check(facts(passed=False, first="refused"), ACCURATE)
+    assert (failed.result, failed.wait_s, failed.tokens) == ("refused", 9.3, 3300)
+
+
+def test_totals() -> None:
+    derived = [hedged(facts(passed=True, first="correct"), ACCURATE), hedged(facts(passed=False, first="x"), ACCURATE)]
+    correct, wait_s, tokens = totals(derived)
+    assert correct == 2 and wait_s == pytest.approx(9.2) and tokens == derived[0].tokens + derived[1].tokens

@@ -1,0 +1,158 @@
+"""Unit tests of the label about code, the user's selection, the router's fit and leave-one-out."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+from tandem.completion.router import FEATURES, RouterWeights
+from tandem.eval.code_label import code_files, code_hard, file_role
+from tandem.eval.history import FileChange
+from tandem.eval.router_fit import Sample, fit_weights, leave_one_out, logit
+from tandem.eval.user_selection import enclosing_block
+
+
+@pytest.mark.parametrize(
+    ("path", "role"),
+    [
+        ("src/app/views.py", "source"),
+        ("flask/app.py", "source"),
+        ("tests/test_views.py", "test"),
+        ("tests/data/cases/comments.py", "test"),
+        ("pkg/views_test.go", "test"),
+        ("web/button.spec.ts", "test"),
+        ("conftest.py", "test"),
+        ("docs/conf.py", "doc"),
+        ("docs/examples/hello.py", "doc"),
+        ("setup.py", "config"),
+        (".github/workflows/release.sh", "config"),
+        ("proto/api_pb2.py", "generated"),
+        ("static/app.min.js", "generated"),
+        ("vendor/lib/x.go", "generated"),
+        ("CHANGES.rst", "other"),
+        ("poetry.lock", "other"),
+        ("pyproject.toml", "other"),
+        ("README.md", "other"),
+    ],
+)
+def test_file_roles(path: str, role: str) -> None:
+    assert file_role(path) == role
+
+
+def change(path: str, added: int, deleted: int = 0) -> FileChange:
+    return FileChange(path=path, added=added, deleted=deleted)
+
+
+def test_a_fix_with_its_changelog_line_and_regression_test_is_easy() -> None:
+    changes = [change("src/app.py", 3, 1), change("CHANGES.rst", 2), change("tests/test_app.py", 30)]
+    assert not code_hard(changes)
+    # Counting tests, the same commit would be hard: the choice the label makes.
+    assert code_hard(changes, count_tests=True)
+    assert [c.path for c in code_files(changes)] == ["src/app.py"]
+
+
+def test_two_source_files_or_many_source_lines_are_hard() -> None:
+    assert code_hard([change("src/a.py", 1), change("src/b.py", 1)])
+    assert code_hard([change("src/a.py", 15, 6)])
+    assert not code_hard([change("src/a.py", 15, 5), change("docs/index.rst", 400)])
+
+
+def test_a_change_to_tests_alone_is_judged_on_the_tests() -> None:
+    assert not code_hard([change("tests/test_a.py", 4)])
+    assert code_hard([change("tests/test_a.py", 4), change("tests/test_b.py", 4)])
+
+
+SOURCE = """import os
+
+
+def outer(a,
+          b):
+    x = 1
+    if x:
+        return 2
+    return 3
+
+
+class K:
+    @property
+    def m(self):
+        return 1
+
+    def n(self):
+        pass
+
+
+X = 1
+Y = 2
+"""
+
+
+@pytest.mark.parametrize(
+    ("changed", "selected"),
+    [
+        (7, (3, 9)),  # inside a nested block: the whole function, signature continuation included
+        (14, (12, 15)),  # a method: with its decorator, not the whole class
+        (13, (12, 15)),  # the header line itself
+        (20, (20, 22)),  # module level: the paragraph
+        (0, (0, 1)),
+    ],
+)
+def test_the_selection_a_user_would_make(changed: int, selected: tuple[int, int]) -> None:
+    assert enclosing_block(SOURCE, changed) == selected
+
+
+def test_a_huge_block_falls_back_to_the_paragraph() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(200))
+    text = "def big():\n" + body[:-1] + "\n\n    y = 1\n    z = 2\n"
+    lines = text.splitlines()
+    first, end = enclosing_block(text, len(lines) - 1, max_lines=150)
+    assert lines[first:end] == ["    y = 1", "    z = 2"]
+    assert enclosing_block("", 3) == (0, 0)
+
+
+def synthetic(n: int, seed: int, shift: float = 0.0) -> list[tuple[dict[str, float], bool]]:
+    """Tasks whose label depends on `selection` and `callers` only (plus noise)."""
+    rng = random.Random(seed)
+    samples = []
+    for _ in range(n):
+        x = {name: rng.random() for name in FEATURES} | {"broad": 0.0}
+        z = 4 * x["selection"] + 2 * x["callers"] - 3 + shift + rng.gauss(0, 0.5)
+        samples.append((x, z > 0))
+    return samples
+
+
+def test_the_fit_finds_the_informative_features() -> None:
+    weights = fit_weights(synthetic(400, 1), l2=0.01)
+    assert weights.selection > 2 and weights.callers > 1
+    noise = [abs(getattr(weights, name)) for name in FEATURES if name not in ("selection", "callers")]
+    assert max(noise) < 0.6 * weights.callers
+    x = {**dict.fromkeys(FEATURES, 0.5), "broad": 0.0}
+    assert logit(weights, x) == pytest.approx(weights.bias + sum(getattr(weights, name) * 0.5 for name in FEATURES))
+
+
+def test_a_constant_feature_gets_no_weight() -> None:
+    samples = [({**x, "new_file": 0.0}, y) for x, y in synthetic(200, 2)]
+    assert fit_weights(samples).new_file == 0.0
+    with pytest.raises(ValueError):
+        fit_weights([])
+
+
+def test_leave_one_out_scores_each_history_on_weights_fitted_without_it() -> None:
+    def history(seed: int, shift: float) -> list[Sample]:
+        return [
+            Sample(inputs={"changed": x}, before={"changed": 0.5}, hard=y, hard_old=True)
+            for x, y in synthetic(150, seed, shift)
+        ]
+
+    histories = {"a": history(3, 0.0), "b": history(4, 0.5), "c": history(5, -0.5)}
+    results = leave_one_out(histories, selection="changed")
+    assert [r.repo for r in results] == ["a", "b", "c"]
+    for r in results:
+        assert r.fitted_auc is not None and r.fitted_auc > 0.85
+        assert r.before_auc == 0.5  # a constant score ranks nothing
+        assert r.fitted_auc_old_label is None  # every task hard under the old label: no AUC
+        assert isinstance(r.weights, RouterWeights)
+    # Each fold's weights differ: each is fitted without its own history.
+    assert len({r.weights for r in results}) == 3
+    assert not math.isnan(results[0].weights.bias)
