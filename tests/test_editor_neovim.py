@@ -196,6 +196,10 @@ def _rest_of_line(truth: str, at: int) -> str:
     return truth[at : newline if newline >= 0 else len(truth)]
 
 
+NEXT_EDIT_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n'
+NEXT_EDIT_TRUTH = NEXT_EDIT_BEFORE.replace("w", "width").replace("widthidth", "width")
+
+
 @dataclass(frozen=True, kw_only=True)
 class NvimRun:
     truth: str
@@ -271,6 +275,20 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
             }
         )
     scenarios.append({"name": "health", "run": "health", "path": str(work / "edit_command_textwrap.py")})
+    next_edit_path = work / "next_edit_area.py"
+    next_edit_path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
+    # The user renames `w` on the def line (appending to it); the truth renames its uses too.
+    scenarios.append(
+        {
+            "name": "next_edit",
+            "run": "next_edit",
+            "path": str(next_edit_path),
+            "row": 0,
+            "col": 9,
+            "type": "idth",
+            "accepts": 2,
+        }
+    )
 
     server_log = base / "server.log"
     result_path = base / "result.json"
@@ -278,6 +296,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
     with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
+        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH})
         setup = {
             "cmd": [
                 sys.executable,
@@ -422,3 +441,12 @@ def test_typing_what_the_ghost_predicts_keeps_the_rest(nvim_run: NvimRun) -> Non
     assert record["ghost"] == want
     assert record["ghost_after_typing"] == want[3:]
     assert record["after_accept"] == nvim_run.truth[: cut.end] + want
+
+
+def test_next_edits_are_highlighted_shown_and_accepted_in_a_chain(nvim_run: NvimRun) -> None:
+    record = nvim_run.scenario("next_edit")
+    first, second = record["shown"]
+    # The docstring's "w" is highlighted as replaced; the new text is virtual text (only the changed part).
+    assert first["virtual"] == ["idth"] and first["highlighted"] == []
+    assert second["virtual"] == ["idth"]
+    assert record["text"] == NEXT_EDIT_TRUTH.rstrip("\n")

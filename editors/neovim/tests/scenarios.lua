@@ -153,6 +153,10 @@ end
 
 local runners = {}
 
+local function cfg_key(name)
+  return require("tandem").config().next_edit.keymaps[name]
+end
+
 -- Type, see the ghost text, accept it all with the accept key, then leave insert mode.
 function runners.accept(bufnr, scenario, out)
   type_and_wait(bufnr, scenario)
@@ -359,6 +363,36 @@ function runners.code_action_prompt(bufnr, scenario, out)
   if not ok then
     error(err, 0)
   end
+end
+
+-- Next edits: make the scenario's change in insert mode, see the predicted next change (the replaced text
+-- highlighted, the new text as virtual text), accept it, then accept the one that follows it.
+function runners.next_edit(bufnr, scenario, out)
+  local next_edit = require("tandem.next_edit")
+  local ns = vim.api.nvim_get_namespaces().tandem_next_edit
+  vim.api.nvim_win_set_cursor(0, { scenario.row + 1, scenario.col })
+  keys("a" .. scenario.type .. "<Esc>")
+  out.shown = {}
+  for round = 1, scenario.accepts do
+    wait_until(function()
+      return next_edit.shown(bufnr) ~= nil
+    end, 15000, "next edit " .. round, bufnr)
+    local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+    local virtual, highlighted = {}, {}
+    for _, mark in ipairs(marks) do
+      local details = mark[4]
+      for _, chunk in ipairs(details.virt_text or {}) do
+        virtual[#virtual + 1] = chunk[1]
+      end
+      if details.hl_group and details.end_row then
+        local text = vim.api.nvim_buf_get_text(bufnr, mark[2], mark[3], details.end_row, details.end_col, {})
+        highlighted[#highlighted + 1] = table.concat(text, "\n")
+      end
+    end
+    out.shown[round] = { virtual = virtual, highlighted = highlighted }
+    press_and_wait_for_change(bufnr, cfg_key("accept"), "the next edit applied")
+  end
+  out.text = buffer_text(bufnr)
 end
 
 -- `:checkhealth tandem` with the server running: the report's text.

@@ -24,6 +24,15 @@ local M = {}
 ---@field builtin string             "auto": use vim.lsp.inline_completion when Neovim has it; "never"
 ---@field hl_group string            highlight of the ghost text
 ---@field keymaps tandem.Keymaps
+---@field next_edit tandem.NextEditConfig
+
+---@class tandem.NextEditConfig
+---@field enabled boolean            ask for the next edit after each change
+---@field debounce_ms integer        wait this long after the last change before asking
+---@field keymaps { accept: string|false, dismiss: string|false }  normal and insert mode
+---@field hl_delete string           the text the edit replaces
+---@field hl_insert string           the text it inserts (virtual text)
+---@field hl_hint string             the hint pointing to an edit off screen
 
 ---@type tandem.Config
 M.defaults = {
@@ -46,6 +55,15 @@ M.defaults = {
     accept_line = "<M-Down>",
     dismiss = "<C-]>",
     trigger = "<M-\\>",
+  },
+  next_edit = {
+    enabled = true,
+    debounce_ms = 75,
+    -- The first press on an edit off screen jumps to it; the next applies it.
+    keymaps = { accept = "<M-l>", dismiss = "<M-h>" },
+    hl_delete = "DiffDelete",
+    hl_insert = "DiffAdd",
+    hl_hint = "Comment",
   },
 }
 
@@ -84,6 +102,16 @@ function M.check(c)
     return v == "auto" or v == "never"
   end, '"auto" or "never"')
   vim.validate("hl_group", c.hl_group, "string")
+  vim.validate("next_edit", c.next_edit, "table")
+  vim.validate("next_edit.enabled", c.next_edit.enabled, "boolean")
+  vim.validate("next_edit.debounce_ms", c.next_edit.debounce_ms, function(v)
+    return type(v) == "number" and v >= 0
+  end, "a number of milliseconds >= 0")
+  for name, key in pairs(c.next_edit.keymaps) do
+    vim.validate("next_edit.keymaps." .. name, key, function(v)
+      return v == false or type(v) == "string"
+    end, "a key (string) or false")
+  end
   for name, key in pairs(c.keymaps) do
     vim.validate("keymaps." .. name, key, function(v)
       return v == false or type(v) == "string"

@@ -107,6 +107,9 @@ local function on_attach(client, bufnr)
     dismiss = M.dismiss,
     trigger = M.trigger,
   })
+  if cfg.next_edit.enabled then
+    require("tandem.next_edit").attach(bufnr)
+  end
   if M.uses_builtin() then
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr, client_id = client.id })
   else
@@ -130,6 +133,7 @@ function M.setup(opts)
   local client = require("tandem.client")
   client.setup(cfg, on_attach)
   require("tandem.suggest").setup(cfg)
+  require("tandem.next_edit").setup(cfg)
   create_commands()
   local group = vim.api.nvim_create_augroup("tandem", { clear = true })
   vim.api.nvim_create_autocmd("FileType", {
