@@ -8,11 +8,16 @@ save. Nothing is kept per keystroke: this runs once per edit request, in a worke
     reference      saved changes                    unsaved changes (open documents)
     git HEAD       `git diff HEAD --numstat`        buffer vs `git show HEAD:path` (disk if untracked)
     no git         none                             buffer vs disk
+
+git obeys the repository's own `.git/config`, which a repository that arrives as an archive or a shared
+folder (not a fresh clone) brings along: `core.fsmonitor`, a `filter.*.clean` or a `diff.*.textconv`
+command runs on `git diff`. Such a repository is read without git (its saved changes are not counted).
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,22 +27,45 @@ from tandem.completion.router import WorkingDiff, working_diff_of
 log = logging.getLogger(__name__)
 
 _GIT_TIMEOUT_S = 10.0
+# Repository config keys that make git run a command (or read config from elsewhere) during diff or show.
+_RUNS_COMMANDS = re.compile(
+    r"^(core\.(fsmonitor|hookspath|sshcommand|gitproxy|askpass|pager|editor)|filter\.|diff\.|merge\.|include"
+    r"|credential\.|pager\.|gpg\.|uploadpack\.|protocol\.)",
+    re.IGNORECASE,
+)
 
 
 def _git(root: Path, *args: str) -> bytes | None:
     """git's stdout, or None when git is missing, fails, or takes too long (the router then goes without)."""
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=_GIT_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            ["git", "-C", str(root), "-c", "core.fsmonitor=false", *args],
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         log.debug("git %s: %s", args[0], error)
         return None
     return done.stdout if done.returncode == 0 else None
 
 
+def commands_in_config(root: Path) -> list[str]:
+    """The repository's own config keys that would make git run a command (reading config runs nothing)."""
+    out = _git(root, "config", "--local", "--includes", "--name-only", "--list")
+    keys = out.decode("utf-8", "replace").split() if out is not None else []
+    return [key for key in keys if _RUNS_COMMANDS.match(key)]
+
+
 def git_toplevel(root: Path) -> Path | None:
-    """The repository's top directory if `root` is inside a git work tree with a HEAD commit."""
+    """The repository's top directory if `root` is inside a git work tree with a HEAD commit, and its own
+    config makes git run nothing."""
     out = _git(root, "rev-parse", "--show-toplevel", "--verify", "HEAD")
     if out is None:
+        return None
+    risky = commands_in_config(root)
+    if risky:
+        log.info("not running git in %s: its config names commands (%s)", root, ", ".join(risky[:3]))
         return None
     first = out.decode("utf-8", "replace").splitlines()
     return Path(first[0]) if first else None

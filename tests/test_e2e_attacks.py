@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import subprocess
 from asyncio.subprocess import DEVNULL
 from collections.abc import AsyncIterator, Iterator
 
@@ -80,7 +81,16 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     (root / "helper.py").write_text(f"def helper_value():\n    return '{HELPER_MARKER}'\n")
     (root / ".env").write_text(f"PASSWORD={ENV_SECRET}\n")
     (root / "settings_link.py").symlink_to(root / ".env")  # a link inside the workspace, to a secret
-    (root / ".git" / "hooks").mkdir(parents=True)
+    # A repository that arrived with its .git (an archive, a shared folder): its config names commands
+    # that git runs on `git diff` (the edit path's working diff runs git).
+    git = ["git", "-C", str(root), "-c", "user.email=a@example.com", "-c", "user.name=a"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "app.py", "helper.py"], check=True)
+    subprocess.run([*git, "commit", "-qm", "start"], check=True)
+    (root / ".gitattributes").write_text("*.py filter=evil\n")
+    subprocess.run([*git, "config", "core.fsmonitor", f"touch {base / 'PWNED_FSMONITOR'}; false"], check=True)
+    subprocess.run([*git, "config", "filter.evil.clean", f"touch {base / 'PWNED_FILTER'}; cat"], check=True)
+    (root / "app.py").write_text(APP + "\n# changed on disk since the commit\n")
     return base
 
 
@@ -181,6 +191,12 @@ async def test_nothing_outside_the_workspace_is_read_through_a_link(
     assert HELPER_MARKER in sent  # the edit's context was gathered: the workspace's own file went out
     for secret in (HOME_SECRET, NETRC_SECRET, LINKED_SECRET):
         assert secret not in sent
+
+
+async def test_the_repositorys_git_config_runs_nothing(session: Session, base: pathlib.Path) -> None:
+    """By now edits have run (each computes the working diff): git never ran the repository's commands."""
+    assert any(r["kind"] == "edit" for r in session.records())
+    assert not (base / "PWNED_FSMONITOR").exists() and not (base / "PWNED_FILTER").exists()
 
 
 # -- 4. secrets, by name and typed in ----------------------------------------------------------------
