@@ -102,17 +102,6 @@ RULES: dict[str, Rule] = {
     "edit.deadline_s": _AT_MOST,
     "edit.context_files": _AT_MOST,
     "edit.context_chars": _AT_MOST,
-    "next_edit.enabled": _ONLY_OFF,
-    "next_edit.prefetch_on_accept": _ONLY_OFF,
-    # The region and its context are what is sent: more lines, more of the user's code and tokens.
-    "next_edit.region_above": _AT_MOST,
-    "next_edit.region_below": _AT_MOST,
-    "next_edit.context_lines": _AT_MOST,
-    "next_edit.budget_tokens": _AT_MOST,
-    "next_edit.max_tokens": _AT_MOST,
-    "next_edit.prompt": _FREE,
-    "next_edit.debounce_ms": _AT_LEAST,
-    "next_edit.deadline_s": _AT_MOST,
     "trace.enabled": _ONLY_OFF,
     "trace.path": _FREE,  # confined by merge_layers
     "trace.max_mb": _AT_MOST,
