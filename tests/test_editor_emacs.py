@@ -27,6 +27,8 @@ from typing import Any
 
 import pytest
 from tandem.sim.runner import SimSettings, start_in_thread
+from test_e2e_next_edit import BEFORE as NEXT_EDIT_BEFORE
+from test_e2e_next_edit import TRUTH as NEXT_EDIT_TRUTH
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "emacs"
@@ -177,12 +179,20 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
                 **fields,
             }
         )
+    next_edit_path = work / "next_edit_area.py"
+    next_edit_path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
+    # The user renames `w` on the def line; the truth renames its two uses too: two suggestions to accept.
+    scenarios.append(
+        {"name": "next_edit", "kind": "next_edit", "path": str(next_edit_path), "line": 0, "column": 10}
+        | {"type": "idth", "accepts": 2}
+    )
     server_log = base / "server.log"
     result_path = base / "result.json"
     fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
     with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
+        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH})
         spec = {
             "result_path": str(result_path),
             "plugin_dir": str(PLUGIN),
@@ -287,3 +297,13 @@ def test_tandem_edit_applies_the_servers_edit_to_the_region(emacs_run: EmacsRun)
 def test_a_preset_code_action_applies_the_servers_edit(emacs_run: EmacsRun) -> None:
     record = _edited(emacs_run, "code_action")
     assert {"tandem: Fix", "tandem: Add type hints"} <= set(record["offered"]), record["offered"]
+
+
+def test_next_edits_show_as_overlays_and_accept_in_a_chain(emacs_run: EmacsRun) -> None:
+    record = emacs_run.scenario("next_edit")
+    first, second = record["shown"]
+    # Each suggestion inserts the rest of "width" after a "w" (nothing to strike through), then the next.
+    # (json-encode writes an empty list as null.)
+    assert (first["inserted"], first["struck"]) == (["idth"], None)
+    assert (second["inserted"], second["struck"]) == (["idth"], None)
+    assert record["after"] == NEXT_EDIT_TRUTH

@@ -220,4 +220,5 @@ ARGUMENTS are the code action's."
     (cl-call-next-method)))
 
 (provide 'tandem)
+(require 'tandem-next-edit)
 ;;; tandem.el ends here
