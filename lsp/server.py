@@ -18,7 +18,8 @@ from typing import Any
 
 import httpx
 from lsprotocol import types
-from pygls.io_ import StdoutWriter, run_async
+from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from tandem.cache.edit_history import EditHistory
@@ -32,14 +33,13 @@ from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
 from tandem.lsp.status import METHOD as STATUS_METHOD
 from tandem.lsp.status import Status
+from tandem.lsp.stdio import MessageLoop
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 # Requests that leave a trace record, by method.
 _TRACED_REQUESTS = {types.TEXT_DOCUMENT_INLINE_COMPLETION: "inline", types.TEXT_DOCUMENT_COMPLETION: "completion"}
-# Longest header line accepted from the client (bodies are read by length, not by line).
-_MAX_HEADER_BYTES = 1 << 16
 
 
 class TandemProtocol(LanguageServerProtocol):
@@ -69,6 +69,17 @@ class TandemProtocol(LanguageServerProtocol):
             callback(future)
 
         super()._execute_handler(msg_id, handler, finished, args, kwargs)
+
+    def handle_message(self, message: Any) -> None:
+        """pygls drops every message after `shutdown` without a word; LSP wants requests answered with
+        InvalidRequest (all but `exit`, which pygls still handles)."""
+        method = getattr(message, "method", None)
+        if self._shutdown and getattr(message, "id", None) is not None and isinstance(method, str):
+            if method != types.EXIT:
+                error = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
+                self._send_response(message.id, None, error.to_response_error())
+                return
+        super().handle_message(message)
 
     def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
         if (handler := self.fm.features.get(method)) is not None:
@@ -185,8 +196,9 @@ class TandemServer(LanguageServer):
 
     def serve_stdio(self) -> None:
         """pygls' `start_io`, except that stdin is read on the event loop: pygls reads each header line
-        and body through a thread pool (about six thread hand-offs per message, 1-2 ms per keystroke).
-        Falls back to pygls' reader when stdin is a plain file."""
+        and body through a thread pool (about six thread hand-offs per message, 1-2 ms per keystroke),
+        and through `lsp.stdio`, which no framing error stops. Falls back to pygls' reader when stdin is a
+        plain file."""
         stdin = sys.stdin.buffer
         mode = os.fstat(stdin.fileno()).st_mode
         if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
@@ -195,20 +207,11 @@ class TandemServer(LanguageServer):
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
-            reader = asyncio.StreamReader(limit=_MAX_HEADER_BYTES)
+            reader = asyncio.StreamReader()
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
             self.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
             self._stop_event = threading.Event()
-            try:
-                await run_async(
-                    stop_event=self._stop_event,
-                    reader=reader,
-                    protocol=self.protocol,
-                    logger=log,
-                    error_handler=self.report_server_error,
-                )
-            except asyncio.IncompleteReadError:
-                log.info("the client closed stdin mid-message")
+            await MessageLoop(self.protocol).run(reader)
 
         try:
             asyncio.run(main())

@@ -1,0 +1,128 @@
+"""The stdio message loop: bytes from the client -> `lsp.framing` -> the protocol; every request answered.
+
+Replaces pygls' `run_async` (which stops or desynchronises on bad framing and drops a request whose params
+do not validate without a word). Here:
+
+- a frame that cannot be read is skipped and the stream resynchronised (`lsp.framing`); when a message may
+  have been lost, a parse error (-32700, id null) tells the client;
+- a message that is not a JSON-RPC 2.0 object is answered InvalidRequest (-32600);
+- a request whose params do not fit the method is answered InvalidParams (-32602) with its id;
+- each kind of problem is logged once at warning level (then at debug level: a hostile client must not
+  fill the log).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
+from tandem.lsp.framing import FrameReader, Message, Problem
+
+if TYPE_CHECKING:
+    from pygls.protocol import JsonRPCProtocol
+
+log = logging.getLogger(__name__)
+
+# How long a body that claims more bytes than it has may wait for them before it is read as it is.
+IDLE_BODY_S = 1.0
+_CHUNK = 1 << 16
+
+
+class _QuietDeserialize(logging.Filter):
+    """pygls logs a full traceback for every message it cannot structure; `MessageLoop` reports those
+    itself (once per kind), so a client sending bad params in a loop cannot flood the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
+
+
+_QUIET = _QuietDeserialize()
+
+
+class MessageLoop:
+    """Reads framed messages and hands them to `protocol`; see the module docstring."""
+
+    def __init__(self, protocol: JsonRPCProtocol) -> None:
+        self.protocol = protocol
+        logging.getLogger("pygls.protocol.json_rpc").addFilter(_QUIET)
+        self.frames = FrameReader()
+        self._logged: set[str] = set()
+        # Problems seen, by kind (for tests and the soak benchmark).
+        self.problems: dict[str, int] = {}
+
+    async def run(self, reader: asyncio.StreamReader, stop: asyncio.Event | None = None) -> None:
+        while stop is None or not stop.is_set():
+            if self.frames.awaiting_body and self.frames.pending:
+                try:
+                    data = await asyncio.wait_for(reader.read(_CHUNK), IDLE_BODY_S)
+                except TimeoutError:
+                    self.handle_events(self.frames.give_up())
+                    continue
+            else:
+                data = await reader.read(_CHUNK)
+            if not data:
+                self.handle_events(self.frames.give_up())
+                if self.frames.pending:
+                    self._problem(Problem("eof", f"{self.frames.pending} bytes of an unfinished message at exit"))
+                return
+            self.handle_events(self.frames.feed(data))
+
+    def handle_events(self, events: list[Message | Problem]) -> None:
+        for event in events:
+            if isinstance(event, Problem):
+                self._problem(event)
+            else:
+                self.dispatch(event.value)
+
+    def dispatch(self, value: Any) -> None:
+        """One JSON value from the client: structured, validated, handed to the protocol or answered."""
+        msg_id = _request_id(value)
+        if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+            self._problem(Problem("invalid-request", f"not a JSON-RPC 2.0 message: {type(value).__name__}"))
+            self._answer(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+            return
+        is_request = msg_id is not None and isinstance(value.get("method"), str)
+        try:
+            message = self.protocol.structure_message(value)
+        except JsonRpcInvalidParams:
+            method = value.get("method")
+            self._problem(Problem("invalid-params", f"params that do not fit {method!r}"))
+            if is_request:
+                self._answer(msg_id, JsonRpcInvalidParams(f"invalid params for {method}"))
+            return
+        except Exception:
+            self._problem(Problem("invalid-request", "a message that cannot be read"))
+            if is_request:
+                self._answer(msg_id, JsonRpcInvalidRequest("a message that cannot be read"))
+            return
+        try:
+            self.protocol.handle_message(message)
+        except Exception:
+            log.exception("failed to handle %s", value.get("method"))
+            if is_request:
+                self._answer(msg_id, JsonRpcInvalidRequest("the message could not be handled"))
+
+    def _answer(self, msg_id: Any, error: Exception) -> None:
+        assert isinstance(error, JsonRpcInvalidParams | JsonRpcInvalidRequest | JsonRpcParseError)
+        self.protocol._send_response(msg_id, None, error.to_response_error())
+
+    def _problem(self, problem: Problem) -> None:
+        self.problems[problem.kind] = self.problems.get(problem.kind, 0) + 1
+        first = problem.kind not in self._logged
+        self._logged.add(problem.kind)
+        log.log(logging.WARNING if first else logging.DEBUG, "client input: %s", problem.detail)
+        if problem.lost:
+            # A message may be lost: the client learns that something it sent was not read.
+            # JSON-RPC: the id of a message that could not be read is null.
+            error = JsonRpcParseError(problem.detail).to_response_error()
+            self.protocol._send_response(None, None, error)  # type: ignore[arg-type]
+
+
+def _request_id(value: Any) -> int | str | None:
+    if isinstance(value, dict):
+        msg_id = value.get("id")
+        if isinstance(msg_id, int | str) and not isinstance(msg_id, bool):
+            return msg_id
+    return None
