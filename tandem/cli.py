@@ -1,4 +1,4 @@
-"""The `tandem` command: serve, sim, replay, demo, trace report.
+"""The `tandem` command: serve, sim, replay, demo, trace report, trace export.
 
 Each subcommand's module is imported only when it runs, so `tandem serve` starts without loading the
 simulator or the replay client. Errors are one line on stderr and a non-zero exit.
@@ -82,6 +82,12 @@ def _trace_report(args: argparse.Namespace) -> int:
     return run_report(args)
 
 
+def _trace_export(args: argparse.Namespace) -> int:
+    from tandem.eval.perfetto import run_export
+
+    return run_export(args)
+
+
 def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--stdio", action="store_true", help="use stdio (the default; accepted for VS Code)")
     serve.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP instead of stdio")
@@ -129,6 +135,15 @@ def _trace_arguments(trace: argparse.ArgumentParser) -> None:
         help="also write a self-contained HTML page of plots to OUT (needs the report extra: plotly)",
     )
     report.set_defaults(run=_trace_report)
+    export = trace_commands.add_parser(
+        "export",
+        help="trace files as Chrome Trace Event JSON for Perfetto's UI",
+        description="Write trace files as Chrome Trace Event JSON (async events: one track per model, one for "
+        "the cache, one per document), for ui.perfetto.dev or chrome://tracing.",
+    )
+    export.add_argument("files", type=pathlib.Path, nargs="+", metavar="FILE", help="trace files (rotated ones too)")
+    export.add_argument("--perfetto", type=pathlib.Path, metavar="OUT.json", required=True, help="where to write")
+    export.set_defaults(run=_trace_export)
 
 
 @dataclass(frozen=True)
