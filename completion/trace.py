@@ -220,6 +220,8 @@ class Tracer:
         self.max_bytes = max_bytes
         self.keep = keep
         self.sinks: list[Callable[[TraceRecord], None]] = []
+        # Called once by `close` (a sink's own shutdown, such as the OpenTelemetry exporter's).
+        self.closers: list[Callable[[], None]] = []
         self._handler: logging.handlers.RotatingFileHandler | None = None
         self.written = 0
 
@@ -243,3 +245,6 @@ class Tracer:
         if self._handler is not None:
             self._handler.close()
             self._handler = None
+        closers, self.closers = self.closers, []
+        for closer in closers:
+            closer()

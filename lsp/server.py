@@ -23,7 +23,7 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from tandem.cache.edit_history import EditHistory
-from tandem.completion.config import Config
+from tandem.completion.config import Config, ModelConfig
 from tandem.completion.edit_flow import EditFlow
 from tandem.completion.engine import Engine
 from tandem.completion.next_edit import NextEdits
@@ -250,7 +250,29 @@ class TandemServer(LanguageServer):
         if not settings.enabled:
             return Tracer(None)
         path = self.trace_path or (pathlib.Path(settings.path) if settings.path else default_trace_path())
-        return Tracer(path, max_bytes=int(settings.max_mb * 1_000_000), keep=settings.keep)
+        tracer = Tracer(path, max_bytes=int(settings.max_mb * 1_000_000), keep=settings.keep)
+        self._export_spans(tracer)
+        return tracer
+
+    def _export_spans(self, tracer: Tracer) -> None:
+        """Send the tracer's records to an OpenTelemetry collector when one is configured (read at start)."""
+        from tandem.completion import otel
+
+        env = os.environ  # the SDK reads the OTEL_* variables from the process environment itself
+        if not otel.wanted(self.config.trace.otlp_endpoint, env):
+            return
+
+        def model_for(tier: str) -> ModelConfig | None:
+            found = self.engine.tiers.get(tier) if self.engine is not None else None
+            return found.config if found is not None else None
+
+        try:
+            export = otel.OtelExport(endpoint=self.config.trace.otlp_endpoint, model_for=model_for, env=env)
+        except otel.OtelUnavailable as error:
+            self.notify_user(f"tandem: {error}")
+            return
+        tracer.sinks.append(export.send)
+        tracer.closers.append(export.close)
 
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
