@@ -175,20 +175,22 @@ async def test_nothing_outside_the_workspace_is_read_through_a_link(
     selection = {"start": {"line": 6, "character": 0}, "end": {"line": 8, "character": 0}}
     routes: list[str] = []
 
-    async def reached_helper() -> bool:
-        """The index is built in the background: edit until the route sees the workspace's files."""
+    async def context_gathered() -> bool:
+        """The index is built in the background: edit until the model is shown the workspace's own helper.py."""
         result = await execute(session, {"uri": uri, "range": selection, "instruction": instruction, "model": "fast"})
         routes.append(result["route"])
-        return "helper.py" in result["route"]
+        return HELPER_MARKER in model.sent()
 
-    await _until_async(reached_helper)
+    await _until_async(context_gathered)
     assert not any(link in route for route in routes for link in ("creds.py", "netrc.py", "leak.py")), routes
     # A link the user opens is not sent either.
     for name in ("creds.py", "netrc.py", "linked/leak.py"):
         link_uri = editor.open(name, (session.root / name).read_text())
         await session.inline(link_uri, types.Position(line=1, character=4))
+        # Nor is it sent for an edit of the link itself.
+        result = await execute(session, {"uri": link_uri, "range": selection, "instruction": "Fix", "model": "fast"})
+        assert result["applied"] is False and "links outside the workspace" in result["message"], result
     sent = model.sent()
-    assert HELPER_MARKER in sent  # the edit's context was gathered: the workspace's own file went out
     for secret in (HOME_SECRET, NETRC_SECRET, LINKED_SECRET):
         assert secret not in sent
 

@@ -176,7 +176,10 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     workspace = EditWorkspace(ls)
     path = workspace.path_of(args.uri)
     text = document.buffer.text()
-    refused = document.skip_reason or workspace.may_send(path, text)
+    # The document's own verdict first: it knows what its text does not show (a link out of the workspace).
+    opened = ls.workspace_index.verdict(args.uri) if ls.workspace_index is not None else None
+    refused = document.skip_reason or (opened.reason if opened is not None and not opened else "")
+    refused = refused or workspace.may_send(path, text)
     if refused:
         return _done(ls, False, f"tandem will not send {path} to a model: {refused}")
     start, end = _offsets(ls, text, document, args.range)
