@@ -58,8 +58,9 @@ class OperatingPoint:
     correct_per_hour: float
 
 
-# Decision boundaries shown, as sums of the router's pressure terms (see `completion.router.route`).
-PRESSURES = (1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0)
+# Decision boundaries shown, as pressures (1 + log-odds / 3, see `completion.router.route`): the model's
+# probability of "hard" at 0.2, 0.3, 0.4, 0.5 (the default), 0.6, 0.7, 0.8.
+PRESSURES = (0.538, 0.718, 0.865, 1.0, 1.135, 1.282, 1.462)
 
 
 def operating_points(
