@@ -124,6 +124,18 @@ def test_rename_is_one_change(repo: Repo) -> None:
     assert task.changed_lines == 0
 
 
+def test_the_primary_file_is_code_before_its_tests_and_the_label_is_about_code(repo: Repo) -> None:
+    fixed = MODELS.replace("return invoice.amount", "return invoice.amount or 0")
+    tests = "".join(f"def test_{i}():\n    assert True\n\n" for i in range(20))
+    repo.commit("Fix compute_total for empty invoices", {"app/models.py": fixed, "tests/test_models.py": tests,
+                                                         "CHANGES.md": "- fixed\n"})  # fmt: skip
+    (task,) = edit_tasks(repo.root, limit=1)
+    assert task.path == "app/models.py"  # not the longer test file
+    assert task.is_hard() and not task.is_code_hard() and task.is_code_hard(count_tests=True)
+    start, end = task.user_selection
+    assert task.parent_text[start:end] == "def compute_total(invoice):\n    return invoice.amount\n"
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(GitError, match="git log failed"):
         scan_history(tmp_path)
