@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.completion.edits.types import line_offset
-from tandem.eval.code_label import code_hard, file_role, is_source
+from tandem.eval.code_label import code_hard, file_role
+from tandem.eval.code_label import is_source as is_source  # kept importable from here
 from tandem.eval.user_selection import enclosing_block
 
 
