@@ -185,3 +185,5 @@ def test_ghost_text_in_code_server() -> None:
     assert "Tab accepted" in run.stdout
     assert re.search(r"status item: \"tandem \d", run.stdout), "the status item never showed the latency"
     assert "edit applied and saved: the file equals the edit truth" in run.stdout
+    assert "next edit shown at its place" in run.stdout
+    assert "two next edits accepted with Tab: the file equals the truth" in run.stdout

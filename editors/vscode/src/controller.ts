@@ -62,6 +62,11 @@ export class Controller implements vscode.Disposable {
     return undefined;
   }
 
+  /** The running client, or undefined, saying nothing (for work the user did not ask for). */
+  clientIfRunning(): LanguageClient | undefined {
+    return this.client?.state === State.Running ? this.client : undefined;
+  }
+
   /** The server command found by the last search (for `tandem trace report`). */
   async serverCommand(): Promise<ServerCommand | undefined> {
     if (this.discovery === undefined) {

@@ -7,6 +7,7 @@ import * as vscode from "vscode";
 
 import { Controller, SHOW_MENU_COMMAND } from "./controller";
 import { editSelection } from "./edit";
+import { NextEdits } from "./nextEdit";
 import { onDidChangeInterpreter } from "./pythonEnv";
 import { REPORT_SCHEME, ReportDocuments, showLatencyReport } from "./report";
 
@@ -28,6 +29,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     output,
     reports,
     current,
+    new NextEdits(() => current.clientIfRunning()),
     vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports),
     vscode.commands.registerCommand("tandem.editSelection", () => editSelection(current.runningClient())),
     vscode.commands.registerCommand("tandem.showLatencyReport", async () =>

@@ -201,6 +201,34 @@ async function runCommand(page, title) {
 }
 
 /** The truth file, and where to cut it: the start of the top-level `def` nearest three quarters in. */
+async function setNextEditTruth(simUrl, files) {
+  const response = await fetch(`${simUrl.replace(/\/v1$/, "")}/_sim/next-edit-truth`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ files }),
+  });
+  if (!response.ok) {
+    fail(`the simulator refused the next-edit truth: ${response.status} ${await response.text()}`);
+  }
+}
+
+/** Wait for a next edit rendered on the editor line containing `lineText`: a decoration whose text is `added`. */
+async function waitForNextEdit(page, lineText, added) {
+  await page.waitForFunction(
+    ([want, text]) =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some(
+        (line) =>
+          line.textContent.replace(/\u00a0/g, " ").includes(want) &&
+          [...line.querySelectorAll("span")].some((span) => getComputedStyle(span, "::after").content.includes(text)),
+      ),
+    { polling: 50 },
+    [lineText, added],
+  );
+}
+
+const AREA_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n';
+const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n';
+
 function chooseCut(truth) {
   const defs = [...truth.matchAll(/^def [A-Za-z_]{3,}/gm)].map((m) => m.index);
   if (defs.length === 0) {
@@ -483,6 +511,31 @@ try {
     fail(`after the edit the file is not the edit truth; it has ${JSON.stringify(afterEdit.split("\n").slice(edit.line1 - 1, edit.line2 + 1))}`);
   }
   step("edit applied and saved: the file equals the edit truth");
+
+  // Next edits: the user renames `w` on the def line; tandem suggests the same rename in the docstring, then
+  // in the return line. Tab accepts each (the second is already on its way when the first is accepted).
+  const area = path.join(dirs.workspace, "area.py");
+  writeFileSync(area, AREA_BEFORE);
+  await setNextEditTruth(simUrl, { "area.py": AREA_TRUTH });
+  await quickOpen(page, "area.py");
+  await page.keyboard.press("Home");
+  for (let i = 0; i < "def area(w".length; i++) {
+    await page.keyboard.press("ArrowRight");
+  }
+  await page.keyboard.type("idth");
+  await waitForNextEdit(page, '"""Area of a w by h', "idth");
+  await page.screenshot({ path: path.join(artifacts, "next-edit-shown.png") });
+  step("next edit shown at its place");
+  await page.keyboard.press("Tab");
+  await waitForNextEdit(page, "return w * h", "idth");
+  await page.keyboard.press("Tab");
+  await chord(page, "Control", "KeyS");
+  await waitUntil(() => readFileSync(area, "utf8") !== AREA_BEFORE, "the renamed file to be saved");
+  const renamed = readFileSync(area, "utf8");
+  if (renamed !== AREA_TRUTH) {
+    fail(`after two next edits the file is ${JSON.stringify(renamed)}, not ${JSON.stringify(AREA_TRUTH)}`);
+  }
+  step("two next edits accepted with Tab: the file equals the truth");
 
   const traces = existsSync(traceFile) ? readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean) : [];
   if (traces.length === 0) {

@@ -1,0 +1,237 @@
+/**
+ * Next-edit suggestions: after the user changes a document, tandem predicts the next change nearby
+ * (`textDocument/copilotInlineEdit`). It is shown as an inline edit at its place (the replaced text struck
+ * through, the new text after it) or, when it is off screen, as a jump marker at the cursor. Tab jumps to an
+ * off-screen edit, then applies it; Escape dismisses it. An edit is applied only to the document version it
+ * was computed for: if the document changed since, it is dropped, never applied over newer text.
+ */
+
+import * as vscode from "vscode";
+import type { LanguageClient } from "vscode-languageclient/node";
+
+export const ACCEPT_COMMAND = "tandem.acceptNextEdit";
+export const DISMISS_COMMAND = "tandem.dismissNextEdit";
+const METHOD = "textDocument/copilotInlineEdit";
+const DID_SHOW = "textDocument/didShowInlineEdit";
+const DISMISSED = "tandem.nextEditDismissed";
+const VISIBLE_CONTEXT = "tandem.nextEditVisible";
+// Wait this long after the last change before asking (the server also waits for a pause in the typing).
+const DEBOUNCE_MS = 75;
+
+interface LspPosition {
+  line: number;
+  character: number;
+}
+
+interface InlineEdit {
+  text: string;
+  textDocument: { uri: string; version: number };
+  range: { start: LspPosition; end: LspPosition };
+  command?: { title: string; command: string; arguments?: unknown[] };
+}
+
+interface Shown {
+  editor: vscode.TextEditor;
+  edit: InlineEdit;
+  range: vscode.Range;
+  jumped: boolean;
+}
+
+export class NextEdits implements vscode.Disposable {
+  private readonly deleted = vscode.window.createTextEditorDecorationType({
+    textDecoration: "line-through",
+    backgroundColor: new vscode.ThemeColor("diffEditor.removedTextBackground"),
+  });
+  private readonly inserted = vscode.window.createTextEditorDecorationType({});
+  private readonly marker = vscode.window.createTextEditorDecorationType({});
+  private readonly subscriptions: vscode.Disposable[];
+  private shown: Shown | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private pending: vscode.CancellationTokenSource | undefined;
+  private applying = false;
+
+  constructor(private readonly client: () => LanguageClient | undefined) {
+    this.subscriptions = [
+      vscode.workspace.onDidChangeTextDocument((event) => this.onChange(event)),
+      vscode.commands.registerCommand(ACCEPT_COMMAND, () => this.accept()),
+      vscode.commands.registerCommand(DISMISS_COMMAND, () => this.dismiss()),
+    ];
+  }
+
+  dispose(): void {
+    this.clear();
+    clearTimeout(this.timer);
+    this.pending?.cancel();
+    for (const item of [...this.subscriptions, this.deleted, this.inserted, this.marker]) {
+      item.dispose();
+    }
+  }
+
+  /** The edit on screen, for tests and the status display. */
+  current(): InlineEdit | undefined {
+    return this.shown?.edit;
+  }
+
+  private onChange(event: vscode.TextDocumentChangeEvent): void {
+    const editor = vscode.window.activeTextEditor;
+    if (editor === undefined || event.document !== editor.document || event.contentChanges.length === 0) {
+      return;
+    }
+    this.clear();
+    clearTimeout(this.timer);
+    // An accepted edit asks at once: the server is already working on the next one.
+    const delay = this.applying ? 0 : DEBOUNCE_MS;
+    this.timer = setTimeout(() => void this.request(editor), delay);
+  }
+
+  private async request(editor: vscode.TextEditor): Promise<void> {
+    const client = this.client();
+    if (client === undefined || editor.document.isClosed) {
+      return;
+    }
+    this.pending?.cancel();
+    const pending = new vscode.CancellationTokenSource();
+    this.pending = pending;
+    const document = editor.document;
+    const version = document.version;
+    const position = client.code2ProtocolConverter.asPosition(editor.selection.active);
+    let result: { edits?: InlineEdit[] } | undefined;
+    try {
+      result = await client.sendRequest(
+        METHOD,
+        { textDocument: { uri: document.uri.toString(), version }, position },
+        pending.token,
+      );
+    } catch {
+      return; // cancelled by a newer change, or the server could not answer: nothing to show
+    }
+    const edit = result?.edits?.[0];
+    // An answer for a version the document has left is never shown.
+    if (edit === undefined || document.version !== version || edit.textDocument.version !== version) {
+      return;
+    }
+    if (vscode.window.activeTextEditor !== editor) {
+      return;
+    }
+    this.show(editor, edit, client.protocol2CodeConverter.asRange(edit.range));
+    void client.sendNotification(DID_SHOW, { item: edit });
+  }
+
+  private show(editor: vscode.TextEditor, edit: InlineEdit, range: vscode.Range): void {
+    this.shown = { editor, edit, range, jumped: false };
+    this.render();
+    void vscode.commands.executeCommand("setContext", VISIBLE_CONTEXT, true);
+  }
+
+  private render(): void {
+    const shown = this.shown;
+    if (shown === undefined) {
+      return;
+    }
+    const { editor, edit, range } = shown;
+    const lines = edit.text.split("\n");
+    const added = lines.length > 1 ? `${lines[0]} ⏎ …(${lines.length - 1} more lines)` : lines[0];
+    editor.setDecorations(this.deleted, range.isEmpty ? [] : [range]);
+    editor.setDecorations(this.inserted, [
+      {
+        range: new vscode.Range(range.end, range.end),
+        renderOptions: {
+          after: {
+            contentText: added,
+            color: new vscode.ThemeColor("editorGhostText.foreground"),
+            backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+          },
+        },
+      },
+    ]);
+    const visible = editor.visibleRanges.some((span) => span.contains(range.start));
+    if (visible || shown.jumped) {
+      editor.setDecorations(this.marker, []);
+      return;
+    }
+    const line = editor.selection.active.line;
+    editor.setDecorations(this.marker, [
+      {
+        range: editor.document.lineAt(line).range,
+        renderOptions: {
+          after: {
+            contentText: `  ⇥ next edit at line ${range.start.line + 1} (Tab)`,
+            color: new vscode.ThemeColor("editorCodeLens.foreground"),
+          },
+        },
+      },
+    ]);
+  }
+
+  private clear(): void {
+    const shown = this.shown;
+    this.shown = undefined;
+    if (shown !== undefined) {
+      for (const type of [this.deleted, this.inserted, this.marker]) {
+        shown.editor.setDecorations(type, []);
+      }
+      void vscode.commands.executeCommand("setContext", VISIBLE_CONTEXT, false);
+    }
+  }
+
+  /** Tab: jump to an off-screen edit, or apply the one in view (only at the version it was made for). */
+  async accept(): Promise<boolean> {
+    const shown = this.shown;
+    const client = this.client();
+    if (shown === undefined || client === undefined) {
+      return false;
+    }
+    const { editor, edit, range } = shown;
+    if (editor.document.version !== edit.textDocument.version) {
+      this.clear();
+      return false;
+    }
+    const visible = editor.visibleRanges.some((span) => span.contains(range.start));
+    if (!visible && !shown.jumped) {
+      shown.jumped = true;
+      editor.selection = new vscode.Selection(range.start, range.start);
+      editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
+      this.render();
+      return true;
+    }
+    this.clear();
+    this.applying = true;
+    try {
+      const applied = await editor.edit((builder) => builder.replace(range, edit.text), {
+        undoStopBefore: true,
+        undoStopAfter: true,
+      });
+      if (!applied) {
+        return false;
+      }
+    } finally {
+      this.applying = false;
+    }
+    const lines = edit.text.split("\n");
+    const end =
+      lines.length === 1
+        ? range.start.translate(0, edit.text.length)
+        : new vscode.Position(range.start.line + lines.length - 1, lines[lines.length - 1].length);
+    editor.selection = new vscode.Selection(end, end);
+    if (edit.command !== undefined) {
+      void client.sendRequest("workspace/executeCommand", {
+        command: edit.command.command,
+        arguments: edit.command.arguments ?? [],
+      });
+    }
+    return true;
+  }
+
+  /** Escape: hide the edit and tell the server it was turned down. */
+  dismiss(): void {
+    const shown = this.shown;
+    const client = this.client();
+    this.clear();
+    if (shown?.edit.command !== undefined && client !== undefined) {
+      void client.sendRequest("workspace/executeCommand", {
+        command: DISMISSED,
+        arguments: shown.edit.command.arguments ?? [],
+      });
+    }
+  }
+}
