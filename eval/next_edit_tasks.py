@@ -16,7 +16,8 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tandem.eval.history import git, is_source
+from tandem.eval.code_label import is_source
+from tandem.eval.history import git
 
 # Larger files are skipped (a replay opens the whole file).
 MAX_FILE_BYTES = 200_000
@@ -34,6 +35,7 @@ class NextEditTask:
 
 @dataclass(frozen=True, kw_only=True)
 class TaskLimits:
+    min_hunks: int = 2
     max_hunks: int = 6
     max_hunk_lines: int = 6
     max_hunk_chars: int = 240
@@ -50,7 +52,7 @@ def line_hunks(before: str, after: str) -> list[tuple[int, int, int, int]]:
 def qualifies(before: str, after: str, limits: TaskLimits) -> int:
     """The number of hunks if the file change makes a task, else 0."""
     found = line_hunks(before, after)
-    if not 2 <= len(found) <= limits.max_hunks:
+    if not max(2, limits.min_hunks) <= len(found) <= limits.max_hunks:
         return 0
     new = after.split("\n")
     for i1, i2, j1, j2 in found:

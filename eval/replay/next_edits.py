@@ -33,7 +33,7 @@ from typing import Any
 from lsprotocol import types
 from tandem.cache.edit_region import CharEdit, Hunk, Region, char_edit, hunks
 from tandem.eval.history import GitError
-from tandem.eval.next_edit_tasks import NextEditTask, next_edit_tasks
+from tandem.eval.next_edit_tasks import NextEditTask, TaskLimits, next_edit_tasks
 from tandem.eval.replay.client import OpenDocument, Pending, ReplayClient
 from tandem.eval.replay.keystrokes import Rhythm, key_presses, next_key
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
@@ -51,6 +51,13 @@ def add_next_edit_arguments(parser: argparse.ArgumentParser) -> None:
         "--next-edits",
         action="store_true",
         help="replay real edit sequences from a git history (with --repo) and measure next-edit suggestions",
+    )
+    parser.add_argument(
+        "--min-changes",
+        type=int,
+        default=2,
+        metavar="N",
+        help="next edits: only files a commit changes in at least N separate places (default 2)",
     )
 
 
@@ -325,7 +332,8 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
 
     ttft = series("first_token", "request_sent")
     generation = series("first_line", "first_token")
-    before_model = series("request_sent")
+    debounce = series("debounce_end")
+    context = series("request_sent", "debounce_end")
     after_model = series("answered", "first_line")
     region = [r["next_edit"]["region_lines"] for r in answered]
     return {
@@ -351,7 +359,8 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
             "p95": _pct(tally.after_accept_ms, 0.95),
         },
         "server_ms_p50": {
-            "before_model_request": _pct(before_model, 0.5),
+            "debounce": _pct(debounce, 0.5),
+            "context_and_send": _pct(context, 0.5),
             "sim_ttft": _pct(ttft, 0.5),
             "sim_generation_to_first_hunk": _pct(generation, 0.5),
             "after_first_hunk": _pct(after_model, 0.5),
@@ -370,12 +379,16 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
 
 def run_next_edits(args: argparse.Namespace) -> int:
     """`tandem replay --next-edits`: returns the exit status; errors the user can fix are one line on stderr."""
-    repo: Path | None = args.repo
+    repos: list[Path] | Path | None = args.repo
+    repo = repos[0] if isinstance(repos, list) and len(repos) == 1 else repos
+    if isinstance(repo, list):
+        sys.stderr.write("tandem replay: error: --next-edits takes one --repo\n")
+        return 1
     if repo is None:
         sys.stderr.write("tandem replay: error: --next-edits needs --repo PATH (a git repository)\n")
         return 1
     try:
-        tasks, looked = next_edit_tasks(repo, limit=args.limit)
+        tasks, looked = next_edit_tasks(repo, limit=args.limit, limits=TaskLimits(min_hunks=max(2, args.min_changes)))
     except GitError as error:
         sys.stderr.write(f"tandem replay: error: {repo}: {error}\n")
         return 1
@@ -394,6 +407,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
     results: dict[str, Any] = {
         "repo": str(repo),
         "commits_scanned": looked,
+        "min_changes": max(2, args.min_changes),
         "tasks": len(tasks),
         "simulated": "model output comes from tandem sim (spark profile, real speed), answering from the commit",
         "typing": f"{args.cps:g} chars/s x time scale {args.time_scale:g}",
@@ -431,7 +445,8 @@ def render(results: dict[str, Any]) -> str:
             f" ({_share(r['keys_saved_share'])} of the baseline's)",
             f"    end of change -> suggestion: p50 {ms['p50']} ms, p95 {ms['p95']} ms (n={ms['n']});"
             f" after an accept: p50 {acc['p50']} ms, p95 {acc['p95']} ms (n={acc['n']})",
-            f"    server p50: {srv['before_model_request']} ms before the model request, sim TTFT {srv['sim_ttft']} ms,"
+            f"    server p50: debounce {srv['debounce']} ms, context and send {srv['context_and_send']} ms,"
+            f" sim TTFT {srv['sim_ttft']} ms,"
             f" generation to the first hunk {srv['sim_generation_to_first_hunk']} ms, {srv['after_first_hunk']} ms"
             f" after it; region {r['region_lines_median']} lines",
             f"    requests {r['requests']} ({r['model_requests']} asked the model); outcomes {r['outcomes']};"
