@@ -1,15 +1,17 @@
 """`tandem sim`: an honest stand-in for model providers, on loopback.
 
-A real HTTP server (starlette + uvicorn) that speaks OpenAI's Chat Completions and Completions APIs,
-streaming included, at the speed of a chosen profile, with faults on demand. Given truth files it answers
-with the text that really follows the prompt's prefix; without them it answers with filler that says it is
-simulated. Every response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
+A real HTTP server (starlette + uvicorn) that speaks OpenAI's Chat Completions, Completions and Responses
+APIs and Anthropic's Messages API, streaming included (the Responses API over a WebSocket too), at the
+speed of a chosen profile, with faults on demand. Given truth files it answers with the text that really
+follows the prompt's prefix; without them it answers with filler that says it is simulated. Every response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
 
     settings.py           SimSettings, speed profiles, fault kinds
     runner.py             serve_forever, start_in_thread (SimHandle), command-line options
     app.py                routes and the outer ASGI layer
     openai_chat.py        POST /v1/chat/completions
     openai_completions.py POST /v1/completions (FIM)
+    openai_responses.py   POST /v1/responses
+    responses_ws.py       the Responses API's WebSocket mode (GET /v1/responses, upgraded)
     control.py            GET /v1/models and the /_sim/ control API
     respond.py            faults, pacing and streaming, shared by every API
     answers.py            what is answered: truth continuation or filler, stop strings, max_tokens

@@ -4,7 +4,7 @@ Each client message is a `response.create` event: a Responses body (read by `ope
 `type`, without `stream` (implicit) or `background` (refused); the events of the HTTP stream come back one
 JSON text message each, with the same pacing, prompt caching and faults as every simulated API. One turn
 is answered at a time per connection; a second one sent before the first has ended is refused with
-`response_already_in_flight` (the simulator has no `stream_id` lanes).
+`response_already_in_flight` while the first goes on (the simulator has no `stream_id` lanes).
 
 The connection holds its most recent response (as the real server does with `store: false`):
 
@@ -23,7 +23,9 @@ drops it mid-stream (half the answer sent); `malformed` sends a message that is 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +41,8 @@ from tandem.sim.settings import FaultKind
 if TYPE_CHECKING:
     from starlette.websockets import WebSocket
     from tandem.sim.state import SimState
+
+log = logging.getLogger(__name__)
 
 # Counted in /_sim/stats: turns as "responses.websocket", connections accepted as "responses.websocket.connect".
 TURNS = "responses.websocket"
@@ -68,27 +72,62 @@ class _Dropped(Exception):
 
 async def serve(websocket: WebSocket, sim: SimState) -> None:
     """One WebSocket connection, turn after turn, until the client closes it or a fault drops it."""
-    await websocket.accept()
+    # Counted before the handshake completes, so that a client that sees the connection open sees it counted.
     sim.stats.count_request(CONNECTIONS)
-    had_authorization = bool(websocket.headers.get("authorization"))
-    held: _Held | None = None
+    await websocket.accept()
+    connection = _Connection(websocket, sim, had_authorization=bool(websocket.headers.get("authorization")))
+    turn: asyncio.Task[None] | None = None
     try:
         while True:
             message = await websocket.receive_text()
             sim.stats.count_request(TURNS)
-            try:
-                event = _event_of(message)
-                held = await _turn(websocket, sim, event, held, had_authorization=had_authorization)
-            except oc.BadRequest as error:
-                held = None
-                await _send_error(websocket, 400, "invalid_request_error", str(error), param=error.param)
-            except _Forgotten as error:
-                held = None
+            if turn is not None and not turn.done():
+                # One response at a time per connection: a second one is refused, the first goes on.
                 await _send_error(
-                    websocket, 400, "previous_response_not_found", str(error), param="previous_response_id"
+                    websocket,
+                    400,
+                    "response_already_in_flight",
+                    "A response is already in progress on this connection.",
                 )
-    except (WebSocketDisconnect, _Dropped):
-        return
+                continue
+            turn = asyncio.ensure_future(connection.answer(message))
+            turn.add_done_callback(_log_failure)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        if turn is not None and not turn.done():
+            turn.cancel()
+
+
+class _Connection:
+    """What one connection holds: its most recent response."""
+
+    def __init__(self, websocket: WebSocket, sim: SimState, *, had_authorization: bool) -> None:
+        self.websocket = websocket
+        self.sim = sim
+        self.had_authorization = had_authorization
+        self.held: _Held | None = None
+
+    async def answer(self, message: str) -> None:
+        websocket = self.websocket
+        try:
+            event = _event_of(message)
+            self.held = await _turn(websocket, self.sim, event, self.held, had_authorization=self.had_authorization)
+        except oc.BadRequest as error:
+            self.held = None
+            await _send_error(websocket, 400, "invalid_request_error", str(error), param=error.param)
+        except _Forgotten as error:
+            self.held = None
+            await _send_error(websocket, 400, "previous_response_not_found", str(error), param="previous_response_id")
+        except (_Dropped, WebSocketDisconnect, RuntimeError):
+            # Dropped on purpose, or the client went away mid-answer (starlette raises RuntimeError for a
+            # send after the close): nobody is listening.
+            self.held = None
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a WebSocket turn failed", exc_info=task.exception())
 
 
 class _Forgotten(Exception):

@@ -5,6 +5,7 @@ Plus unit tests of the continuation edit and of the configuration."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from contextlib import aclosing
@@ -21,6 +22,7 @@ from tandem.completion.trace import TraceRecord
 from tandem.sim.runner import SimHandle
 from test_backends_contract import ENV, KEY, MIDDLE, SUFFIX, collect, model
 from test_backends_contract import PREFIX as SHORT_PREFIX
+from websockets.asyncio.client import connect
 
 if TYPE_CHECKING:
     import pathlib
@@ -178,6 +180,26 @@ async def test_a_connection_the_server_closes_while_idle_is_reopened_in_the_back
     assert error is None and text == MIDDLE
     assert second.stats()["requests"] == {CONNECTS: 1, TURNS: 1}
     await backend.aclose()
+
+
+@pytest.mark.contract
+async def test_the_simulator_refuses_a_second_turn_in_flight_and_a_stream_flag(start_sim: StartSim) -> None:
+    sim = start_sim(truth=(), profile="spark", tokens_per_s=2000.0, ttft_ms=1.0)
+    create = {"type": "response.create", "model": "m", "input": "# notes\n", "max_output_tokens": 200}
+    async with connect(websocket_url(sim.base_url)) as ws:
+        await ws.send(json.dumps(create))
+        await ws.send(json.dumps(create))
+        await ws.send(json.dumps({**create, "stream": True}))
+        events = []
+        while not any(e["type"] in ("response.completed", "response.incomplete") for e in events):
+            events.append(json.loads(await ws.recv()))
+        errors = [e["error"]["code"] for e in events if e["type"] == "error"]
+        # Both refused while the first turn streams on; the stream flag would have been refused anyway.
+        assert errors == ["response_already_in_flight", "response_already_in_flight"]
+        await ws.send(json.dumps({**create, "stream": True}))
+        refused = json.loads(await ws.recv())
+        assert refused["type"] == "error" and refused["error"]["param"] == "stream"
+        assert refused["status"] == 400
 
 
 def test_edit_message_replaces_whole_unique_lines_inside_a_long_enough_fence() -> None:
