@@ -3,7 +3,8 @@
 A real HTTP server (starlette + uvicorn) that speaks OpenAI's Chat Completions, Completions and Responses
 APIs and Anthropic's Messages API, streaming included (the Responses API over a WebSocket too), at the
 speed of a chosen profile, with faults on demand. Given truth files it answers with the text that really
-follows the prompt's prefix; without them it answers with filler that says it is simulated. Every response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
+follows the prompt's prefix; without them it answers with filler that says it is simulated. Every
+response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
 
     settings.py           SimSettings, speed profiles, fault kinds
     runner.py             serve_forever, start_in_thread (SimHandle), command-line options
