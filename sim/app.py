@@ -37,6 +37,7 @@ ROUTES: list[tuple[str, str, str | None, Handler]] = [
     ("/_sim/edit-truth", "POST", None, control.set_edit_truth),
     ("/_sim/edits", "GET", None, control.edit_draws),
     ("/_sim/next-edit-truth", "POST", None, control.set_next_edit_truth),
+    ("/_sim/requests", "GET", None, control.requests),
 ]
 
 SIMULATED_HEADER = (b"x-tandem-simulated", b"true")
@@ -64,6 +65,9 @@ def _bind(handler: Handler, sim: SimState, name: str | None) -> Callable[[Reques
         if name is not None:
             sim.stats.count_request(name)
         try:
+            if request.method == "POST" and name is not None:
+                # Read once here (starlette keeps the body for the handler): the log holds what arrived.
+                sim.requests.add(name, await request.body())
             return await handler(request, sim)
         except ClientDisconnect:
             # The client gave up before its request was read (tandem cancels superseded streams): nobody

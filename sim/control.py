@@ -4,12 +4,15 @@ GET    /v1/models       the simulated model (`sim-PROFILE`)
 POST   /_sim/faults     {"kind": "429", "count": 2} arms a fault (no count: every request)
 DELETE /_sim/faults     clears armed faults
 GET    /_sim/stats      counters: requests per endpoint, faults fired, the last request's shape
-POST   /_sim/reset      zeroes the counters and forgets edit draws and attempts (armed faults and truth stay)
+POST   /_sim/reset      zeroes the counters, forgets edit draws, attempts and logged requests (armed faults
+                        and truth stay)
 POST   /_sim/edit-truth {"files": {"path": "text after the edit"}, "errors": "calibrated", "error_scale": 1.0}
                         replaces the edit truth (see tandem.sim.edits.EditTruth; {"files": {}} clears it)
 GET    /_sim/edits      what was drawn for each edit request since the last reset (all simulated)
 POST   /_sim/next-edit-truth {"files": {"path": "text after the next changes"}} replaces the next-edit truth
                         (see tandem.sim.next_edit)
+GET    /_sim/requests   every generation request's body since the last reset, oldest first
+                        ({"requests": [{"endpoint": "chat.completions", "body": "..."}]})
 """
 
 from __future__ import annotations
@@ -65,7 +68,13 @@ async def stats(request: Request, sim: SimState) -> Response:
 async def reset(request: Request, sim: SimState) -> Response:
     sim.stats.reset()
     sim.reset_edits()
+    sim.requests.clear()
     return JSONResponse({"reset": True})
+
+
+async def requests(request: Request, sim: SimState) -> Response:
+    logged = [{"endpoint": r.endpoint, "body": r.body} for r in sim.requests.all()]
+    return JSONResponse({"requests": logged})
 
 
 async def set_edit_truth(request: Request, sim: SimState) -> Response:

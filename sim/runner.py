@@ -2,7 +2,7 @@
 
     serve_forever(settings)      blocks; prints one line with the URL once listening; Ctrl-C or SIGTERM stop it
     start_in_thread(settings)    returns a SimHandle (base_url, root_url, stop(), arm_fault(), stats(),
-                                 set_edit_truth(), edit_draws())
+                                 set_edit_truth(), edit_draws(), requests)
     add_arguments / settings_from_args / main    the command line
 
 The listening socket is bound before uvicorn starts, so the port (0 = any free port) is known at once
@@ -138,6 +138,8 @@ class SimHandle:
         # Where the /_sim/ control API lives: the server's root, without /v1.
         self.root_url = base_url.removesuffix("/v1")
         self.state = state
+        # What the simulator was sent (`GET /_sim/requests`); tests may wait on it.
+        self.requests = state.requests
         self._server = server
         self._thread = thread
 

@@ -22,6 +22,7 @@ from tandem.sim.edits import EditDraw, EditTruth, answer_edit
 from tandem.sim.faults import FaultPlan, Stats
 from tandem.sim.pacing import Pace, Pacer
 from tandem.sim.prompt_cache import PromptCache, PromptHit
+from tandem.sim.request_log import RequestLog
 from tandem.sim.tokens import count_tokens, encoding, split_tokens
 
 if TYPE_CHECKING:
@@ -45,6 +46,8 @@ class SimState:
         self.truth = truth
         self.faults = FaultPlan(settings.faults)
         self.stats = Stats()
+        # Every generation request's body as it arrived (GET /_sim/requests).
+        self.requests = RequestLog()
         # Set when the server is stopping: paced and stalled responses end at once instead of holding
         # the shutdown up. Only set from the server's loop (the runner uses call_soon_threadsafe).
         self.stopping = asyncio.Event()
