@@ -98,6 +98,19 @@ _CREDENTIAL_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] =
 )
 
 
+def credential_in(text: str) -> str:
+    """What credential `text` holds and on which line ("an AWS access key id (line 3)"), or "" if none.
+    Never the credential itself."""
+    for what, literals, pattern in _CREDENTIAL_PATTERNS:
+        if not any(literal in text for literal in literals):
+            continue
+        match = pattern.search(text)
+        if match is not None:
+            line = text.count("\n", 0, match.start()) + 1
+            return f"{what} (line {line})"
+    return ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class PrivacyPolicy:
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
@@ -191,14 +204,8 @@ class PrivacyFilter:
             text = content
             if "\0" in text[:_BINARY_SNIFF_BYTES]:
                 return Verdict(allowed=False, reason="binary (NUL characters)")
-        for what, literals, pattern in _CREDENTIAL_PATTERNS:
-            if not any(literal in text for literal in literals):
-                continue
-            match = pattern.search(text)
-            if match is not None:
-                line = text.count("\n", 0, match.start()) + 1
-                return Verdict(allowed=False, reason=f"contains what looks like {what} (line {line})")
-        return ALLOWED
+        found = credential_in(text)
+        return Verdict(allowed=False, reason=f"contains what looks like {found}") if found else ALLOWED
 
     def check(self, path: str, content: str | bytes | None = None) -> Verdict:
         """Every check that applies (content checks only when content is given)."""

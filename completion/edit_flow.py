@@ -7,11 +7,14 @@
 1. Route: `completion.router` decides from what it can see before generating (selection, instruction,
    cross-file reach from the symbol index, the user's change in progress); the user's or the project's
    override wins, and the reasons are kept either way.
-2. Context: the files the route found in the edit's reach are shown to the model beside the edited file.
+2. Context: the files the route found in the edit's reach are shown to the model beside the edited file,
+   those the gate (`completion.gate`) allows.
 3. Stream the answer (a whole conversation through `ModelRequest.messages`, raw), reporting progress.
 4. Check it (`completion.edits.checked_edits`): parse, validate (still parses; for the fast model, no
    new undefined names, not far larger than predicted, and no name removed that another file still
    imports), rebase over what the user typed meanwhile.
+   Every request passes `Gate.admit` just before it is sent; a refusal ends the edit (nothing is sent, to
+   either model).
 5. A fast answer that fails 4 (or a fast model that times out) is re-run on the accurate model; a tier
    that is down hands the edit to the other, and the user is told once. An edit the user typed over is
    refused, never escalated: the answer was fine, the text moved.
@@ -62,9 +65,11 @@ from tandem.completion.errors import (
     BackendUnavailable,
     CompletionError,
     NotConfigured,
+    NotSent,
     RateLimited,
     describe,
 )
+from tandem.completion.gate import Gate, Outbound
 from tandem.completion.router import (
     DEFAULT_WEIGHTS,
     RouteDecision,
@@ -96,6 +101,8 @@ def _classify(error: CompletionError) -> AttemptOutcome:
         return "unavailable"
     if isinstance(error, BackendTimeout):
         return "timeout"
+    if isinstance(error, NotSent):
+        return "refused"
     return "failed"
 
 
@@ -103,9 +110,17 @@ class EditFlow:
     """Runs edits: one instance per server (or per evaluation), sharing the models and the tracer."""
 
     def __init__(
-        self, *, models: ModelSource, tracer: Tracer, config: Config, weights: RouterWeights = DEFAULT_WEIGHTS
+        self,
+        *,
+        models: ModelSource,
+        tracer: Tracer,
+        config: Config,
+        weights: RouterWeights = DEFAULT_WEIGHTS,
+        gate: Gate | None = None,
     ) -> None:
         self.models = models
+        # What may be sent (the server's gate knows the workspace's ignore files; the default applies the rest).
+        self.gate = gate or Gate()
         self.tracer = tracer
         self.config = config
         # The router's model (an evaluation passes weights fitted without the history it replays).
@@ -206,6 +221,9 @@ class EditFlow:
                 other_tier = self.models.get(other)
                 if attempt.outcome == "conflict":
                     return self._failed(record, decision, attempts, notices, escalation, attempt.error, conflict=True)
+                if attempt.outcome == "refused":
+                    why = f"not sent to a model: {attempt.error}"
+                    return self._failed(record, decision, attempts, notices, escalation, why, plain=True)
                 if attempt.outcome == "unavailable" and other_tier is not None and not tried_other:
                     notices += self._tell_once(tier_name, f"the {tier_name} model is unavailable ({attempt.error})")
                     escalation = f"{tier_name} model unavailable ({attempt.error}): the {other} model served"
@@ -257,7 +275,7 @@ class EditFlow:
             if path == request.path or path in context or (not extra and len(context) >= limits.context_files):
                 continue
             text = inputs.read_text(path)
-            if text is None or len(text) > budget:
+            if text is None or len(text) > budget or not self.gate.file(path, text):
                 continue
             context[path] = text
             budget -= len(text)
@@ -295,6 +313,10 @@ class EditFlow:
         error: CompletionError | None = None
         received = reported = 0
         try:
+            outbound = Outbound(request=model_request, document=request.uri, files=target.originals)
+            verdict = self.gate.admit(outbound)
+            if not verdict:
+                raise NotSent(verdict.reason)
             if time.perf_counter() < tier.not_before_s:
                 raise RateLimited("waiting out the provider's Retry-After")
             with anyio.fail_after(max(0.0, deadline_s - time.monotonic())):

@@ -39,7 +39,7 @@ class ModelSource(Protocol):
     def get(self, name: str) -> ModelTier | None: ...
 
 
-AttemptOutcome = Literal["ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "failed"]
+AttemptOutcome = Literal["ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "refused", "failed"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,6 +57,8 @@ class EditRequest:
     override: Tier | None = None
     client: str = ""
     received_ns: int = 0
+    # The open document's uri, when the edit is of one: its own verdict (`completion.gate`) applies too.
+    uri: str = ""
 
 
 def _no_text(path: str) -> str | None:

@@ -1,7 +1,11 @@
 """The path of one completion, top to bottom: `Engine.complete`.
 
-    reuse (live streams, then the completion cache) -> debounce -> context -> route -> stream
-    -> answer early -> post-process -> speculate -> trace
+    may it be sent? -> reuse (live streams, then the completion cache) -> debounce -> context -> route
+    -> gate -> stream -> answer early -> post-process -> speculate -> trace
+
+Whether anything of a document may reach a provider is the gate's decision (`completion.gate`): a refused
+document is answered empty before any work, and every prompt, speculative ones included, passes
+`Gate.admit` in `_start`, the one place a completion stream begins.
 
 Everything before "stream" costs microseconds; a request the user is typing through an existing
 suggestion never waits for a model. A newer request for the same document supersedes the older one:
@@ -24,6 +28,7 @@ from tandem.completion.backends.base import ModelRequest
 from tandem.completion.config import Config
 from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.errors import BackendTimeout, describe
+from tandem.completion.gate import Gate, Outbound
 from tandem.completion.postprocess import Surroundings, clean
 from tandem.completion.prefetch import AfterAccepting, TokenBudget
 from tandem.completion.request import CompletionRequest, CompletionResult, Ticket
@@ -67,6 +72,9 @@ class Engine:
     ) -> None:
         self.tracer = tracer
         self.workspace = workspace
+        # The one door to the providers; the workspace's own when there is one (it knows the ignore files
+        # and the open documents' verdicts).
+        self.gate = workspace.gate if workspace is not None else Gate()
         self.tiers = Tiers(client, env if env is not None else os.environ)
         self._streams = StreamStore()
         self._tickets: dict[str, Ticket] = {}
@@ -140,6 +148,9 @@ class Engine:
             max_lines=settings.max_lines,
         )
         record.mode = "multi" if unit_ctx.multiline else "single"
+        verdict = self.gate.document(request.uri)
+        if not verdict:
+            return self._refused(record, verdict.reason)
         self._debounce.keystroke(request.uri, record.received_ns / 1e9)
 
         # 1. Reuse: a stream or cached completion the user is typing through answers before any debounce.
@@ -178,7 +189,15 @@ class Engine:
 
         # 3. Context, 4. stream in the background: it outlives this request and serves the next keystrokes.
         stream = self._start(request, tier, record)
+        if stream is None:
+            return self._refused(record, record.error)
         return await self._answer(request, record, ticket, _Reuse(stream, 0), unit_ctx, deferred=True)
+
+    def _refused(self, record: TraceRecord, reason: str) -> CompletionResult:
+        """Nothing of this document may be sent (the gate's reason names a rule, never content)."""
+        record.outcome, record.error = "refused", reason
+        self.tracer.write(record)
+        return CompletionResult.empty(trace_id=record.id)
 
     def _find(self, request: CompletionRequest, unit_ctx: UnitContext) -> _Reuse | None:
         mode = self.config.cache.reuse
@@ -203,17 +222,24 @@ class Engine:
             return None
         return _Reuse(None, hit.typed_chars, hit.text)
 
-    def _start(self, request: CompletionRequest, tier: Tier, record: TraceRecord, *, prefetch: bool = False) -> Stream:
-        """Build the prompt for `request` and start its model stream in the background."""
+    def _start(
+        self, request: CompletionRequest, tier: Tier, record: TraceRecord, *, prefetch: bool = False
+    ) -> Stream | None:
+        """Build the prompt for `request` and start its model stream in the background; None (the reason in
+        `record.error`) when the gate refuses the prompt."""
         settings = self.config.completion
         window = self.workspace.window(request.uri, request.line, request.character) if self.workspace else None
+        snippet_paths: tuple[str, ...] = ()
         if window is not None:
             prefix, suffix, context = window.prefix, window.suffix, window.snippet_text
+            snippet_paths = tuple(dict.fromkeys(s.path for s in window.snippets))
             record.context_tokens = window.total_tokens
             record.prefix_reuse = (
                 round(window.reused_prefix_tokens / window.total_tokens, 4) if window.total_tokens else 0.0
             )
         else:
+            # No window yet (the tokenizer is loading) or none for this document: a plain character window,
+            # which the gate judges like any other prompt.
             prefix, suffix, context = request.prefix(settings.prefix_chars), request.suffix(settings.suffix_chars), ""
         model_request = ModelRequest(
             prefix=prefix,
@@ -226,6 +252,11 @@ class Engine:
         )
         record.prompt_chars = len(prefix) + len(suffix) + len(context)
         record.mark("context_built")
+        verdict = self.gate.admit(Outbound(request=model_request, document=request.uri, snippet_paths=snippet_paths))
+        if not verdict:
+            log.info("not sent to a model: %s", verdict.reason)
+            record.error = verdict.reason
+            return None
         stream = self._streams.add(request, tier.label, prefetch=prefetch)
         record.source, record.stream_id = "model", stream.id
         stream.run(tier.run(stream, model_request, remember=self._remember))
@@ -362,7 +393,7 @@ class Engine:
         the concurrency limit or an existing stream says no."""
         settings = self.config.prefetch
         tier = self.tiers.for_completion()
-        if not settings.enabled or tier is None or tier.holding_off():
+        if not settings.enabled or tier is None or tier.holding_off() or not self.gate.document(request.uri):
             return False
         if sum(1 for s in self._streams.live(request.uri) if s.prefetch) >= settings.max_concurrent:
             return False
@@ -404,6 +435,9 @@ class Engine:
             "prefetch: the state after accepting the suggestion" if accepted else "prefetch: new line"
         ]
         stream = self._start(target, tier, record, prefetch=True)
+        if stream is None:
+            self._refused(record, record.error)
+            return False
         stream.on_done(lambda s: self._trace_stream(record, s))
         return True
 

@@ -5,7 +5,8 @@
     ├── BackendUnavailable   connection refused or reset, DNS failure, 5xx
     │   └── RateLimited      429; carries the provider's Retry-After (seconds) when it sent one
     ├── BackendTimeout       connect/read timeout, a stalled stream, or the per-completion deadline
-    └── BadResponse          4xx other than 429, malformed or truncated stream, a body that is not the API
+    ├── BadResponse          4xx other than 429, malformed or truncated stream, a body that is not the API
+    └── NotSent              the gate (`completion.gate`) refused the prompt: nothing was sent
 
 The edit path adds its own branch (`completion.edits.types.EditError`: parse, invalid, conflict); a
 subclass may carry its own `words` for `describe`.
@@ -43,6 +44,12 @@ class BackendTimeout(CompletionError):
 
 class BadResponse(CompletionError):
     """The provider answered, but not with something we can use."""
+
+
+class NotSent(CompletionError):
+    """The prompt may not leave the machine (a private or secret-holding file); the reason names the rule."""
+
+    words = "not sent to a model"
 
 
 def describe(error: BaseException) -> str:

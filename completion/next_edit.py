@@ -45,6 +45,7 @@ from tandem.completion.backends.base import ModelRequest
 from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.edits.validate import balance_issues
 from tandem.completion.errors import describe
+from tandem.completion.gate import Gate, Outbound
 from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt, read_rewrite
 from tandem.completion.request import Ticket
 from tandem.completion.streams import Stream
@@ -97,7 +98,7 @@ class Suggestion:
 class NextEditResult:
     suggestion: Suggestion | None = None
     trace_id: str = ""
-    # answered | empty | rejected | stale | superseded | skipped | error | not-configured
+    # answered | empty | rejected | stale | superseded | skipped | refused | error | not-configured
     outcome: str = ""
     reason: str = ""
 
@@ -152,6 +153,8 @@ class NextEdits:
         self.budget = budget
         self.config = config
         self.workspace = workspace
+        # What may be sent: the workspace's gate (completion.gate), as for completions and edits.
+        self.gate = workspace.gate if workspace is not None else Gate()
         self.history = history
         self._documents = documents
         self._tickets: dict[str, Ticket] = {}
@@ -233,6 +236,9 @@ class NextEdits:
 
         if not settings.enabled:
             return done("skipped", "next edits are off ([next_edit] enabled = false)")
+        verdict = self.gate.document(request.uri)
+        if not verdict:
+            return done("refused", verdict.reason)
         if not self.history.has_edits(request.uri):
             return done("skipped", "no edit in this document yet")
         tier = self.tiers.for_completion()
@@ -250,9 +256,12 @@ class NextEdits:
                 return done("superseded")
         record.mark("debounce_end")
 
-        region, prompt, record.history_edits = self._context(request)
+        region, prompt, record.history_edits, sources = self._context(request)
         record.region_lines = len(region.lines)
         model_request = self._model_request(tier, prompt)
+        verdict = self.gate.admit(Outbound(request=model_request, document=request.uri, snippet_paths=sources))
+        if not verdict:
+            return done("refused", verdict.reason)
         text = model_request.raw_prompt or "".join(content for _, content in model_request.messages)
         record.prompt_chars = len(text)
         tokens_in = self._count(text)
@@ -349,9 +358,10 @@ class NextEdits:
 
     # -- the prompt ------------------------------------------------------------------------------
 
-    def _context(self, request: NextEditRequest) -> tuple[Region, NextEditPrompt, int]:
-        """The region, the prompt's material and the number of recent edits in it, within the budget:
-        snippets and history a quarter each at most, the excerpt's unchanged lines what is left."""
+    def _context(self, request: NextEditRequest) -> tuple[Region, NextEditPrompt, int, tuple[str, ...]]:
+        """The region, the prompt's material, the number of recent edits in it and the paths its snippets
+        and recent edits come from, within the budget: snippets and history a quarter each at most, the
+        excerpt's unchanged lines what is left."""
         settings = self.config.next_edit
         lines = request.document
         start, end = region_bounds(
@@ -371,9 +381,11 @@ class NextEdits:
             edits = [dataclasses.replace(edit, path=self.workspace.relative(edit.uri)) for edit in edits]
         history = render(edits, max_chars=quarter)
         snippets = ""
+        sources = [edit.path for edit in edits]
         if self.workspace is not None:
             window = self.workspace.window(request.uri, request.line, request.character)
             if window is not None:
+                sources += [snippet.path for snippet in window.snippets]
                 snippets = window.snippet_text[-quarter:] if len(window.snippet_text) > quarter else window.snippet_text
                 snippets = snippets[snippets.find("\n") + 1 :] if len(window.snippet_text) > quarter else snippets
         left = budget_chars - len(history) - len(snippets) - sum(len(x) + 1 for x in marked)
@@ -395,7 +407,8 @@ class NextEdits:
             region="\n".join(marked),
             after="\n".join(below),
         )
-        return region, prompt, history.count("\n--- ") + (1 if history else 0)
+        count = history.count("\n--- ") + (1 if history else 0)
+        return region, prompt, count, tuple(dict.fromkeys(sources))
 
     def _model_request(self, tier: Tier, prompt: NextEditPrompt) -> ModelRequest:
         form = self.config.next_edit.prompt
@@ -417,7 +430,7 @@ class NextEdits:
         return found[1] if found is not None else None
 
     def _may_send(self, uri: str) -> bool:
-        return self.workspace is None or bool(self.workspace.verdict(uri))
+        return bool(self.gate.document(uri))
 
     def _count(self, text: str) -> int:
         counter = self.workspace.counter if self.workspace is not None else None

@@ -74,7 +74,7 @@ class TraceRecord:
     # finished), "none" (nothing was asked of a model).
     source: str = "none"
     stream_id: str = ""
-    outcome: str = ""  # shown | empty | superseded | cancelled | error | not-configured
+    outcome: str = ""  # shown | empty | superseded | cancelled | error | not-configured | refused
     # True when the answer had to wait for model output (a new call, or a stream not yet far enough).
     waited_for_model: bool = False
     error: str = ""

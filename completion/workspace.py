@@ -14,7 +14,6 @@ import os
 import pathlib
 import time
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlparse
 
 from tandem.cache.context import ContextBuilder, ContextOptions, ContextWindow
 from tandem.cache.lines import Edit, LineBuffer
@@ -24,6 +23,7 @@ from tandem.cache.token_index import TokenIndex
 from tandem.cache.tokens import EncodingUnavailable, TokenCounter, get_counter
 from tandem.completion.config import ContextConfig, PrivacyConfig
 from tandem.completion.containment import Folders
+from tandem.completion.gate import Gate, link_verdict, relative_path
 
 log = logging.getLogger(__name__)
 
@@ -48,24 +48,6 @@ class ScanResult:
     files: int = 0
     refused: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
-
-
-def uri_path(uri: str) -> pathlib.Path | None:
-    parsed = urlparse(uri)
-    return pathlib.Path(unquote(parsed.path)) if parsed.scheme == "file" else None
-
-
-def relative_path(uri: str, root: pathlib.Path | None) -> str:
-    """The path privacy rules and the symbol index use: POSIX, relative to `root` when inside it."""
-    path = uri_path(uri)
-    if path is None:
-        return uri
-    if root is not None:
-        try:
-            return path.relative_to(root).as_posix()
-        except ValueError:
-            pass
-    return path.as_posix()
 
 
 def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int) -> ScanResult:
@@ -122,40 +104,6 @@ def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int)
     return result
 
 
-def link_verdict(folders: Folders, privacy: PrivacyFilter, path: pathlib.Path, relative: str) -> Verdict:
-    """Whether `path` may be read for context as far as links go: not if it leads out of the workspace,
-    unless the user opted `relative` in (`privacy.opt_in`; a workspace's own config cannot); and a link
-    inside it is held to the rules of what it leads to (`config.py -> .env` is `.env`)."""
-    refusal = folders.read_refusal(path, relative)
-    if refusal and not privacy.opted_in(relative):
-        return Verdict(allowed=False, reason="links outside the workspace")
-    target = folders.real_relative(path) if folders else None
-    if target is not None and target != relative:
-        return privacy.check_path(target)
-    return Verdict(allowed=True)
-
-
-def secret_in_change(privacy: PrivacyFilter, path: str, buffer: LineBuffer, edit: Edit) -> Verdict:
-    """The credential check over the lines one change touched (every pattern fits on one line), so a
-    keystroke costs the length of its line, not the size of the file."""
-    end = edit.start_line + edit.new_line_count
-    lines = buffer.lines(edit.start_line, max(end, edit.start_line + 1))
-    return check_in_pieces(privacy, path, "".join(lines))
-
-
-def check_in_pieces(privacy: PrivacyFilter, path: str, text: str) -> Verdict:
-    """Binary and credential checks over `text` of any size. The size cap governs what is read from disk
-    and sent whole, not an open file, of which only the window around the cursor is sent: large texts
-    are checked piece by piece (overlapping, so no credential hides on a boundary)."""
-    # Characters per piece such that a piece never exceeds the byte cap, even in 4-byte characters.
-    piece = max(4096, privacy.policy.max_file_bytes // 4 - 256)
-    for start in range(0, max(len(text), 1), piece):
-        verdict = privacy.check_content(path, text[max(0, start - 256) : start + piece])
-        if not verdict:
-            return verdict
-    return Verdict(allowed=True)
-
-
 @dataclass
 class _Open:
     path: str
@@ -181,7 +129,18 @@ class WorkspaceIndex:
         self.root = root
         self.folders = Folders(folders if folders else [root] if root is not None else [])
         self.settings = context
-        self.privacy = PrivacyFilter(policy=PrivacyPolicy(opt_in=privacy.opt_in, max_file_bytes=privacy.max_file_bytes))
+        # What may be sent is the gate's to decide (completion.gate); the index asks it and keeps the answers.
+        policy = PrivacyPolicy(opt_in=privacy.opt_in, max_file_bytes=privacy.max_file_bytes)
+        self.gate = Gate(root=root, policy=policy, folders=self.folders)
+        # The root's ignore files now, not after the scan: editors open documents at once, and a document
+        # judged without them would be judged wrongly (two small reads; the scan brings nested ones).
+        for name in IGNORE_FILE_NAMES:
+            try:
+                text = (root / name).read_text() if root is not None else None
+            except (OSError, UnicodeDecodeError):
+                text = None
+            if text is not None:
+                self.gate.privacy.set_ignore_file(name, text)
         self.symbols = SymbolIndex()
         self.counter: TokenCounter | None = None
         self.scan: ScanResult | None = None
@@ -200,17 +159,30 @@ class WorkspaceIndex:
             self.counter = await asyncio.to_thread(get_counter, "cl100k_base")
         self._builder = self._make_builder()
         for uri, doc in self._docs.items():
-            if doc.index is None and doc.pending is None:
+            if doc.verdict and doc.index is None and doc.pending is None:
                 self._index_later(uri, doc)
         if self.root is not None and self.settings.scan_workspace and self.root.is_dir():
             policy = self.privacy.policy
             scan = await asyncio.to_thread(scan_workspace, self.root, policy=policy, max_files=self.settings.max_files)
-            self.scan, self.symbols, self.privacy = scan, scan.symbols, scan.privacy
+            self.scan, self.symbols, self.gate.privacy = scan, scan.symbols, scan.privacy
+            self._judge_again()
             self._builder = self._make_builder()
             log.info(
                 "workspace indexed: %d files in %.1f s; not sent: %s", scan.files, scan.seconds, scan.refused or "none"
             )
         return problems
+
+    def _judge_again(self) -> None:
+        """The gate knows every ignore file now: documents opened before are judged again under them."""
+        for uri, doc in self._docs.items():
+            verdict = self.gate.open(uri, doc.buffer.text())
+            if not verdict:
+                self._refuse(uri, doc, verdict)
+                doc.index, doc.pending = None, None
+            elif not doc.verdict:
+                doc.verdict = verdict
+                if doc.index is None and doc.pending is None:
+                    self._index_later(uri, doc)
 
     def _make_builder(self) -> ContextBuilder:
         assert self.counter is not None
@@ -230,30 +202,27 @@ class WorkspaceIndex:
 
     # -- documents ------------------------------------------------------------------------------
 
+    @property
+    def privacy(self) -> PrivacyFilter:
+        return self.gate.privacy
+
     def relative(self, uri: str) -> str:
         return relative_path(uri, self.root)
 
     def may_send(self, path: str) -> Verdict:
-        return self.privacy.check_path(path)
+        """Whether text from `path` may go into a prompt (path rules; an open document's own verdict)."""
+        return self.gate.source(path)
 
     def verdict(self, uri: str) -> Verdict:
-        """Whether this open document may be sent to a model at all (checked at open, by name and content)."""
-        doc = self._docs.get(uri)
-        return doc.verdict if doc is not None else self.may_send(self.relative(uri))
+        """Whether this open document may be sent to a model at all (the gate's verdict at open)."""
+        return self.gate.document(uri)
 
     def open(self, uri: str, buffer: LineBuffer) -> Verdict:
-        """A document opened (or replaced whole): check it may be sent, then index it in the background."""
+        """A document opened (or replaced whole): the gate decides whether it may be sent; if so it is
+        indexed in the background."""
         self.close(uri)
-        path = self.relative(uri)
-        verdict = self.privacy.check_path(path)
-        file = uri_path(uri)
-        if verdict and file is not None:
-            verdict = link_verdict(self.folders, self.privacy, file, path)
-        if verdict:
-            verdict = check_in_pieces(self.privacy, path, buffer.text())
-        if not verdict:
-            log.info("%s will not be sent to a model: %s", path, verdict.reason)
-        doc = _Open(path=path, buffer=buffer, verdict=verdict)
+        verdict = self.gate.open(uri, buffer.text())
+        doc = _Open(path=self.relative(uri), buffer=buffer, verdict=verdict)
         self._docs[uri] = doc
         if verdict and self.counter is not None:
             self._index_later(uri, doc)
@@ -288,7 +257,7 @@ class WorkspaceIndex:
         doc = self._docs.get(uri)
         if doc is None or not doc.verdict:
             return ALLOWED
-        verdict = secret_in_change(self.privacy, doc.path, doc.buffer, edit)
+        verdict = self.gate.change(uri, doc.buffer, edit)
         if not verdict:
             self._refuse(uri, doc, verdict)
             return verdict
@@ -324,6 +293,7 @@ class WorkspaceIndex:
             self.symbols.update(doc.path, doc.buffer.text())
 
     def close(self, uri: str) -> None:
+        self.gate.close(uri)
         doc = self._docs.pop(uri, None)
         if doc is not None:
             if doc.symbols_timer is not None:

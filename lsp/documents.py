@@ -1,7 +1,8 @@
 """The open documents: textDocument/didOpen, didChange (incremental), didClose.
 
 Each document is a `cache.lines.LineBuffer`, so a keystroke costs the size of the edit, not of the
-file. pygls' own workspace copy is bypassed entirely (see `lsp.server.TandemProtocol`).
+file. pygls' own workspace copy is bypassed entirely (see `lsp.server.TandemProtocol`). Every document is
+tracked whatever it holds; whether anything of it may be sent is the model side's gate (`completion.gate`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Larger documents are tracked (so edits stay in sync) but never completed or sent to a model.
-MAX_DOCUMENT_CHARS = 8_000_000
-
 
 @dataclass
 class Document:
@@ -29,8 +27,6 @@ class Document:
     language_id: str
     version: int
     buffer: LineBuffer
-    # Why this document is never completed ("" = it may be): binary content, or too large.
-    skip_reason: str = ""
 
     @property
     def path(self) -> str:
@@ -43,14 +39,6 @@ class ChangeObserver(Protocol):
     def before_change(self, uri: str, path: str, buffer: LineBuffer, start_line: int, end_line: int) -> None: ...
     def after_change(self, uri: str, old_line_count: int, new_line_count: int) -> None: ...
     def replaced(self, uri: str) -> None: ...
-
-
-def skip_reason(text: str) -> str:
-    if "\x00" in text[:8192]:
-        return "binary content"
-    if len(text) > MAX_DOCUMENT_CHARS:
-        return f"too large ({len(text) / 1e6:.1f} M characters; the limit is {MAX_DOCUMENT_CHARS / 1e6:g} M)"
-    return ""
 
 
 class DocumentStore:
@@ -71,10 +59,7 @@ class DocumentStore:
         return dict(self._docs)
 
     def open(self, item: types.TextDocumentItem) -> Document:
-        reason = skip_reason(item.text)
-        if reason:
-            log.info("document %s: %s; tracked, never completed", item.uri, reason)
-        document = Document(item.uri, item.language_id, item.version, LineBuffer(item.text), reason)
+        document = Document(item.uri, item.language_id, item.version, LineBuffer(item.text))
         self._docs[item.uri] = document
         return document
 
@@ -106,7 +91,6 @@ class DocumentStore:
                 for observer in self.observers:
                     observer.replaced(uri)
                 document.buffer = LineBuffer(change.text)
-                document.skip_reason = skip_reason(change.text)
                 edit = None
             if on_edit is not None:
                 on_edit(document, edit)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types
 from tandem.completion.containment import Folders
 from tandem.completion.edits import FileEdit, line_col
-from tandem.completion.workspace import relative_path
+from tandem.completion.gate import relative_path
 
 if TYPE_CHECKING:
     from tandem.cache.symbols import SymbolIndex
@@ -76,28 +76,23 @@ class EditWorkspace:
     # -- texts ----------------------------------------------------------------------------------
 
     def open_texts(self) -> dict[str, str]:
-        """{path: current text} of every open document (on the loop: buffers change under typing)."""
-        return {path: doc.buffer.text() for path, doc in self._open_by_path.items() if not doc.skip_reason}
+        """{path: current text} of the open documents the gate allows (on the loop: buffers change under
+        typing). They feed the router's name lookup and working diff, which stay on this machine."""
+        gate = self.index.gate if self.index is not None else None
+        return {
+            path: doc.buffer.text()
+            for path, doc in self._open_by_path.items()
+            if gate is None or gate.document(doc.uri)
+        }
 
     def open_files(self) -> dict[str, str]:
         """{absolute file path: current text} of the open documents, for the working diff."""
         return {str(self.file_of(path)): text for path, text in self.open_texts().items()}
 
-    def may_send(self, path: str, text: str) -> str:
-        """ "" if `path` with `text` may be shown to a model, else the reason it may not."""
-        if self.index is None:
-            return ""
-        verdict = self.index.may_send(path)
-        if verdict:
-            verdict = self.index.privacy.check_content(path, text)
-        return "" if verdict else verdict.reason
-
     def read_text(self, path: str) -> str | None:
-        """`path`'s text to show the model, or None if unreadable or private."""
-        text = self._text(path)
-        if text is None or self.may_send(path, text):
-            return None
-        return text
+        """`path`'s current text, or None if unreadable (whether it may be shown to a model is the gate's
+        decision, in the edit flow)."""
+        return self._text(path)
 
     def current(self, paths: Collection[str]) -> dict[str, str]:
         """The current texts of `paths` (absent when unknown), recording the version each had."""

@@ -10,7 +10,7 @@ import pathlib
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Union
 
 from lsprotocol import types
 from pygls.protocol import default_converter
@@ -154,3 +154,19 @@ async def serve(
         if process is not None and process.returncode is None:
             process.terminate()
         await lsp_client.stop()
+
+
+def read_code_actions_as_editors_do(client: LanguageClient) -> None:
+    """lsprotocol reads any code action with a `command` key as a bare Command, even when that key holds a
+    Command object (a CodeAction's); editors read the JSON correctly, so the test client must too."""
+
+    def command_or_action(value: Any, _: object) -> types.Command | types.CodeAction:
+        converter = default_converter()
+        if isinstance(value.get("command"), str):
+            return converter.structure(value, types.Command)  # type: ignore[no-any-return]
+        return converter.structure(value, types.CodeAction)  # type: ignore[no-any-return]
+
+    client.protocol._converter.register_structure_hook(
+        Union[types.Command, types.CodeAction],  # noqa: UP007 (the hook is keyed by this exact type)
+        command_or_action,
+    )

@@ -1,7 +1,8 @@
 """textDocument/inlineCompletion (ghost text) and textDocument/completion (menu items).
 
 Both become one `CompletionRequest` for `Engine.complete`; this module only converts positions (through
-the negotiated codec) and shapes the answer for each method.
+the negotiated codec) and shapes the answer for each method. What may be sent is not decided here: the
+engine asks the gate (`completion.gate`) for every request, accepted-command speculation included.
 """
 
 from __future__ import annotations
@@ -55,10 +56,7 @@ async def _complete(
     if document is None:
         log.warning("completion requested for a document that is not open: %s", uri)
         return None, CompletionResult.empty()
-    if document.skip_reason or ls.engine is None:
-        return None, CompletionResult.empty()
-    if ls.workspace_index is not None and not ls.workspace_index.verdict(uri):
-        # A secret-looking or ignored file never leaves the machine, whatever the editor asks.
+    if ls.engine is None:
         return None, CompletionResult.empty()
     request = _request(ls, document, position, kind=kind, invoked=invoked, received_ns=received_ns)
     result = await ls.engine.complete(request)

@@ -26,7 +26,7 @@ def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams) -> None:
         document = ls.documents.open(params.text_document)
-        if ls.workspace_index is not None and not document.skip_reason:
+        if ls.workspace_index is not None:
             _tell(ls, document, ls.workspace_index.open(document.uri, document.buffer))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -68,15 +68,13 @@ def _tell(ls: TandemServer, document: Document, verdict: Verdict) -> None:
 
 def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocumentContentChangeEvent) -> None:
     """Enter pressed at the end of a line: start the new line's completion before the editor asks."""
-    if ls.engine is None or document.skip_reason or not isinstance(change, types.TextDocumentContentChangePartial):
+    if ls.engine is None or not isinstance(change, types.TextDocumentContentChangePartial):
         return
     if change.range.start != change.range.end or not _NEW_LINE.fullmatch(change.text):
         return
     line = change.range.start.line + 1
     if line >= document.buffer.line_count or document.buffer.line_content(line).strip():
         return  # Enter in the middle of a line: the rest moved down, nothing new to predict
-    if ls.workspace_index is not None and not ls.workspace_index.verdict(document.uri):
-        return
     request = CompletionRequest(
         uri=document.uri,
         version=document.version,

@@ -98,7 +98,8 @@ def flow_of(ls: TandemServer) -> EditFlow:
     if ls.edit_flow is None:
         # The engine's tiers (one backend per model, one Retry-After hold-off, configured in one place) and
         # its tracer (one trace file, one record per edit written at its end).
-        ls.edit_flow = EditFlow(models=ls.engine.tiers, tracer=ls.engine.tracer, config=ls.config)
+        # Its gate too: what may be sent is decided in one place for completions and edits alike.
+        ls.edit_flow = EditFlow(models=ls.engine.tiers, tracer=ls.engine.tracer, config=ls.config, gate=ls.engine.gate)
     ls.edit_flow.config = ls.config
     return ls.edit_flow
 
@@ -176,12 +177,6 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     workspace = EditWorkspace(ls)
     path = workspace.path_of(args.uri)
     text = document.buffer.text()
-    # The document's own verdict first: it knows what its text does not show (a link out of the workspace).
-    opened = ls.workspace_index.verdict(args.uri) if ls.workspace_index is not None else None
-    refused = document.skip_reason or (opened.reason if opened is not None and not opened else "")
-    refused = refused or workspace.may_send(path, text)
-    if refused:
-        return _done(ls, False, f"tandem will not send {path} to a model: {refused}")
     start, end = _offsets(ls, text, document, args.range)
     flow = flow_of(ls)
     request = EditRequest(
@@ -194,6 +189,7 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         override=args.model,
         client=ls.client_name,
         received_ns=received_ns,
+        uri=args.uri,
     )
     # Off the loop: the working diff runs git, the symbol lookup reads the indexed texts once.
     overlay = workspace.open_texts()
@@ -300,8 +296,8 @@ def _done(
 
 def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     document = ls.documents.get(params.text_document.uri)
-    if document is None or document.skip_reason:
-        return []
+    if document is None or ls.engine is None or not ls.engine.gate.document(document.uri):
+        return []  # nothing of a refused document would be sent: offer no edit of it
     if params.context.only and not any(
         str(kind).startswith(str(types.CodeActionKind.RefactorRewrite)) or str(kind) == "refactor"
         for kind in params.context.only

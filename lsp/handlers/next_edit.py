@@ -39,10 +39,7 @@ async def suggest(ls: TandemServer, uri: str, position: types.Position) -> tuple
     """The next edit at `position` of the open document `uri` (empty when none may be asked for)."""
     received_ns = time.perf_counter_ns()
     document = ls.documents.get(uri)
-    if document is None or ls.next_edits is None or document.skip_reason:
-        return document, NextEditResult(outcome="skipped")
-    if ls.workspace_index is not None and not ls.workspace_index.verdict(uri):
-        # A secret-looking or ignored file never leaves the machine, whatever the editor asks.
+    if document is None or ls.next_edits is None:
         return document, NextEditResult(outcome="skipped")
     line, character = ls.documents.to_server(document, position)
     request = NextEditRequest(
