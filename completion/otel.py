@@ -136,9 +136,7 @@ class OtelExport:
             from opentelemetry.sdk.trace import TracerProvider
             from opentelemetry.sdk.trace.export import BatchSpanProcessor
         except ImportError:
-            raise OtelUnavailable(
-                "OpenTelemetry export needs the otel extra: pip install 'tandem-lsp[otel]'"
-            ) from None
+            raise OtelUnavailable("OpenTelemetry export needs the otel extra: pip install 'tandem-lsp[otel]'") from None
         if exporter is None:
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

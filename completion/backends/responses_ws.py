@@ -160,6 +160,10 @@ class ResponsesWebSocketBackend:
                     await self._next_payload(turn)
         except (CompletionError, TimeoutError, ConnectionClosed, OSError) as error:
             log.debug("warming %s: %s (ignored)", self.pool.host, type(error).__name__)
+            if not turn.ended:
+                # Its events may still come: the connection cannot serve another turn.
+                self.pool.discard(socket)
+                return
         self._finish(turn)
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
@@ -173,32 +177,40 @@ class ResponsesWebSocketBackend:
         full = self.create_event(request)
         chain = _chain_key(request, full)
         retried = False
+        fallback = False
+        socket: Socket | None = None
         while True:
-            socket, reused = await self.pool.acquire(prefer=lambda s: _holds(s, chain))
-            stats.connection_reused = reused
-            turn = self._turn(socket, full, chain, stats)
+            if socket is None:
+                socket, reused = await self.pool.acquire(prefer=lambda s: _holds(s, chain))
+                stats.connection_reused = reused
+            turn = self._turn(socket, full, chain, stats, fallback=fallback)
             try:
                 async with aclosing(self._run(turn, stats)) as texts:
                     async for text in texts:
                         yield text
                 return
             except _Forgotten:
-                # Sent again in full, on this connection (the server answered, so it is fine).
-                stats.continuation = "fallback"
-                full_turn = _Turn(socket=socket, event=full, completion=chain)
-                async with aclosing(self._run(full_turn, stats)) as texts:
-                    async for text in texts:
-                        yield text
-                return
+                # Sent again in full, on this connection (it answered, so it is fine).
+                fallback = True
             except _Dropped as dropped:
+                socket = None
                 if dropped.texts or retried:
                     raise dropped.error from None
                 retried = True
                 log.debug("WebSocket to %s dropped before answering; sending again", self.pool.host)
 
     def _turn(
-        self, socket: Socket, full: dict[str, Any], chain: tuple[str, str, str] | None, stats: StreamStats
+        self,
+        socket: Socket,
+        full: dict[str, Any],
+        chain: tuple[str, str, str] | None,
+        stats: StreamStats,
+        *,
+        fallback: bool,
     ) -> _Turn:
+        if fallback:
+            stats.continuation = "fallback"
+            return _Turn(socket=socket, event=full, completion=chain)
         if chain is None:
             stats.continuation = "full"
             return _Turn(socket=socket, event=full, completion=None)
