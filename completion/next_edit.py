@@ -447,6 +447,15 @@ class NextEdits:
         record.error = "the request's version is not the document's"
         self.tracer.write(record)
 
+    async def for_version(self, uri: str, version: int) -> Suggestion | None:
+        """The suggestion made for `version` of `uri`, if any; one still being made after an accept is
+        waited for (without asking anything new)."""
+        prefetched = self._prefetched.get(uri)
+        if prefetched is not None and prefetched[0] == version:
+            return (await asyncio.shield(prefetched[1])).suggestion
+        current = self.current(uri)
+        return current if current is not None and current.version == version else None
+
     def current(self, uri: str) -> Suggestion | None:
         """The document's latest suggestion (whatever its version)."""
         last = self._last.get(uri)

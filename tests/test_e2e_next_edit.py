@@ -126,6 +126,13 @@ async def test_an_answer_for_an_older_version_is_never_returned(tmp_path: pathli
         await _until(lambda: any(r.get("outcome") == "stale" for r in session.records()))
 
 
+def _range_dict(value: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": value.start.line, "character": value.start.character},
+        "end": {"line": value.end.line, "character": value.end.character},
+    }
+
+
 def _read_code_actions_as_sent(session: Session) -> None:
     """lsprotocol reads any code action that carries a `command` as a bare Command (its union hook checks
     only for the key), losing the action's edit; real clients read the JSON. Read it as the spec says."""
@@ -169,3 +176,23 @@ async def test_helix_gets_a_versioned_apply_next_edit_action(tmp_path: pathlib.P
             },
         )
         assert applied.split("\n")[1] == '    """Area of a width by h rectangle."""'
+        # Helix applies it and runs its command: the next edit is asked for at once, and the completion menu
+        # offers it once the cursor is on its line.
+        version += 1
+        _change(session, uri, version, {"range": _range_dict(edit.range), "text": edit.new_text})
+        assert action.command is not None
+        await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=action.command.command, arguments=action.command.arguments)
+        )
+        menu = await session.client.text_document_completion_async(
+            types.CompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=3, character=12)
+            )
+        )
+        assert isinstance(menu, types.CompletionList)
+        [item] = [i for i in menu.items if i.label.startswith("next edit: ")]
+        assert item.label == "next edit: return width * h * scale"
+        assert isinstance(item.text_edit, types.TextEdit)
+        line = applied.split("\n")[3]
+        start, end = item.text_edit.range.start.character, item.text_edit.range.end.character
+        assert line[:start] + item.text_edit.new_text + line[end:] == "    return width * h * scale"

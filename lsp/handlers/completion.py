@@ -172,8 +172,13 @@ def register(server: TandemServer) -> None:
     async def completion(ls: TandemServer, params: types.CompletionParams) -> types.CompletionList:
         invoked = params.context is None or params.context.trigger_kind == types.CompletionTriggerKind.Invoked
         request, result = await _complete(ls, params.text_document.uri, params.position, kind="menu", invoked=invoked)
+        # A next edit on the cursor's line is offered in the menu too (Helix has no other way to show one).
+        from tandem.lsp.handlers import next_edit  # it imports this module's helpers
+
+        next_edit_item = await next_edit.menu_item(ls, params.text_document.uri, params.position)
+        extra = [next_edit_item] if next_edit_item is not None else []
         if request is None or not result.text:
-            return types.CompletionList(is_incomplete=result.streaming, items=[])
+            return types.CompletionList(is_incomplete=result.streaming, items=extra)
         document = ls.documents.get(request.uri)
         assert document is not None
         # Menus filter by the word before the cursor, so the edit replaces that word with word + completion.
@@ -195,4 +200,4 @@ def register(server: TandemServer) -> None:
             text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=word + result.text),
             command=_accepted_command(request.uri, params.position, result),
         )
-        return types.CompletionList(is_incomplete=result.streaming, items=[item])
+        return types.CompletionList(is_incomplete=result.streaming, items=[item, *extra])

@@ -103,6 +103,38 @@ def _accepted(ls: TandemServer, payload: Any) -> None:
         log.info("next edit %s accepted, but the document does not hold it: not chained", trace_id)
 
 
+async def menu_item(ls: TandemServer, uri: str, position: types.Position) -> types.CompletionItem | None:
+    """The next edit as a completion item, for menu clients (Helix), when it is on the cursor's line (an
+    edit elsewhere cannot be a completion): its text edit covers the edit's range and the cursor."""
+    document = ls.documents.get(uri)
+    if ls.next_edits is None or document is None:
+        return None
+    suggestion = await ls.next_edits.for_version(uri, document.version)
+    line, column = ls.documents.to_server(document, position)
+    if suggestion is None or document.version != suggestion.version:
+        return None
+    edit = suggestion.edit
+    if not edit.start_line == edit.end_line == line:
+        return None
+    content = document.buffer.line_content(line)
+    low, high = min(edit.start_char, column), max(edit.end_char, column)
+    new_text = content[low : edit.start_char] + edit.text + content[edit.end_char : high]
+    result_line = (content[:low] + new_text + content[high:]).split("\n", 1)[0].strip()
+    start, end = ls.documents.to_client(document, line, low), ls.documents.to_client(document, line, high)
+    payload = _command(uri, suggestion)
+    return types.CompletionItem(
+        label=f"next edit: {result_line}"[:80],
+        kind=types.CompletionItemKind.Event,
+        detail="tandem next edit",
+        # Clients filter by what lies between the range's start and the cursor: the item must match it.
+        filter_text=content[low:column] + edit.text,
+        sort_text="0001",
+        insert_text_format=types.InsertTextFormat.PlainText,
+        text_edit=types.TextEdit(range=types.Range(start=start, end=end), new_text=new_text),
+        command=types.Command(title=payload["title"], command=ACCEPTED, arguments=payload["arguments"]),
+    )
+
+
 async def code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """ "Apply next edit", as a versioned workspace edit (refused by the client if the document moved on)."""
     uri = params.text_document.uri
