@@ -81,6 +81,8 @@ async def serve(websocket: WebSocket, sim: SimState) -> None:
         while True:
             message = await websocket.receive_text()
             sim.stats.count_request(TURNS)
+            # Every message as it arrived, as the HTTP endpoints log their bodies (GET /_sim/requests).
+            sim.requests.add(TURNS, message.encode("utf-8", "surrogatepass"))
             if turn is not None and not turn.done():
                 # One response at a time per connection: a second one is refused, the first goes on.
                 await _send_error(

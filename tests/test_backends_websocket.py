@@ -79,6 +79,10 @@ async def test_warmed_connection_serves_turn_after_turn(start_sim: StartSim) -> 
         assert stats.usage.output_tokens > 0 and stats.finish_reason == "stop"
     assert sim.stats()["requests"] == {CONNECTS: 1, TURNS: 3}
     assert sim.stats()["last_request"]["had_authorization"] is True
+    # The simulator's own log of what arrived: every turn's message, never the key.
+    logged = sim.state.requests.all()
+    assert [r.endpoint for r in logged] == [TURNS] * 3
+    assert all(KEY not in r.body for r in logged) and '"generate":false' in logged[0].body
     await backend.aclose()
 
 
