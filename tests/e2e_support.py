@@ -107,9 +107,13 @@ async def serve(
     workspace_config: str | None = None,
     extra_args: list[str] | None = None,
     trace_flag: bool = True,
+    launch: list[str] | None = None,
 ) -> AsyncIterator[Session]:
     """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would.
-    `trace_flag=False` leaves the trace where the configuration puts it (default: the state directory)."""
+    `trace_flag=False` leaves the trace where the configuration puts it (default: the state directory).
+
+    The server runs in the workspace folder, as editors start it; `launch` is the command an editor's
+    configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own."""
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "tandem" / "config.toml").write_text(user_config)
@@ -117,23 +121,16 @@ async def serve(
     root.mkdir(exist_ok=True)
     if workspace_config is not None:
         (root / "tandem.toml").write_text(workspace_config)
+    trace_flag = trace_flag and launch is None
     trace = tmp_path / "trace.jsonl" if trace_flag else home / "state" / "tandem" / "trace.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
     env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
-    config = ClientServerConfig(
-        server_command=[
-            sys.executable,
-            "-P",
-            "-m",
-            "tandem",
-            "serve",
-            *(["--trace", str(trace)] if trace_flag else []),
-            *(extra_args or []),
-        ],
-        server_env=env,
-    )
-    lsp_client = await config.start()
+    command = launch or [sys.executable, "-P", "-m", "tandem", "serve"]
+    trace_args = ["--trace", str(trace)] if trace_flag else []
+    config = ClientServerConfig(server_command=[*command, *trace_args, *(extra_args or [])], server_env=env)
+    lsp_client = config.client_factory()
     assert isinstance(lsp_client, LanguageClient)
+    await lsp_client.start_io(*config.server_command, env=env, cwd=str(root))
     capabilities, info = client_capabilities(client)
     try:
         result = await lsp_client.initialize_session(

@@ -4,8 +4,10 @@ and `isIncomplete` tells Helix to ask again while the model is still streaming."
 from __future__ import annotations
 
 import pathlib
+import tomllib
 from collections.abc import Iterator
 
+import hostile_repo
 import pytest
 from e2e_support import fast_model, serve
 from lsprotocol import types
@@ -13,6 +15,15 @@ from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 from test_e2e_server import TRUTH, _until
 
 pytestmark = pytest.mark.e2e
+
+LANGUAGES_TOML = pathlib.Path(__file__).resolve().parent.parent / "editors" / "helix" / "languages.toml"
+
+
+def helix_launch() -> list[str]:
+    """The server command of editors/helix/languages.toml, with its program resolved as Helix would."""
+    server = tomllib.loads(LANGUAGES_TOML.read_text())["language-server"]["tandem"]
+    assert server["command"] == "tandem", server
+    return [hostile_repo.console_script(), *server["args"]]
 
 
 @pytest.fixture
@@ -70,8 +81,12 @@ async def test_multi_line_menu_item_inserts_the_block(tmp_path: pathlib.Path, sl
 async def test_menu_item_after_multibyte_text_replaces_the_typed_word(
     tmp_path: pathlib.Path, slow_sim: SimHandle
 ) -> None:
+    """Also: launched as languages.toml says, in a repository with its own `cache.py`, `lsp/`,
+    `completion.py` and `tandem/`, none of which runs."""
     before = TRUTH[: TRUTH.index("label = name.ti") + len("label = name.ti")]
-    async with serve(tmp_path, "helix", options=fast_model(slow_sim.base_url, max_tokens=24)) as session:
+    hostile_repo.plant(tmp_path / "workspace")
+    options = fast_model(slow_sim.base_url, max_tokens=24)
+    async with serve(tmp_path, "helix", options=options, launch=helix_launch()) as session:
         uri = session.open("sample.py", before)
         result = await session.client.text_document_completion_async(
             types.CompletionParams(
@@ -84,3 +99,4 @@ async def test_menu_item_after_multibyte_text_replaces_the_typed_word(
     # Helix filters the menu by the word before the cursor, so the item's filter text starts with it.
     assert item.filter_text is not None and item.filter_text.startswith("ti")
     assert _apply(before, item.text_edit, "utf-8").endswith('"; label = name.title() + banner')
+    assert hostile_repo.imported(tmp_path / "workspace") == []
