@@ -20,11 +20,11 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+import hostile_repo
 import pytest
 from tandem.sim.runner import SimSettings, start_in_thread
 from test_e2e_next_edit import BEFORE as NEXT_EDIT_BEFORE
@@ -123,6 +123,8 @@ class EmacsRun:
     results: dict[str, Any]
     server_log: str
     stderr: str
+    # Markers of workspace modules that ran (tests/hostile_repo.py).
+    imported: list[str]
 
     def scenario(self, name: str) -> dict[str, Any]:
         """The scenario's record; fails the test with Emacs's own message if the run went wrong."""
@@ -152,6 +154,7 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
     truth_path.write_text(truth_text, encoding="utf-8")
     work = base / "work"
     work.mkdir()
+    hostile_repo.plant(work)
     cuts = choose_cuts(truth_text)
     scenarios: list[dict[str, Any]] = []
     for name, cut in cuts.items():
@@ -196,7 +199,8 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         spec = {
             "result_path": str(result_path),
             "plugin_dir": str(PLUGIN),
-            "command": [sys.executable, "-P", "-m", "tandem", "serve", "--log-file", str(server_log)],
+            # The console script, as tandem.el's default `tandem-command' runs it.
+            "command": [hostile_repo.console_script(), "serve", "--log-file", str(server_log)],
             "init_options": {
                 "models": {
                     "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
@@ -211,7 +215,6 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         env = {
             **os.environ,
             "TANDEM_TEST_SPEC": str(spec_path),
-            "PYTHONPATH": str(ROOT),
             "HOME": str(base / "home"),
             "XDG_CONFIG_HOME": str(base / "config"),
             "XDG_STATE_HOME": str(base / "state"),
@@ -226,7 +229,15 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
             stderr = f"Emacs did not exit within {EMACS_RUN_TIMEOUT_S} s: {error.stderr!r}"
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     log_text = server_log.read_text(errors="replace") if server_log.exists() else ""
-    return EmacsRun(truth=truth_text, cuts=cuts, edits=edits, results=results, server_log=log_text, stderr=stderr)
+    return EmacsRun(
+        truth=truth_text,
+        cuts=cuts,
+        edits=edits,
+        results=results,
+        server_log=log_text,
+        stderr=stderr,
+        imported=hostile_repo.imported(work),
+    )
 
 
 def _rest_of_line(truth: str, at: int) -> str:
@@ -238,6 +249,13 @@ def test_eglot_runs_tandem_and_installs_its_capf(emacs_run: EmacsRun) -> None:
     record = emacs_run.scenario("word")
     assert record["server"] == "tandem"
     assert record["capf_installed"] is True
+
+
+def test_the_workspaces_own_modules_never_run(emacs_run: EmacsRun) -> None:
+    """The workspace holds cache.py, lsp/, completion.py and tandem/; completions worked (above), and none
+    of them was imported."""
+    emacs_run.scenario("word")
+    assert emacs_run.imported == []
 
 
 def test_completion_at_point_completes_the_word_to_the_true_line(emacs_run: EmacsRun) -> None:

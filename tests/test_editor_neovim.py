@@ -25,6 +25,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
+import hostile_repo
 import pytest
 from tandem.sim.runner import SimSettings, start_in_thread
 
@@ -208,6 +209,8 @@ class NvimRun:
     results: dict[str, Any]
     server_log: str
     stderr: str
+    # Markers of workspace modules that ran (tests/hostile_repo.py).
+    imported: list[str]
 
     def scenario(self, name: str) -> dict[str, Any]:
         """The scenario's record; fails the test with the editor's own message if the run went wrong."""
@@ -235,6 +238,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     work = base / "work"
     work.mkdir()
     (work / ".git").mkdir()  # a project root marker, as in a real checkout
+    hostile_repo.plant(work)
     cuts = choose_cuts(truth_text)
     scenarios: list[dict[str, Any]] = []
     runs = (
@@ -298,11 +302,9 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
         sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH})
         setup = {
+            # The console script, as the plugin's default `cmd` runs it.
             "cmd": [
-                sys.executable,
-                "-P",
-                "-m",
-                "tandem",
+                hostile_repo.console_script(),
                 "serve",
                 "--trace",
                 str(base / "trace.jsonl"),
@@ -328,7 +330,6 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
         env = {
             **os.environ,
             "TANDEM_TEST_SPEC": str(spec_path),
-            "PYTHONPATH": str(ROOT),
             "XDG_CONFIG_HOME": str(base / "config"),
             "XDG_STATE_HOME": str(base / "state"),
             "XDG_DATA_HOME": str(base / "data"),
@@ -343,7 +344,15 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
             stderr = f"Neovim did not exit within {NVIM_RUN_TIMEOUT_S} s: {error.stderr!r}"
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     log_text = server_log.read_text(errors="replace") if server_log.exists() else ""
-    return NvimRun(truth=truth_text, cuts=cuts, edits=edits, results=results, server_log=log_text, stderr=stderr)
+    return NvimRun(
+        truth=truth_text,
+        cuts=cuts,
+        edits=edits,
+        results=results,
+        server_log=log_text,
+        stderr=stderr,
+        imported=hostile_repo.imported(work),
+    )
 
 
 def test_ghost_text_is_the_true_rest_of_the_line_and_tab_accepts_it(nvim_run: NvimRun) -> None:
@@ -355,6 +364,13 @@ def test_ghost_text_is_the_true_rest_of_the_line_and_tab_accepts_it(nvim_run: Nv
     # The cursor ends after the inserted text (row is 1-based).
     last_line = record["after_accept"].split("\n")[-1]
     assert record["cursor_after_accept"] == [record["after_accept"].count("\n") + 1, len(last_line.encode())]
+
+
+def test_the_workspaces_own_modules_never_run(nvim_run: NvimRun) -> None:
+    """The workspace holds cache.py, lsp/, completion.py and tandem/; completions worked (above), and none
+    of them was imported."""
+    nvim_run.scenario("line")
+    assert nvim_run.imported == []
 
 
 def test_statusline_shows_the_servers_tandem_status(nvim_run: NvimRun) -> None:
