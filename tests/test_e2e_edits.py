@@ -172,6 +172,21 @@ async def test_code_action_runs_an_edit_and_the_client_applies_it(
     async with serve(tmp_path, client, options=two_models(fast, accurate)) as session:
         editor = Editor(session)
         uri = editor.open("invoice.py", SAMPLE)
+        # A bare cursor gets no action (no lightbulb on every line); a diagnostic there gets "Fix".
+        cursor = types.Range(start=types.Position(line=4, character=2), end=types.Position(line=4, character=2))
+        problem = types.Diagnostic(range=cursor, message="'qty' is possibly unbound")
+        for diagnostics, want in (([], []), ([problem], ["tandem: Fix"])):
+            offered = await session.client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri),
+                    range=cursor,
+                    context=types.CodeActionContext(diagnostics=diagnostics),
+                )
+            )
+            assert [a.title for a in offered or []] == want
+        [fix] = offered or []
+        assert isinstance(fix, types.CodeAction) and fix.command is not None and fix.command.arguments
+        assert fix.command.arguments[0]["instruction"] == "Fix this problem: 'qty' is possibly unbound"
         selection = types.Range(start=types.Position(line=3, character=0), end=types.Position(line=8, character=0))
         actions = await session.client.text_document_code_action_async(
             types.CodeActionParams(

@@ -12,7 +12,8 @@ the working diff), shows progress, and applies the result:
   the last instant, it is rebased again, a few times at most. Refusals are a window/showMessage.
 
 Code actions on a selection offer preset instructions (for clients that cannot prompt, such as Helix)
-and, in VS Code, "Edit selection with tandem..." (the extension's own prompt command).
+and, in VS Code and Neovim, "Edit selection with tandem..." (the plugin's own prompt command); on a
+diagnostic without a selection, "tandem: Fix"; on a bare cursor, nothing.
 """
 
 from __future__ import annotations
@@ -294,25 +295,46 @@ def _done(
     return result
 
 
+def _whole_lines(ls: TandemServer, document: Any, first: int, last: int) -> types.Range:
+    return types.Range(
+        start=types.Position(line=first, character=0),
+        end=ls.documents.to_client(document, last, len(document.buffer.line_content(last))),
+    )
+
+
 def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    """Edits offered where they make sense: on a selection (every preset, and the prompt where the client
+    can ask), and on a diagnostic without a selection ("Fix" it). A bare cursor gets nothing, so editors
+    show no lightbulb on every line."""
     document = ls.documents.get(params.text_document.uri)
     if document is None or ls.engine is None or not ls.engine.gate.document(document.uri):
         return []  # nothing of a refused document would be sent: offer no edit of it
-    if params.context.only and not any(
-        str(kind).startswith(str(types.CodeActionKind.RefactorRewrite)) or str(kind) == "refactor"
-        for kind in params.context.only
-    ):
-        return []
+    wanted = [str(kind) for kind in params.context.only or []]
+
+    def offered(kind: types.CodeActionKind) -> bool:
+        return not wanted or any(str(kind) == w or str(kind).startswith(w + ".") for w in wanted)
+
     where = params.range
     if where.start == where.end:
-        # A cursor, not a selection: the edit is about its line.
-        line = document.buffer.line_content(where.start.line)
-        where = types.Range(
-            start=types.Position(line=where.start.line, character=0),
-            end=ls.documents.to_client(document, where.start.line, len(line)),
+        diagnostics = params.context.diagnostics
+        if not diagnostics or not offered(types.CodeActionKind.QuickFix):
+            return []
+        first = min(d.range.start.line for d in diagnostics)
+        last = max(d.range.end.line for d in diagnostics)
+        problems = "; ".join(dict.fromkeys(d.message.strip() for d in diagnostics if d.message.strip()))
+        argument = {
+            "uri": document.uri,
+            "range": _span(_whole_lines(ls, document, first, last)),
+            "instruction": f"Fix this problem: {problems}" if problems else PRESETS[0][1],
+        }
+        command = types.Command(title="tandem: Fix", command=EDIT_COMMAND, arguments=[argument])
+        fix = types.CodeAction(
+            title="tandem: Fix", kind=types.CodeActionKind.QuickFix, diagnostics=list(diagnostics), command=command
         )
-    span = {"start": {"line": where.start.line, "character": where.start.character}}
-    span["end"] = {"line": where.end.line, "character": where.end.character}
+        return [fix]
+    if not offered(types.CodeActionKind.RefactorRewrite):
+        return []
+    span = _span(where)
     actions: list[types.CodeAction] = []
     if ls.client_name in PROMPTING_CLIENTS:
         title = "Edit selection with tandem..."
@@ -325,6 +347,13 @@ def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[type
             types.CodeAction(title=f"tandem: {title}", kind=types.CodeActionKind.RefactorRewrite, command=command)
         )
     return actions
+
+
+def _span(where: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": where.start.line, "character": where.start.character},
+        "end": {"line": where.end.line, "character": where.end.character},
+    }
 
 
 def register(server: TandemServer) -> None:
