@@ -208,6 +208,11 @@ async def test_code_action_runs_an_edit_and_the_client_applies_it(
         assert isinstance(result, dict) and result["applied"] is True, result
         assert result["tier"] == "fast" and result["files"] == ["invoice.py"]
         assert editor.texts[uri] == SAMPLE_TYPED
+        # Every edit ends with a message naming the model, the file and the size of the change.
+        added, removed = result["lines_added"], result["lines_removed"]
+        assert added > 0 and removed > 0, result
+        want = f"tandem: fast model (sim-spark) edited invoice.py (+{added} -{removed} lines)"
+        assert result["message"] == want and want in [m.message for m in session.client.messages]
         [received] = editor.received
         [change] = received.edit.document_changes or []
         assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
@@ -244,6 +249,7 @@ async def test_multi_file_edit_goes_accurate_and_changes_every_file(
         assert result["applied"] is True, result
         assert result["tier"] == "accurate" and "instruction asks to rename" in result["route"]
         assert result["files"] == ["models.py", "urls.py", "views.py"]
+        assert result["message"].startswith("tandem: accurate model (sim-codex) edited 3 files (+5 -5 lines): ")
         for name, uri in uris.items():
             assert editor.texts[uri] == renamed[name], name
         [received] = editor.received

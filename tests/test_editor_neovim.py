@@ -424,6 +424,11 @@ def _edited(nvim_run: NvimRun, name: str) -> dict[str, Any]:
     assert result["tier"] in ("fast", "accurate") and result["files"] == [f"{name}_textwrap.py"], result
     # Neovim's buffer has no final newline character; the file it writes does.
     assert record["after_edit"] + "\n" == nvim_run.edits[name].after
+    # The server's message for the edit (model, file, size) reached the user through vim.notify.
+    assert result["message"].startswith(f"tandem: {result['tier']} model (sim-"), result
+    assert f"{name}_textwrap.py (+" in result["message"], result
+    shown = [n["message"] for n in nvim_run.results["notifications"]]
+    assert result["message"] in shown, shown
     return record
 
 

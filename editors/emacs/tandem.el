@@ -157,13 +157,14 @@ Other servers' edits are applied as eglot does."
 
 (defun tandem--edit-finished (result)
   "Report RESULT, the server's answer to `tandem.edit'.
-Then run `tandem-edit-functions' with it."
+The server has already said how the edit ended (`window/showMessage',
+which eglot shows): the model, the files and the size of the change,
+or why nothing was applied.  Then run `tandem-edit-functions' with it."
   (let ((message (plist-get result :message)))
-    (cond ((eq (plist-get result :applied) t)
-           (message "tandem: edit applied (%s)" (or (plist-get result :route) "done")))
-          ((and (stringp message) (not (string-empty-p message)))
-           (message "%s" message))
-          (t (message "tandem: the edit was not applied"))))
+    (unless (and (stringp message) (not (string-empty-p message)))
+      (message (if (eq (plist-get result :applied) t)
+                   "tandem: edit applied"
+                 "tandem: the edit was not applied"))))
   (run-hook-with-args 'tandem-edit-functions result))
 
 (defun tandem-edit (beg end instruction)
@@ -187,8 +188,7 @@ workspace/applyEdit; Emacs stays usable meanwhile."
      (vector (list :uri (eglot--path-to-uri (buffer-file-name))
                    :range (list :start (eglot--pos-to-lsp-position beg)
                                 :end (eglot--pos-to-lsp-position end))
-                   :instruction (string-trim instruction)
-                   :version eglot--versioned-identifier)))))
+                   :instruction (string-trim instruction))))))
 
 (defun tandem--send-edit (server arguments)
   "Send `tandem.edit' with ARGUMENTS (a vector) to SERVER.

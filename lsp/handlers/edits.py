@@ -1,7 +1,9 @@
 """Edits: workspace/executeCommand `tandem.edit`, textDocument/codeAction, $/progress, workspace/applyEdit.
 
-`tandem.edit` takes one argument `{uri, range, instruction, model?: "fast" | "accurate", version?}` (the
-VS Code extension, the Neovim plugin and tandem.el send exactly this). The edit itself is
+`tandem.edit` takes one argument `{uri, range, instruction, model?: "fast" | "accurate"}` (the VS Code
+extension, the Neovim plugin and tandem.el send exactly this). The range is read against the server's copy
+of the document, which the client brings up to date before it sends the command; typing after that is
+handled by rebasing the edit, so no document version is needed. The edit itself is
 `completion.edit_flow.EditFlow.run`; this module gathers what it needs from the server (texts, symbols,
 the working diff), shows progress, and applies the result:
 
@@ -9,7 +11,9 @@ the working diff), shows progress, and applies the result:
   it, cancellable (a cancel stops the model stream), the message naming the route and its reasons;
 - apply: workspace/applyEdit with the versions the server holds. If the user typed meanwhile the edit
   was already rebased (or refused) by the flow; if the editor still refuses because the user typed in
-  the last instant, it is rebased again, a few times at most. Refusals are a window/showMessage.
+  the last instant, it is rebased again, a few times at most;
+- report: every edit's end is a window/showMessage (`lsp.edit_report`: the model, the files, the size
+  of the change, or why nothing was applied), also returned as the answer's `message`.
 
 Code actions on a selection offer preset instructions (for clients that cannot prompt, such as Helix)
 and, in VS Code and Neovim, "Edit selection with tandem..." (the plugin's own prompt command); on a
@@ -31,6 +35,7 @@ from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditR
 from tandem.completion.edits import EditConflict, line_offset, rebase_edits
 from tandem.completion.working_diff import working_diff
 from tandem.completion.workspace_symbols import IndexLookup, candidate_names
+from tandem.lsp import edit_report
 from tandem.lsp.edit_workspace import EditWorkspace
 from tandem.lsp.handlers import next_edit
 
@@ -234,7 +239,18 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     flow.finish(outcome, applied=applied, error=why)
     if not applied:
         return _done(ls, False, f"tandem: the edit was not applied: {why}", outcome=outcome)
-    return _done(ls, True, "", outcome=outcome)
+    configured = getattr(ls.config.models, outcome.tier or "", None)
+    model = configured.model if configured is not None else ""
+    files = edit_report.changes(outcome.edits, outcome.current, workspace.open_texts())
+    message = edit_report.applied_message(outcome.tier or "", model, files, rebased=outcome.rebased)
+    result = _done(ls, True, message, outcome=outcome, kind=types.MessageType.Info)
+    result.update(
+        model=model,
+        lines_added=sum(f.added for f in files),
+        lines_removed=sum(f.removed for f in files),
+        not_open=[f.path for f in files if not f.opened],
+    )
+    return result
 
 
 async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcome, label: str) -> tuple[bool, str]:
@@ -277,17 +293,26 @@ async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcom
 
 
 def _done(
-    ls: TandemServer, applied: bool, message: str, *, outcome: EditOutcome | None = None, show: bool = True
+    ls: TandemServer,
+    applied: bool,
+    message: str,
+    *,
+    outcome: EditOutcome | None = None,
+    show: bool = True,
+    kind: types.MessageType | None = None,
 ) -> dict[str, Any]:
-    """The command's result, after telling the user what went wrong (if anything)."""
+    """The command's result, after telling the user how the edit ended (window/showMessage, so editors
+    that run `tandem.edit` as a plain code action show it too)."""
     if message and show:
         conflict = outcome is not None and outcome.conflict
-        _show(ls, message, types.MessageType.Warning if conflict or outcome is None else types.MessageType.Error)
+        if kind is None:
+            kind = types.MessageType.Warning if conflict or outcome is None else types.MessageType.Error
+        _show(ls, message, kind)
     result: dict[str, Any] = {"applied": applied, "message": message}
     if outcome is not None:
         result.update(
             tier=outcome.tier,
-            route=outcome.decision.summary(),
+            route=outcome.decision.message(),
             escalation=outcome.escalation,
             files=sorted({e.path for e in outcome.edits}) if applied else [],
             rebased=outcome.rebased,

@@ -1,7 +1,8 @@
 /**
  * "tandem: Edit selection...": asks for an instruction and sends `workspace/executeCommand` `tandem.edit`
- * with `{uri, range, instruction, version}`. The server answers by applying a `WorkspaceEdit` through
- * `workspace/applyEdit`, which the language client carries out; this module only asks and waits.
+ * with `{uri, range, instruction}`. The server answers by applying a `WorkspaceEdit` through
+ * `workspace/applyEdit`, which the language client carries out, and says how the edit ended (the model,
+ * the files, the size of the change) with `window/showMessage`; this module only asks and waits.
  */
 
 import * as vscode from "vscode";
@@ -9,12 +10,14 @@ import { ExecuteCommandRequest, type LanguageClient, type Range } from "vscode-l
 
 export const EDIT_COMMAND = "tandem.edit";
 
-/** The single argument of `tandem.edit`. `version` lets the server refuse an edit the user has typed past. */
+/**
+ * The single argument of `tandem.edit`. The language client sends pending changes before the request, so
+ * the range is read against the text the user sees; typing after that is rebased around by the server.
+ */
 export interface EditArguments {
   uri: string;
   range: Range;
   instruction: string;
-  version: number;
 }
 
 function serverOffersEdits(client: LanguageClient): boolean {
@@ -57,7 +60,6 @@ export async function editSelection(client: LanguageClient | undefined): Promise
     uri: client.code2ProtocolConverter.asUri(document.uri),
     range: client.code2ProtocolConverter.asRange(targetRange(editor)),
     instruction: instruction.trim(),
-    version: document.version,
   };
   try {
     await vscode.window.withProgress(

@@ -46,11 +46,24 @@ local function capabilities()
   return caps
 end
 
+-- The server's messages already begin with "tandem:"; they go through vim.notify (which notification
+-- plugins take over) at their own level, not through Neovim's "LSP[tandem][Info] ..." echo.
+local NOTIFY_LEVELS = {
+  [vim.lsp.protocol.MessageType.Error] = vim.log.levels.ERROR,
+  [vim.lsp.protocol.MessageType.Warning] = vim.log.levels.WARN,
+  [vim.lsp.protocol.MessageType.Info] = vim.log.levels.INFO,
+  [vim.lsp.protocol.MessageType.Log] = vim.log.levels.DEBUG,
+}
+
 local function show_message(err, result, ctx)
-  if result and result.type and result.type <= vim.lsp.protocol.MessageType.Warning then
+  if err or type(result) ~= "table" or type(result.message) ~= "string" then
+    return vim.lsp.handlers["window/showMessage"](err, result, ctx)
+  end
+  if result.type and result.type <= vim.lsp.protocol.MessageType.Warning then
     status.update({ message = result.message })
   end
-  return vim.lsp.handlers["window/showMessage"](err, result, ctx)
+  vim.notify(result.message, NOTIFY_LEVELS[result.type] or vim.log.levels.INFO)
+  return result
 end
 
 local function server_status(_, result)

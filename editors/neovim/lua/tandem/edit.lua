@@ -1,5 +1,5 @@
 -- Edits: an instruction over a range, sent as `workspace/executeCommand` `tandem.edit`
--- {uri, range, instruction, version}. The server computes the edit and applies it with
+-- {uri, range, instruction}. The server computes the edit and applies it with
 -- `workspace/applyEdit`, which Neovim handles itself (as it does the `$/progress` of long edits).
 --
 -- Three ways in: `:[range]TandemEdit [instruction]`; the server's preset code actions ("tandem: Fix", ...,
@@ -104,8 +104,6 @@ function M.send(bufnr, range, instruction, done)
     uri = vim.uri_from_bufnr(bufnr),
     range = range,
     instruction = instruction,
-    -- The version the range was taken from: the server refuses (or rebases) an edit typed past.
-    version = vim.lsp.util.buf_versions[bufnr],
   }, done)
 end
 
