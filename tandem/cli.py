@@ -34,11 +34,11 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        filename=args.log_file,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    level = logging.DEBUG if args.verbose else logging.INFO
+    if not (args.log_to_client and args.log_file is None):
+        logging.basicConfig(
+            level=level, filename=args.log_file, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
     # pygls logs every message at INFO and DEBUG, document text included: only on explicit request.
     logging.getLogger("pygls").setLevel(logging.DEBUG if args.log_protocol else logging.WARNING)
     # httpx logs a line per model request at INFO: one per keystroke is noise, not news.
@@ -46,6 +46,12 @@ def _serve(args: argparse.Namespace) -> int:
     from tandem.lsp.server import build_server
 
     server = build_server(trace_path=args.trace)
+    if args.log_to_client:
+        from tandem.lsp.client_log import ClientLogHandler
+
+        root = logging.getLogger()
+        root.setLevel(level)
+        root.addHandler(ClientLogHandler(server))
     if args.tcp:
         host, port = args.tcp
         server.start_tcp(host, port)
@@ -93,6 +99,11 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--tcp", type=_host_port, metavar="HOST:PORT", help="listen on TCP instead of stdio")
     serve.add_argument("--trace", type=pathlib.Path, metavar="FILE", help="append trace records to FILE")
     serve.add_argument("--log-file", metavar="FILE", help="write logs to FILE (default: stderr)")
+    serve.add_argument(
+        "--log-to-client",
+        action="store_true",
+        help="send logs to the editor as window/logMessage at their level (also to --log-file if given)",
+    )
     serve.add_argument("-v", "--verbose", action="store_true", help="debug logging (never document text)")
     serve.add_argument(
         "--log-protocol",

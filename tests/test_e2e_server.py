@@ -233,3 +233,17 @@ async def _until_async(condition: Callable[[], Awaitable[bool]], *, attempts: in
             return
         await asyncio.sleep(0.1)  # sleep-ok: re-asking a server that is waiting out Retry-After
     raise AssertionError("condition never became true")
+
+
+async def test_logs_reach_the_client_at_their_own_level(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    """`serve --log-to-client` (the VS Code extension's launch): INFO arrives as Info, WARNING as Warning,
+    without a timestamp of its own (the editor stamps its lines)."""
+    extra = ["--log-to-client"]
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url), extra_args=extra) as session:
+        session.open("blob.bin", "\x00\x01")
+        await session.inline((session.root / "missing.py").as_uri(), types.Position(line=0, character=0))
+        await _until(lambda: len(session.client.log_messages) >= 2)
+        logged = {m.type: m.message for m in session.client.log_messages}
+    assert logged[types.MessageType.Info].startswith("tandem.lsp.documents: document file://")
+    assert "binary content; tracked, never completed" in logged[types.MessageType.Info]
+    assert logged[types.MessageType.Warning].startswith("tandem.lsp.handlers.completion: completion requested for")

@@ -206,8 +206,9 @@ export class Controller implements vscode.Disposable {
     const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === "file");
     const executable: Executable = {
       command: server.command,
-      // The client appends --stdio for TransportKind.stdio, which `tandem serve` accepts.
-      args: [...server.args, "serve", ...extraArgs],
+      // The client appends --stdio for TransportKind.stdio, which `tandem serve` accepts. The server's logs
+      // come as window/logMessage at their own level: stderr lines would all read as errors here.
+      args: [...server.args, "serve", "--log-to-client", ...extraArgs],
       transport: TransportKind.stdio,
       options: { cwd: folder?.uri.fsPath, env: process.env },
     };
