@@ -2,8 +2,8 @@
 
 VS Code's Output panel marks everything a server writes to stderr as an error and stamps each line with
 its own time: `tandem serve --log-to-client` sends each record instead as a `window/logMessage` whose
-type is the record's level (ERROR -> Error, WARNING -> Warning, INFO -> Info, DEBUG -> Log), without a
-timestamp. Records written before the connection is up, from worker threads after it is gone, and
+type is the record's level (ERROR -> Error, WARNING -> Warning, INFO -> Info, DEBUG -> Debug, LSP 3.18),
+without a timestamp. Records written before the connection is up, from worker threads after it is gone, and
 pygls' own (which describe the messages being sent) go to stderr.
 """
 
@@ -28,7 +28,7 @@ _LEVELS = (
 
 
 def message_type(level: int) -> types.MessageType:
-    return next((kind for floor, kind in _LEVELS if level >= floor), types.MessageType.Log)
+    return next((kind for floor, kind in _LEVELS if level >= floor), types.MessageType.Debug)
 
 
 class ClientLogHandler(logging.Handler):
