@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
+from tandem.completion.backends.factory import describe_model
 from tandem.completion.engine import Engine
 from tandem.completion.http import make_client
 from tandem.completion.next_edit import NextEdits
@@ -54,6 +55,17 @@ def _report(ls: TandemServer, messages: list[str]) -> None:
         ls.notify_user(f"tandem configuration: {message}", types.MessageType.Warning)
 
 
+def _started(ls: TandemServer, encoding: str) -> str:
+    """The first log line: who serves what, with which models (never keys)."""
+    models = ls.config.models
+    described = [
+        f"{role} model {describe_model(model)}" if model is not None else f"no {role} model"
+        for role, model in (("fast", models.fast), ("accurate", models.accurate))
+    ]
+    root = ls.sources.workspace_root or "(no folder)"
+    return f"tandem serving {ls.client_name or 'an editor'} ({encoding}) in {root}; " + ", ".join(described)
+
+
 def register(server: TandemServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: TandemServer, params: types.InitializeParams) -> None:
@@ -87,6 +99,7 @@ def register(server: TandemServer) -> None:
             history=ls.edit_history,
             workspace=ls.workspace_index,
         )
+        log.info("%s", _started(ls, str(encoding)))
         ls.spawn(ls.engine.warm())
         ls.spawn(_start_workspace(ls, ls.workspace_index))
 
