@@ -26,12 +26,16 @@ State = Literal["ready", "busy", "error"]
 
 # The models by role, as every message names them.
 ROUTE_WORDS = {"fast": "fast model", "accurate": "accurate model"}
-# Where a suggestion came from, in the tooltip's words; `text` says "cached" for both reuse sources.
+# Where a suggestion came from, in the tooltip's words.
 SOURCE_WORDS = {
     "model": "a new request to the {route}",
     "stream": "the {route}'s answer already streaming (no new request)",
     "cache": "the completion cache (no new request)",
 }
+
+
+# The status bar's word for a suggestion not asked of a model just now.
+SOURCE_TEXT = {"stream": "reused", "cache": "cached"}
 
 
 def latency_words(ms: float) -> str:
@@ -107,9 +111,12 @@ class Status:
             )
         cache_hit = result.source in ("stream", "cache")
         where = SOURCE_WORDS.get(result.source, "the {route}").format(route=named)
+        # A new request names its model's role; an answer read from a stream already running (typed
+        # through, or started by an earlier keystroke) is "reused"; the completion cache's is "cached".
+        shown = SOURCE_TEXT.get(result.source) or route or "model"
         return Status(
             state="ready",
-            text=fit(f"tandem {latency_words(latency_ms)} {'cached' if cache_hit else route or 'model'}"),
+            text=fit(f"tandem {latency_words(latency_ms)} {shown}"),
             tooltip=f"Last suggestion in {latency_words(latency_ms)}, from {where}.",
             latency_ms=latency_ms,
             route=route,

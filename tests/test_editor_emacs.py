@@ -290,7 +290,7 @@ def test_mode_line_shows_the_servers_tandem_status(emacs_run: EmacsRun) -> None:
     assert status["route"] == "fast" and isinstance(status["cache_hit"], bool), status
     assert isinstance(status["latency_ms"], int | float) and status["latency_ms"] >= 0, status
     # The mode line is the server's own text; M-x tandem-status says its sentence, not a plist.
-    shown = "cached" if status["cache_hit"] else "fast"
+    shown = {"cache": "cached", "stream": "reused"}.get(status["source"], "fast")
     assert record["mode_line"] == f" {status['text']} " == f" tandem {round(status['latency_ms'])} ms {shown} "
     assert record["status_message"] == f"{status['text']}: {status['tooltip']}", record["status_message"]
     assert status["tooltip"].startswith("Last suggestion in "), status

@@ -381,7 +381,7 @@ def test_statusline_shows_the_servers_tandem_status(nvim_run: NvimRun) -> None:
     assert server["route"] == "fast" and isinstance(server["cache_hit"], bool), server
     assert isinstance(server["latency_ms"], int | float) and server["latency_ms"] >= 0, server
     # The statusline is the server's own text; `:TandemStatus` prints its sentence, not a Lua table.
-    shown = "cached" if server["cache_hit"] else "fast"
+    shown = {"cache": "cached", "stream": "reused"}.get(server["source"], "fast")
     assert record["statusline"] == server["text"] == f"tandem {round(server['latency_ms'])} ms {shown}"
     assert record["tandem_status_command"].startswith("tandem: ready\nLast suggestion in "), record
     assert server["tooltip"] in record["tandem_status_command"] and "{" not in record["tandem_status_command"]

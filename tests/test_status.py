@@ -14,7 +14,7 @@ def test_a_new_suggestion_names_its_latency_and_route() -> None:
 
 def test_a_reused_suggestion_says_cached_and_where_from() -> None:
     stream = Status.of_completion(CompletionResult(text="x", source="stream", waited_ms=2.6, tier="fast", model="m"))
-    assert (stream.text, stream.cache_hit) == ("tandem 3 ms cached", True)
+    assert (stream.text, stream.cache_hit) == ("tandem 3 ms reused", True)
     assert "already streaming" in stream.tooltip
     cache = Status.of_completion(CompletionResult(text="x", source="cache", waited_ms=1500, tier="cache"))
     assert cache.text == "tandem 1.5 s cached" and cache.route == ""

@@ -23,7 +23,17 @@
 //   TANDEM_E2E_TIMEOUT_S longest wait for one step   (default: 90)
 
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync, chmodSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -52,6 +62,23 @@ const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
+
+// Modules of the opened repository named like tandem's parts, and the marker each leaves if imported.
+const HOSTILE_MODULES = ["cache.py", "lsp/__init__.py", "completion.py", "tandem/__init__.py"];
+const HOSTILE_MARKER = "IMPORTED-FROM-THE-WORKSPACE";
+
+/** Markers left in `dir` (recursively): workspace modules that ran. */
+function markersIn(dir) {
+  return readdirSync(dir, { recursive: true }).filter((name) => path.basename(String(name)).startsWith(HOSTILE_MARKER));
+}
+
+/** Files named `name` under `dir`, recursively. */
+function filesNamed(dir, name) {
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((file) => path.basename(file) === name)
+    .map((file) => path.join(dir, file));
+}
 
 const started = Date.now();
 let stepStarted = started;
@@ -265,6 +292,15 @@ try {
   const typed = truth.slice(cut, cut + "def ".length + 2);
   const example = path.join(dirs.workspace, `example${path.extname(truthPath) || ".py"}`);
   writeFileSync(example, truth.slice(0, cut));
+  // The repository's own modules named like tandem's parts: each leaves a marker if imported, which no
+  // launch may do (the server starts in this folder).
+  for (const name of HOSTILE_MODULES) {
+    mkdirSync(path.dirname(path.join(dirs.workspace, name)), { recursive: true });
+    writeFileSync(
+      path.join(dirs.workspace, name),
+      `import pathlib\npathlib.Path(__file__).with_name("${HOSTILE_MARKER}-" + pathlib.Path(__file__).stem).write_text(__name__)\n`,
+    );
+  }
   console.log(`[e2e] truth ${truthPath}, cut at ${cut}, will type ${JSON.stringify(typed)}`);
 
   const childEnv = {
@@ -314,13 +350,8 @@ try {
     "update.mode": "none",
     "extensions.autoCheckUpdates": false,
     "extensions.autoUpdate": false,
-    // Nothing but tandem's ghost text may claim Tab or change what is typed.
-    "editor.quickSuggestions": { other: "off", comments: "off", strings: "off" },
-    "editor.suggestOnTriggerCharacters": false,
-    "editor.wordBasedSuggestions": "off",
-    "editor.autoClosingBrackets": "never",
-    "editor.autoClosingQuotes": "never",
-    "editor.inlineSuggest.enabled": true,
+    // The editor's own settings stay at their defaults (the word list opens as you type, Tab must still
+    // take tandem's suggestion); only the minimap goes, so screenshots show the code.
     "editor.minimap.enabled": false,
     "tandem.serverPath": tandem,
     "tandem.serverArgs": ["--log-file", serverLog, "-v"],
@@ -401,17 +432,25 @@ try {
 
   await page.keyboard.type(typed, { delay: 40 });
   const typedAt = Date.now();
+  // With VS Code's default settings the word list opens too and previews its word as ghost text ("ap"
+  // of "wrap"): tandem's suggestion is the ghost text that goes past the end of the word.
+  const wordRest = /^\w*/.exec(truth.slice(cut + typed.length))[0];
   const ghostHandle = await page.waitForFunction(
-    () => {
-      const parts = [...document.querySelectorAll(".monaco-editor .ghost-text-decoration")].map((e) => e.textContent);
+    (wordLength) => {
+      // Ghost text is drawn in elements whose class names hold "ghost-text" (nested when the word list's
+      // preview joins it): the innermost ones, in document order.
+      const parts = [...document.querySelectorAll(".monaco-editor [class*=ghost-text]")]
+        .filter((el) => !el.querySelector("[class*=ghost-text]"))
+        .map((e) => e.textContent);
       const text = parts.join("").replace(/\u00a0/g, " ");
-      return text.trim() === "" ? false : text;
+      return text.trim().length > wordLength ? text : false;
     },
     { polling: 50 },
+    wordRest.length,
   );
   const ghost = await ghostHandle.jsonValue();
   console.log(`[e2e] ghost text ${JSON.stringify(ghost)} appeared ${Date.now() - typedAt} ms after the last keystroke`);
-  await page.screenshot({ path: path.join(artifacts, "ghost-text.png") });
+  await page.screenshot({ path: path.join(artifacts, "first-completion.png") });
   step("ghost text shown");
 
   // The server's `tandem/status` follows its answer: the status item shows its latency and route.
@@ -420,7 +459,7 @@ try {
       () => {
         const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
         const text = item?.textContent?.trim() ?? "";
-        return /^tandem \d+(\.\d)? ?m?s (fast|accurate|cache)$/.test(text) ? text : false;
+        return /^tandem \d+(\.\d)? m?s (fast|accurate|reused|cached)$/.test(text) ? text : false;
       },
       { polling: 50 },
     )
@@ -434,6 +473,26 @@ try {
     fail(`the ghost text ${JSON.stringify(ghost)} is not the file's true continuation ${JSON.stringify(trueRest.slice(0, 80))}`);
   }
 
+  // Whether VS Code's word list opened on its own is a matter of timing: open it (Ctrl+Space) if it did
+  // not, so that Tab is always pressed with both the list and tandem's ghost text on screen.
+  const listOpen = () => Boolean(document.querySelector(".editor-widget.suggest-widget.visible"));
+  const openedItself = await page.evaluate(listOpen);
+  if (!openedItself) {
+    await chord(page, "Control", "Space");
+    await page.waitForFunction(listOpen, { polling: 50 });
+  }
+  await page.waitForFunction(
+    (wanted) =>
+      [...document.querySelectorAll(".monaco-editor [class*=ghost-text]")]
+        .filter((el) => !el.querySelector("[class*=ghost-text]"))
+        .map((e) => e.textContent)
+        .join("")
+        .replace(/\u00a0/g, " ") === wanted,
+    { polling: 50 },
+    ghost,
+  );
+  console.log(`[e2e] VS Code's word list is open (${openedItself ? "by itself" : "Ctrl+Space"}) with the ghost text when Tab is pressed`);
+  await page.screenshot({ path: path.join(artifacts, "word-list-and-ghost-text.png") });
   await page.keyboard.press("Tab");
   // The line as typed text, without ghost text (the next suggestion may already be showing after it).
   const expectedLine = (before + ghost).split("\n").pop();
@@ -503,6 +562,25 @@ try {
     fail(`the edit was not applied: ${editOutcome}`);
   }
   console.log(`[e2e] edit applied ${Date.now() - editSentAt} ms after the instruction`);
+  // The server says how it ended: the model, the file, the size of the change.
+  const editMessage = await (
+    await page.waitForFunction(
+      (file) => {
+        const pattern = new RegExp(`tandem: (fast|accurate) model \\(sim-\\w+\\) edited ${file} \\(\\+\\d+ -\\d+ lines\\)`);
+        const shown = [...document.querySelectorAll(".notification-toast .notification-list-item-message")];
+        return shown.map((el) => el.textContent).find((text) => pattern.test(text)) ?? false;
+      },
+      { polling: 50 },
+      path.basename(edited).replace(".", "\\."),
+    )
+  ).jsonValue();
+  console.log(`[e2e] edit message: ${JSON.stringify(editMessage)}`);
+  // The extension's "tandem: editing…" toast closes with the answer; then the message is the one shown.
+  await page.waitForFunction(
+    () => ![...document.querySelectorAll(".notification-toast")].some((el) => /tandem: editing/.test(el.textContent)),
+    { polling: 50 },
+  );
+  await page.screenshot({ path: path.join(artifacts, "edit-result.png") });
   await chord(page, "Control", "KeyS");
   await waitUntil(() => readFileSync(edited, "utf8") !== truth, "the edited file to be saved");
   await page.screenshot({ path: path.join(artifacts, "edit-applied.png") });
@@ -579,6 +657,27 @@ try {
   );
   await page.screenshot({ path: path.join(artifacts, "server-not-found.png") });
   step("wrong tandem.serverPath reported");
+
+  const ran = markersIn(dirs.workspace);
+  if (ran.length > 0) {
+    fail(`the workspace's own modules were imported by the server: ${ran.join(", ")}`);
+  }
+  step("none of the workspace's cache.py, lsp/, completion.py, tandem/ was imported");
+
+  // The Output channel's log file: the server's lines at their own level (its start line is INFO), none
+  // of them an error, and no second timestamp inside a line.
+  const [outputLog] = filesNamed(path.join(dirs["user-data"], "logs"), "tandem.log");
+  const outputLines = outputLog ? readFileSync(outputLog, "utf8").split("\n") : [];
+  const serverLines = outputLines.filter((line) => / tandem\.(lsp|completion|cache)\./.test(line));
+  if (!serverLines.some((line) => /\[info\] tandem\.lsp\.handlers\.lifecycle: tandem serving /.test(line))) {
+    fail(`the server's start line is not in the Output as info: ${JSON.stringify(outputLines.slice(0, 20))}`);
+  }
+  const wrong = serverLines.filter((line) => /\[error\]/.test(line) || /\d{4}-\d\d-\d\d.*\d{4}-\d\d-\d\d/.test(line));
+  if (wrong.length > 0) {
+    fail(`server lines shown as errors or with two timestamps: ${JSON.stringify(wrong)}`);
+  }
+  console.log(`[e2e] Output: ${serverLines.length} server line(s), e.g. ${JSON.stringify(serverLines[0])}`);
+  step("the Output shows the server's log at its own levels");
   ok = true;
 } finally {
   if (!ok && page !== undefined) {
