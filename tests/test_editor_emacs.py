@@ -307,7 +307,7 @@ def _edited(emacs_run: EmacsRun, name: str) -> dict[str, Any]:
     assert record["modified"] is True  # applied to the buffer, not saved behind the user's back
     # The answer's message (also the server's window/showMessage) names the model, the file and the size.
     assert result["message"].startswith(f"tandem: {result['tier']} model (sim-"), result
-    assert f"{name}_textwrap.py (+" in result["message"] and "score" not in result["route"], result
+    assert f"{name}_textwrap.py (+" in result["message"], result
     return record
 
 

@@ -312,7 +312,7 @@ def _done(
     if outcome is not None:
         result.update(
             tier=outcome.tier,
-            route=outcome.decision.message(),
+            route=outcome.decision.summary(),
             escalation=outcome.escalation,
             files=sorted({e.path for e in outcome.edits}) if applied else [],
             rebased=outcome.rebased,
