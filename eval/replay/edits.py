@@ -59,6 +59,12 @@ def add_edit_arguments(parser: argparse.ArgumentParser) -> None:
         help="fit the router on all --repo histories but one, judge it on that one, for each",
     )
     parser.add_argument(
+        "--simulate-on",
+        metavar="NAME",
+        action="append",
+        help="with --leave-one-out: run the simulated part only on these histories (by directory name)",
+    )
+    parser.add_argument(
         "--sim-limit",
         type=int,
         metavar="N",
@@ -134,17 +140,23 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
     simulated: dict[str, EditEvalResult] = {}
     if not args.router_only:
         held_out = weights_by_held_out(loo)
+        if not args.json:
+            sys.stdout.write(render_loo(loo) + "\n")
+            sys.stdout.flush()
         for name, repo in zip(loo.repos, repos, strict=True):
+            if args.simulate_on and name not in args.simulate_on:
+                continue
             say(f"simulated edits on {name}, the router fitted without it")
             simulated[name] = _simulate(args, repo, args.sim_limit or args.limit, held_out[name])
+            if not args.json:
+                sys.stdout.write(f"\nheld out: {name} (the router's weights fitted on the other histories)\n")
+                sys.stdout.write(render_edits(simulated[name]) + "\n")
+                sys.stdout.flush()
     if args.json:
         data = {"leave_one_out": loo_json(loo), "edits": {name: edits_json(e) for name, e in simulated.items()}}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    else:
+    elif args.router_only:
         sys.stdout.write(render_loo(loo) + "\n")
-        for name, edits in simulated.items():
-            sys.stdout.write(f"\nheld out: {name} (the router's weights fitted on the other histories)\n")
-            sys.stdout.write(render_edits(edits) + "\n")
     return 0
 
 
