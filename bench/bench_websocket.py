@@ -21,6 +21,11 @@ Figures, per transport:
     input tokens/request  what the simulator billed as input (a continuation bills the held conversation),
                           and how many of them its simulated prompt cache served (sim/prompt_cache.py)
 
+The same session end to end through `tandem serve` over stdio (the fast model on each transport, cache reuse
+and prefetch off so that every keystroke asks the model), from the server's trace: received -> model request
+sent, received -> first token (tandem's added time before the first token, the simulator adding none of its
+own), and the client's latency.
+
 Then a socket dropped mid-completion (`truncate` fault: the simulator aborts the TCP connection half-way
 through the answer) and before answering (`reset`): what the completion got, and the next one. And the
 typing session again with every completion abandoned after its first text (the next keystroke supersedes
@@ -33,9 +38,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import sysconfig
+import tempfile
 import time
 from contextlib import aclosing
 from pathlib import Path
@@ -49,6 +56,8 @@ from tandem.completion.backends.responses_ws import ResponsesWebSocketBackend
 from tandem.completion.config import ModelConfig
 from tandem.completion.errors import CompletionError
 from tandem.completion.http import make_client
+from tandem.eval.replay.client import ReplayClient
+from tandem.eval.trace_report import read_trace
 from tandem.sim import SimSettings, start_in_thread
 
 SOURCE = Path(sysconfig.get_paths()["stdlib"]) / "json" / "decoder.py"
@@ -233,6 +242,46 @@ async def superseded_run(sim: Any, config: ModelConfig, requests: list[ModelRequ
     )
 
 
+async def end_to_end(base_url: str, transport: str, workdir: Path, chars: int) -> dict[str, list[float]]:
+    """`tandem serve` over stdio with the fast model on `transport`: the typing session typed for real, an
+    inline completion asked on every keystroke (cache reuse and prefetch off, so each asks the model)."""
+    text = SOURCE.read_text(encoding="utf-8")
+    start = text.index("\n", text.index(ANCHOR)) + 1
+    trace = workdir / f"e2e-{transport}.jsonl"
+    model = {"provider": "openai-responses", "base_url": base_url, "model": "sim-instant", "transport": transport}
+    settings: dict[str, Any] = {
+        "models": {"fast": model},
+        "completion": {"debounce_ms": 0, "debounce": "fixed", "deadline_s": 30},
+        "cache": {"reuse": "off"},
+        "prefetch": {"enabled": False},
+    }
+    client = ReplayClient(trace_path=trace, env={**os.environ, "XDG_CONFIG_HOME": str(workdir)})
+    await client.start(settings)
+    latencies: list[float] = []
+    try:
+        document = client.open(
+            uri=(workdir / "decoder.py").as_uri(),
+            language_id="python",
+            text=text[:start] + text[start + chars :],
+            cursor=start,
+        )
+        for key in text[start : start + chars]:
+            client.insert(document, key)
+            pending = client.request_inline(document)
+            await asyncio.wait_for(pending.answered.wait(), 30)
+            latencies.append(pending.latency_ms)
+        client.close(document)
+    finally:
+        await client.stop()
+    records = [r for r in read_trace(trace).records if r.get("source") == "model" and "first_token" in r["ms"]]
+    return {
+        "client": latencies,
+        "first_token": [r["ms"]["first_token"] for r in records],
+        "request_sent": [r["ms"]["request_sent"] for r in records],
+        "continued": [1.0 if r["transport"]["continuation"] == "continued" else 0.0 for r in records],
+    }
+
+
 def summary(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
@@ -267,6 +316,24 @@ def main() -> int:
     full_bytes = statistics.mean(figures["ws (full)"]["bytes"])
     cont_bytes = statistics.mean(figures["ws (continued)"]["bytes"])
     print(f"continuation: {1 - cont_bytes / full_bytes:.0%} fewer bytes sent per request than whole prompts")
+    print()
+    print("end to end over stdio: tandem serve, fast model openai-responses, profile instant (no simulated TTFT);")
+    print("received -> first token is the time tandem (server path, transport, the simulator's own handling) adds")
+    print(
+        f"{'transport':10} {'received->sent p50':>19} {'received->first token p50':>26} {'p90':>7} "
+        f"{'client latency p50':>19} {'continued':>10}"
+    )
+    with (
+        start_in_thread(SimSettings(profile="instant", truth=(str(SOURCE),))) as sim,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        for transport in ("http", "websocket"):
+            run = asyncio.run(end_to_end(sim.base_url, transport, Path(tmp), ns.chars))
+            sent50, _ = summary(run["request_sent"])
+            first50, first90 = summary(run["first_token"])
+            client50, _ = summary(run["client"])
+            share = statistics.mean(run["continued"]) if run["continued"] else 0.0
+            print(f"{transport:10} {sent50:19.2f} {first50:26.2f} {first90:7.2f} {client50:19.2f} {share:10.0%}")
     print()
     print("a socket dropped (profile spark: 100 ms simulated TTFT, 1,000 tokens/s; 64-token answers)")
     with start_in_thread(SimSettings(profile="spark", truth=(str(SOURCE),))) as sim:
