@@ -59,6 +59,7 @@ from tandem.completion.http import make_client
 from tandem.eval.replay.client import ReplayClient
 from tandem.eval.trace_report import read_trace
 from tandem.sim import SimSettings, start_in_thread
+from tandem.sim.prompt_cache import PromptCache
 
 SOURCE = Path(sysconfig.get_paths()["stdlib"]) / "json" / "decoder.py"
 ANCHOR = "def py_scanstring"
@@ -111,7 +112,8 @@ async def run_one(backend: Any, request: ModelRequest) -> tuple[float, StreamSta
     return first_s * 1000, stats, "".join(texts), error
 
 
-async def measure(base_url: str, requests: list[ModelRequest], rounds: int) -> dict[str, dict[str, list[float]]]:
+async def measure(sim: Any, requests: list[ModelRequest], rounds: int) -> dict[str, dict[str, list[float]]]:
+    base_url = sim.base_url
     config = ModelConfig(provider="openai-responses", base_url=base_url, model="sim-instant", timeout_s=10.0)
     ws_config = ModelConfig(**{**config.__dict__, "transport": "websocket"})
     figures: dict[str, dict[str, list[float]]] = {
@@ -134,6 +136,8 @@ async def measure(base_url: str, requests: list[ModelRequest], rounds: int) -> d
         for round_number in range(rounds):
             order = MODES if round_number % 2 == 0 else tuple(reversed(MODES))
             for mode in order:
+                # Each session starts from an empty simulated prompt cache, whichever transport went before.
+                sim.state.prompt_cache = PromptCache()
                 for request in requests:
                     sent.clear()
                     if mode == "http (cold)":
@@ -300,7 +304,7 @@ def main() -> int:
         f"{continuation_rules.MAX_HELD_GROWTH:g}x the prompt, <= {continuation_rules.MAX_CHAIN_TURNS} turns"
     )
     with start_in_thread(SimSettings(profile="instant", truth=(str(SOURCE),))) as sim:
-        figures = asyncio.run(measure(sim.base_url, requests, ns.rounds))
+        figures = asyncio.run(measure(sim, requests, ns.rounds))
     print()
     print("profile instant (no simulated TTFT or token rate): what sits in front of a model")
     print(
