@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import JSONResponse
-from tandem.completion.prompts import split_chat_prompt
 from tandem.sim import openai_common as oc
 from tandem.sim.answers import FINISH_LENGTH, Ask
+from tandem.sim.prompt_reading import read_chat
 from tandem.sim.respond import respond
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def _ask(request: Request, body: dict[str, Any]) -> Ask:
     max_tokens = oc.max_tokens_of(body, keys=("max_tokens",), default=1)
     messages = [{"role": "system", "content": _system_of(body)}] if body.get("system") else []
     messages += _messages_of(body)
-    split = split_chat_prompt(messages)
+    split = read_chat(messages)
     prompt_text = "\n".join(m["content"] for m in messages)
     prefix, suffix = split if split is not None else (prompt_text, "")
     stream = oc.flag_of(body, "stream")

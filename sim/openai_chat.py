@@ -1,16 +1,16 @@
 """`POST /v1/chat/completions`, shaped like OpenAI's Chat Completions API.
 
-The prompt is read with `completion.prompts.split_chat_prompt` (tandem's hole-marker layout); any other
-conversation counts as all prefix, so truth mode continues the end of the last message.
+The prompt is read with `sim.prompt_reading.read_chat` (tandem's hole-marker layout, read the simulator's
+own way); any other conversation counts as all prefix, so truth mode continues the end of the last message.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tandem.completion.prompts import split_chat_prompt
 from tandem.sim import openai_common as oc
 from tandem.sim.answers import Ask
+from tandem.sim.prompt_reading import read_chat
 from tandem.sim.respond import respond
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ DEFAULT_MAX_TOKENS = 4096
 async def handle(request: Request, sim: SimState) -> Response:
     body = await oc.read_object(request)
     messages = _messages_of(body)
-    split = split_chat_prompt(messages)
+    split = read_chat(messages)
     prompt_text = "\n".join(m["content"] for m in messages)
     prefix, suffix = split if split is not None else (prompt_text, "")
     stream = oc.flag_of(body, "stream")

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tandem.completion.backends.fim_templates import split_fim_prompt
 from tandem.sim import openai_common as oc
 from tandem.sim.answers import Ask
+from tandem.sim.prompt_reading import read_fim
 from tandem.sim.respond import respond
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ async def handle(request: Request, sim: SimState) -> Response:
     if suffix_field is not None:
         prefix, suffix = prompt, suffix_field
     else:
-        prefix, suffix = split_fim_prompt(prompt) or (prompt, "")
+        prefix, suffix = read_fim(prompt) or (prompt, "")
     stream = oc.flag_of(body, "stream")
     ask = Ask(
         endpoint=ENDPOINT,

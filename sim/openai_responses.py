@@ -18,9 +18,9 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from tandem.completion.prompts import split_chat_prompt
 from tandem.sim import openai_common as oc
 from tandem.sim.answers import FINISH_LENGTH, Ask
+from tandem.sim.prompt_reading import read_chat
 from tandem.sim.respond import respond
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def ask_for(
     prompt_text: str | None = None,
 ) -> Ask:
     """The Ask for a prompt of `messages`; `prompt_text` (what tokens are counted on) defaults to their text."""
-    split = split_chat_prompt(messages)
+    split = read_chat(messages)
     text = "\n".join(m["content"] for m in messages)
     prefix, suffix = split if split is not None else (text, "")
     return Ask(
