@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tandem.completion.edits import balance_issues
 from tandem.sim.error_model import Mistake
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -67,7 +66,45 @@ def breaks_syntax(path: str, before: str, after: str) -> bool:
     """Whether `after` fails the check `before` passed: Python's parser for .py, bracket balance otherwise."""
     if path.endswith((".py", ".pyi")):
         return _parses(before) and not _parses(after)
-    return balance_issues(after, path) > balance_issues(before, path)
+    return _imbalance(after) > _imbalance(before)
+
+
+_CLOSERS = {")": "(", "]": "[", "}": "{"}
+
+
+def _imbalance(text: str) -> int:
+    """Brackets left open, closed without an opener, or closed by the wrong kind, outside quotes and
+    comments (`//`, `#`, `/* */`): a rough, language-blind count, enough to tell that a hunk broke a file."""
+    stack: list[str] = []
+    issues = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "#" or text.startswith("//", i):
+            newline = text.find("\n", i)
+            i = n if newline < 0 else newline
+        elif text.startswith("/*", i):
+            close = text.find("*/", i + 2)
+            if close < 0:
+                return issues + len(stack) + 1
+            i = close + 2
+        elif ch in "\"'`":
+            i += 1
+            while i < n and text[i] != ch and (ch == "`" or text[i] != "\n"):
+                i += 2 if text[i] == "\\" else 1
+            i += 1
+        elif ch in "([{":
+            stack.append(ch)
+            i += 1
+        elif ch in _CLOSERS:
+            if stack and stack[-1] == _CLOSERS[ch]:
+                stack.pop()
+            else:
+                issues += 1
+            i += 1
+        else:
+            i += 1
+    return issues + len(stack)
 
 
 @lru_cache(maxsize=64)

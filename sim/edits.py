@@ -1,15 +1,15 @@
 """The simulator answering edit prompts: SEARCH/REPLACE blocks that turn each file shown into its edit truth.
 
-An edit prompt is one `completion.edits.edit_messages` built (`read_edit_prompt` recognises it). Given
-`EditTruth` (set at run time: `POST /_sim/edit-truth`, `SimHandle.set_edit_truth`), the answer changes
-every file the prompt showed whose truth differs, in the format `completion.edits.parse_answer` reads.
+An edit prompt is read by `sim.edit_reading.read_edit_task`. Given `EditTruth` (set at run time:
+`POST /_sim/edit-truth`, `SimHandle.set_edit_truth`), the answer changes every file the prompt showed whose
+truth differs, as SEARCH/REPLACE blocks.
 A file in the truth that the prompt did not show cannot be edited by SEARCH/REPLACE: it is left out, and
 the answer is then incomplete (and counted as a harder edit: one more file).
 
 Whether the answer is right is drawn from `tandem.sim.error_model` (tier, true diff size, files,
-hunks); a wrong answer is one of its `Mistake`s. Every answer is checked by parsing it back, so a right
-answer applies to exactly the truth (the one exception: a change of the final newline alone, which
-SEARCH/REPLACE blocks cannot express).
+hunks); a wrong answer is one of its `Mistake`s. Every answer is checked by applying it back with the
+simulator's own reader (`edit_reading.apply_blocks`), so a right answer applies to exactly the truth (the
+one exception: a change of the final newline alone, which SEARCH/REPLACE blocks cannot express).
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tandem.completion.edits import EditPrompt, EditTarget, apply_all, parse_answer
-from tandem.completion.errors import CompletionError
 from tandem.sim import edit_mistakes as mistakes
 from tandem.sim import error_model as em
+from tandem.sim.edit_reading import DIVIDER_LINE, REPLACE_LINE, SEARCH_LINE, BlocksError, EditTask, apply_blocks
 
 # What an edit truth may say about errors: the calibrated model, never wrong, or always this mistake.
 ERROR_MODES: tuple[str, ...] = ("calibrated", "off", *(m.value for m in em.Mistake))
@@ -59,7 +58,7 @@ class EditDraw:
     unseen_files: tuple[str, ...]
     mistake_probability: float
     mistake: str | None
-    # Would `completion.edits` validation catch it (a file that no longer parses or balances)?
+    # Would a validating client catch it (a file that no longer parses, or whose brackets no longer balance)?
     breaks_syntax: bool
     # Lines removed plus added by the answer, as validation counts them.
     answer_changed_lines: int
@@ -84,7 +83,7 @@ def difficulty_of(
 
 
 def answer_edit(
-    prompt: EditPrompt, truth: EditTruth, *, profile: str, attempt: int, seed: int, prompt_text: str
+    prompt: EditTask, truth: EditTruth, *, profile: str, attempt: int, seed: int, prompt_text: str
 ) -> tuple[str, EditDraw]:
     """The simulated model's answer to an edit prompt, and what was drawn for it."""
     shown = {prompt.path: prompt.text, **{p: t for p, t in prompt.context.items() if p != prompt.path}}
@@ -134,13 +133,12 @@ def render_answer(primary: str, shown: Mapping[str, str], after: Mapping[str, st
     given as one whole-file block, or else as near as blocks can bring it, or else left out."""
     sections: list[str] = []
     paths = sorted((p for p in after if after[p] != shown[p]), key=lambda p: (p != primary, p))
-    target = EditTarget(originals=dict(shown), primary=primary)
     for path in paths:
         blocks = _section(path, shown[path], after[path], whole_file=False)
-        given = _gives(blocks, target, path)
+        given = _gives(blocks, shown, path)
         if given != after[path]:
             whole = _section(path, shown[path], after[path], whole_file=True)
-            if _gives(whole, target, path) == after[path]:
+            if _gives(whole, shown, path) == after[path]:
                 sections.append(whole)
                 continue
         if given is not None:
@@ -150,17 +148,17 @@ def render_answer(primary: str, shown: Mapping[str, str], after: Mapping[str, st
         return NO_CHANGE_ANSWER, {}
     text = "\n".join(sections)
     try:
-        reached = apply_all(shown, parse_answer(text, target))
-    except CompletionError:  # cannot happen for sections that parse alone; never fail a request over it
+        reached = apply_blocks(text, shown)
+    except BlocksError:  # cannot happen for sections that apply alone; never fail a request over it
         return text, {}
     return text, reached
 
 
-def _gives(section: str, target: EditTarget, path: str) -> str | None:
-    """The text of `path` after `section` is parsed and applied; None if it does not parse to an edit of it."""
+def _gives(section: str, shown: Mapping[str, str], path: str) -> str | None:
+    """The text of `path` after `section` is applied; None if it does not apply as an edit of it alone."""
     try:
-        result = apply_all(target.originals, parse_answer(section, target))
-    except CompletionError:
+        result = apply_blocks(section, shown)
+    except BlocksError:
         return None
     return result[path] if set(result) == {path} else None
 
@@ -171,11 +169,11 @@ def _section(path: str, old: str, new: str, *, whole_file: bool) -> str:
     blocks = [(0, len(old_lines), 0, len(new_lines))] if whole else _blocks(old, new)
     parts = [path]
     for a, b, c, d in blocks:
-        parts.append("<<<<<<< SEARCH")
+        parts.append(SEARCH_LINE)
         parts.extend(line.rstrip("\r\n") for line in old_lines[a:b])
-        parts.append("=======")
+        parts.append(DIVIDER_LINE)
         parts.extend(line.rstrip("\r\n") for line in new_lines[c:d])
-        parts.append(">>>>>>> REPLACE")
+        parts.append(REPLACE_LINE)
     return "\n".join(parts) + "\n"
 
 

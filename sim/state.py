@@ -15,9 +15,9 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from tandem.completion.edits import read_edit_prompt
 from tandem.sim import next_edit
 from tandem.sim.answers import FINISH_LENGTH, FINISH_STOP, Answer, Ask, compose_answer
+from tandem.sim.edit_reading import read_edit_task
 from tandem.sim.edits import EditDraw, EditTruth, answer_edit
 from tandem.sim.faults import FaultPlan, Stats
 from tandem.sim.pacing import Pace, Pacer
@@ -26,7 +26,7 @@ from tandem.sim.request_log import RequestLog
 from tandem.sim.tokens import count_tokens, encoding, split_tokens
 
 if TYPE_CHECKING:
-    from tandem.completion.edits import EditPrompt
+    from tandem.sim.edit_reading import EditTask
     from tandem.sim.settings import Profile, SimSettings
     from tandem.sim.truth import TruthIndex
 
@@ -112,7 +112,7 @@ class SimState:
         if next_edit_prompt is not None:
             return self._answer_next_edit(ask, next_edit_prompt)
         if ask.endpoint in EDIT_ENDPOINTS and self._edit_truth.files:
-            prompt = read_edit_prompt([{"role": "user", "content": ask.prompt_text}])
+            prompt = read_edit_task(ask.prompt_text)
             if prompt is not None:
                 return self._answer_edit(ask, prompt)
         return compose_answer(
@@ -123,7 +123,7 @@ class SimState:
             seed=self.settings.seed,
         )
 
-    def _answer_edit(self, ask: Ask, prompt: EditPrompt) -> Answer:
+    def _answer_edit(self, ask: Ask, prompt: EditTask) -> Answer:
         key = hashlib.blake2b(ask.prompt_text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self._edit_lock:
             truth = self._edit_truth
