@@ -1,4 +1,5 @@
-"""What the simulator was sent: each generation request's body, as it arrived, for tests to read.
+"""What the simulator was sent: each generation request's body (each WebSocket message), as it arrived,
+for tests to read.
 
 A provider's own record of what reached it is the honest place to check that something was never sent:
 `GET /_sim/requests` returns the bodies (oldest first), `POST /_sim/reset` forgets them, and a test in the
