@@ -4,8 +4,8 @@ A chat model is asked for the missing middle only: the file is shown with a hole
 and the model must answer with the text that fills the hole. Models still wrap answers in code fences
 or add a sentence of chatter; `extract_middle` strips both.
 
-The layout is also what `tandem sim` reads (`split_chat_prompt`), so the simulator can answer a chat
-request with the true continuation of the prefix.
+`split_chat_prompt` reads the layout back (tests check what was sent with it). The simulator has its own
+reading of the layout (`tandem.sim.prompt_reading`), so that a change here is noticed by the contract tests.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Raw fill-in-the-middle prompts with each model family's special tokens.
 
 Used when a `/v1/completions` server takes a raw prompt (llama.cpp, vLLM without a `suffix` field).
-`split_fim_prompt` reverses any of them; the simulator uses it to find the prefix and suffix.
+`split_fim_prompt` reverses any of them (for tests; the simulator reads them its own way).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Edits: asking a model for one, reading its answer, checking it, and carrying it over the user's typing.
 
-prompt    edit_messages / read_edit_prompt      the request, and reading it back (the simulator)
+prompt    edit_messages / read_edit_prompt      the request, and reading it back (tests)
 parse     parse_answer                          SEARCH/REPLACE blocks, unified diffs, a fenced range
 validate  validate_edits / require_valid        still parses (or balances), no new undefined names, not
                                                 far larger than expected

@@ -8,8 +8,8 @@ The model must answer with SEARCH/REPLACE blocks, each after a line naming its f
 `completion.edits.parse` reads the answer. A backend that marks cache breakpoints (Anthropic's
 `cache_control`) marks everything before the last message.
 
-The layout is fixed so the simulator can recover the task from the messages (`read_edit_prompt`),
-just as `completion.prompts.split_chat_prompt` does for completions.
+`read_edit_prompt` recovers the task from the messages (tests check what was sent with it); the simulator
+reads the layout its own way (`tandem.sim.edit_reading`), so a change here is noticed by the contract tests.
 """
 
 from __future__ import annotations
