@@ -19,7 +19,9 @@ What the connection adds:
   the Realtime API), so a superseded turn is left to finish: its connection reads the rest of its events
   in the background (discarded, never shown) and then serves again, still holding the chain. The next
   completion does not wait for it: it takes another connection of the pool, opening one if need be.
-  Closing the socket instead would cost a handshake and the chain, and the server would still generate.
+  Closing the socket instead would cost a handshake and the chain, and the protocol does not say that the
+  server then stops generating. The price: a superseded turn's answer is generated (and billed) to its end,
+  at most `max_tokens`, where an HTTP stream that is closed usually stops the provider early.
 - **A dropped socket.** A connection that closes before a turn has produced any text is replaced and
   the turn sent once more, in full; one that closes mid-answer ends the completion with the text so far
   and `BadResponse("stream truncated ...")`, as a truncated HTTP stream does; the next one opens anew.
