@@ -358,9 +358,9 @@ class RouterWeights:
     """The weights of the router's logistic model: the log-odds that an edit is hard (needs more than one
     source file, or more than 20 changed lines of source) are `bias` plus each weight times its feature
     (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`); the
-    defaults are the fit on three real histories (tandem's own, flask's and black's newest 300 tasks each),
-    with the commit's changed region as the selection; each history, held out of the fit, scored as that
-    command reports."""
+    defaults are the fit on three real histories (tandem's own, 115 tasks when fitted; flask's and black's
+    newest 300 each), with the commit's changed region as the selection; each history, held out of the
+    fit, scored as that command reports. Refitting as histories grow moves them a little."""
 
     bias: float = -0.7758
     # log(1 + lines expected to change / large_selection_lines)
