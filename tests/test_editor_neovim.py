@@ -32,6 +32,8 @@ from tandem.sim.runner import SimSettings, start_in_thread
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "neovim"
 SCENARIOS = PLUGIN / "tests" / "scenarios.lua"
+# Text captures of the first completion, the accepted suggestion and an edit's result (gitignored).
+ARTIFACTS = ROOT / "artifacts" / "neovim"
 NVIM_MIN = (0, 11)
 # The whole Neovim run: server start-up, a handful of completions from the spark simulator, three edits.
 NVIM_RUN_TIMEOUT_S = 150
@@ -317,12 +319,12 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
                     "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
                 }
             },
-            "debounce_ms": 20,
         }
         spec = {
             "result_path": str(result_path),
             "setup": setup,
             "set_edit_truth": [sys.executable, "-c", SET_EDIT_TRUTH, sim.root_url, accurate.root_url],
+            "artifacts": str(ARTIFACTS),
             "scenarios": scenarios,
         }
         spec_path = base / "spec.json"
@@ -364,6 +366,19 @@ def test_ghost_text_is_the_true_rest_of_the_line_and_tab_accepts_it(nvim_run: Nv
     # The cursor ends after the inserted text (row is 1-based).
     last_line = record["after_accept"].split("\n")[-1]
     assert record["cursor_after_accept"] == [record["after_accept"].count("\n") + 1, len(last_line.encode())]
+
+
+def test_ghost_text_has_its_own_highlight_unlike_comments(nvim_run: NvimRun) -> None:
+    """TandemGhost sets a 256-colour and a truecolor grey and italics, and differs from Comment in each, so
+    a suggestion stands apart from typed text in either terminal, on a comment line too."""
+    record = nvim_run.scenario("line")
+    assert record["ghost_hl"] == "TandemGhost"
+    ghost, comment = record["hl_ghost"], record["hl_comment"]
+    assert ghost.get("ctermfg") is not None and ghost.get("fg") is not None and ghost.get("italic") is True, ghost
+    assert ghost.get("cterm", {}).get("italic") is True, ghost
+    assert ghost.get("ctermfg") != comment.get("ctermfg"), (ghost, comment)
+    assert (ghost.get("fg"), ghost.get("italic")) != (comment.get("fg"), comment.get("italic")), (ghost, comment)
+    assert (ARTIFACTS / "neovim-line-first-completion.ansi").read_text().count("\x1b[3;38;5;") == 1
 
 
 def test_the_workspaces_own_modules_never_run(nvim_run: NvimRun) -> None:
@@ -434,8 +449,8 @@ def _edited(nvim_run: NvimRun, name: str) -> dict[str, Any]:
 
 def test_tandem_edit_on_a_visual_selection_applies_the_servers_edit(nvim_run: NvimRun) -> None:
     record = _edited(nvim_run, "edit_command")
-    # Back to "ready" once the edit is done: the statusline shows the last completion again.
-    assert record["statusline"].startswith("tandem ") and "…" not in record["statusline"], record["statusline"]
+    # Back to "ready" once the edit is done: the statusline shows the server's text again, not "editing…".
+    assert record["statusline"].startswith("tandem") and "…" not in record["statusline"], record["statusline"]
 
 
 def test_a_preset_code_action_applies_the_servers_edit(nvim_run: NvimRun) -> None:

@@ -153,6 +153,37 @@ end
 
 local runners = {}
 
+-- A text capture of what the window shows (the lines around the cursor, the ghost text where its
+-- extmark draws it, in TandemGhost's 256-colour escape, the statusline and the last message), written to
+-- spec.artifacts as NAME.ansi. Rebuilt from the buffer and the extmarks: headless Neovim draws no screen.
+local function capture(bufnr, name)
+  if not spec.artifacts then
+    return
+  end
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local first = math.max(0, row - 8)
+  local lines = vim.api.nvim_buf_get_lines(bufnr, first, row + 3, false)
+  local hl = vim.api.nvim_get_hl(0, { name = "TandemGhost", link = false })
+  local on = string.format("\27[3;38;5;%dm", hl.ctermfg or 244)
+  local off = "\27[0m"
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, ghost.ns, 0, -1, { details = true })) do
+    local at, col, details = mark[2] - first + 1, mark[3], mark[4]
+    if lines[at] then
+      local text = details.virt_text and details.virt_text[1][1] or ""
+      lines[at] = lines[at]:sub(1, col) .. on .. text .. off .. lines[at]:sub(col + 1)
+      for i, virt_line in ipairs(details.virt_lines or {}) do
+        table.insert(lines, at + i, on .. virt_line[1][1] .. off)
+      end
+    end
+  end
+  local last = results.notifications[#results.notifications]
+  table.insert(lines, "")
+  table.insert(lines, "[statusline] " .. require("tandem").statusline())
+  table.insert(lines, "[message] " .. (last and last.message or ""))
+  vim.fn.mkdir(spec.artifacts, "p")
+  vim.fn.writefile(lines, spec.artifacts .. "/neovim-" .. name .. ".ansi")
+end
+
 local function cfg_key(name)
   return require("tandem").config().next_edit.keymaps[name]
 end
@@ -168,8 +199,14 @@ function runners.accept(bufnr, scenario, out)
   out.server_status = require("tandem.status").get().server
   out.statusline = require("tandem").statusline()
   out.tandem_status_command = vim.api.nvim_exec2("TandemStatus", { output = true }).output
+  local mark = vim.api.nvim_buf_get_extmarks(bufnr, ghost.ns, 0, -1, { details = true })[1]
+  out.ghost_hl = mark and mark[4].virt_text[1][2] or vim.NIL
+  out.hl_ghost = vim.api.nvim_get_hl(0, { name = "TandemGhost", link = false })
+  out.hl_comment = vim.api.nvim_get_hl(0, { name = "Comment", link = false })
+  capture(bufnr, scenario.name .. "-first-completion")
   press_and_wait_for_change(bufnr, scenario.key or "<Tab>", "the accept key to insert the suggestion")
   out.after_accept = buffer_text(bufnr)
+  capture(bufnr, scenario.name .. "-accepted")
   out.cursor_after_accept = vim.api.nvim_win_get_cursor(0)
   keys("<Esc>")
   wait_until(function()
@@ -277,6 +314,7 @@ function runners.edit_command(bufnr, scenario, out)
   end)
   out.after_edit = buffer_text(bufnr)
   out.statusline = require("tandem").statusline()
+  capture(bufnr, "edit-result")
 end
 
 --- `vim.lsp.buf.code_action()` on the selection with `vim.ui.select` answered by `choose(items)`, which

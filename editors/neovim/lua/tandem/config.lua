@@ -20,7 +20,6 @@ local M = {}
 ---@field init_options table         sent as `initializationOptions` (tandem's config tree)
 ---@field settings table             sent with `workspace/didChangeConfiguration`
 ---@field auto_trigger boolean       ask while typing (otherwise only on the trigger key)
----@field debounce_ms integer        wait this long after the last keystroke before asking
 ---@field builtin string             "auto": use vim.lsp.inline_completion when Neovim has it; "never"
 ---@field hl_group string            highlight of the ghost text
 ---@field keymaps tandem.Keymaps
@@ -44,11 +43,11 @@ M.defaults = {
   init_options = {},
   settings = {},
   auto_trigger = true,
-  -- The server answers cache hits without a debounce of its own; a short client-side pause only avoids
-  -- one request per key when the user types a burst.
-  debounce_ms = 60,
+  -- No debounce here: the server owns it (it answers what it already has at once, and waits before
+  -- calling a model), so each change asks it straight away.
   builtin = "auto",
-  hl_group = "Comment",
+  -- Defined by ghost.lua (italic grey, unlike Comment), so a suggestion on a comment line still stands out.
+  hl_group = "TandemGhost",
   keymaps = {
     accept = "<Tab>",
     accept_word = "<M-Right>",
@@ -95,9 +94,6 @@ function M.check(c)
   vim.validate("init_options", c.init_options, "table")
   vim.validate("settings", c.settings, "table")
   vim.validate("auto_trigger", c.auto_trigger, "boolean")
-  vim.validate("debounce_ms", c.debounce_ms, function(v)
-    return type(v) == "number" and v >= 0
-  end, "a number of milliseconds >= 0")
   vim.validate("builtin", c.builtin, function(v)
     return v == "auto" or v == "never"
   end, '"auto" or "never"')

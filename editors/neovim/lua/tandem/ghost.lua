@@ -7,6 +7,18 @@ local M = {}
 
 M.ns = vim.api.nvim_create_namespace("tandem.ghost")
 
+-- The ghost text's own highlight: italic and a grey of its own in both 256-colour (ctermfg) and truecolor
+-- (fg) terminals. `Comment` is not enough: without truecolor Neovim's default draws it in the normal
+-- foreground (ghost and typed text look the same), and on a comment line nothing would set them apart.
+-- `default`: a colour scheme's or the user's own TandemGhost wins.
+M.hl_group = "TandemGhost"
+M.hl = { fg = "#7f848e", ctermfg = 244, italic = true, cterm = { italic = true }, default = true }
+
+--- Define TandemGhost (again after `:colorscheme`, which clears highlights).
+function M.define_highlight()
+  vim.api.nvim_set_hl(0, M.hl_group, M.hl)
+end
+
 ---@param bufnr integer
 ---@param text string
 ---@return string

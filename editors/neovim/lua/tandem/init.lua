@@ -132,6 +132,12 @@ function M.setup(opts)
   cfg = require("tandem.config").merge(opts)
   local client = require("tandem.client")
   client.setup(cfg, on_attach)
+  local ghost = require("tandem.ghost")
+  ghost.define_highlight()
+  vim.api.nvim_create_autocmd("ColorScheme", {
+    group = vim.api.nvim_create_augroup("tandem.highlight", { clear = true }),
+    callback = ghost.define_highlight,
+  })
   require("tandem.suggest").setup(cfg)
   require("tandem.next_edit").setup(cfg)
   create_commands()

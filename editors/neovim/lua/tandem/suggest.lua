@@ -1,8 +1,9 @@
--- Inline suggestions on Neovim 0.11: ask while typing (debounced), show as ghost text, accept or dismiss.
+-- Inline suggestions on Neovim 0.11: ask on every change, show as ghost text, accept or dismiss.
 --
--- Per buffer: one debounce timer, at most one request in flight (a newer one cancels it), and at most one
--- suggestion shown. A suggestion is anchored at the cursor; typing the characters it predicts keeps it
--- (minus what was typed) without a new request, anything else replaces it with a fresh request.
+-- Per buffer: at most one request in flight (a newer one cancels it) and at most one suggestion shown.
+-- The server decides when to call a model (its own debounce) and answers a suggestion being typed through
+-- from the stream that produced it, in well under a millisecond, so this module neither waits nor keeps
+-- suggestions itself: each change asks again at once.
 
 local client_mod = require("tandem.client")
 local ghost = require("tandem.ghost")
@@ -23,7 +24,6 @@ local cfg = nil
 ---@field client_id integer
 
 ---@class tandem.BufferState
----@field timer uv.uv_timer_t|nil
 ---@field pending { client_id: integer, id: integer }|nil
 ---@field shown tandem.Shown|nil
 
@@ -64,12 +64,6 @@ local function line_at(bufnr, row)
   return vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
 end
 
-local function stop_timer(s)
-  if s.timer then
-    s.timer:stop()
-  end
-end
-
 local function cancel_pending(s)
   if s.pending then
     local client = vim.lsp.get_client_by_id(s.pending.client_id)
@@ -87,7 +81,6 @@ function M.dismiss(bufnr)
   if not s then
     return
   end
-  stop_timer(s)
   cancel_pending(s)
   s.shown = nil
   ghost.clear(bufnr)
@@ -112,7 +105,7 @@ end
 ---@param shown tandem.Shown
 local function show(bufnr, shown)
   state(bufnr).shown = shown
-  ghost.show(bufnr, shown.row, shown.col, shown.text, cfg and cfg.hl_group or "Comment")
+  ghost.show(bufnr, shown.row, shown.col, shown.text, cfg and cfg.hl_group or "TandemGhost")
 end
 
 --- Plain text of an InlineCompletionItem's insertText (a snippet keeps its placeholders' defaults).
@@ -182,7 +175,6 @@ function M.request(bufnr, invoked)
     return
   end
   local s = state(bufnr)
-  stop_timer(s)
   cancel_pending(s)
   local row, col = cursor()
   local tick = vim.b[bufnr].changedtick
@@ -218,58 +210,16 @@ function M.request(bufnr, invoked)
   end
 end
 
----@param bufnr integer
-local function schedule(bufnr)
-  local s = state(bufnr)
-  if not s.timer then
-    s.timer = assert(vim.uv.new_timer())
-  end
-  s.timer:stop()
-  s.timer:start(
-    cfg and cfg.debounce_ms or 0,
-    0,
-    vim.schedule_wrap(function()
-      M.request(bufnr, false)
-    end)
-  )
-end
-
---- If the user typed exactly what the suggestion predicted, keep showing the rest of it.
----@param bufnr integer
----@param s tandem.BufferState
----@param tick integer
----@return boolean kept
-local function type_through(bufnr, s, tick)
-  local shown = assert(s.shown)
-  local row, col = cursor()
-  if row ~= shown.row or col <= shown.col then
-    return false
-  end
-  local typed = line_at(bufnr, row):sub(shown.col + 1, col)
-  if #typed >= #shown.text or not vim.startswith(shown.text, typed) then
-    return false
-  end
-  shown.text = shown.text:sub(#typed + 1)
-  shown.col = col
-  shown.tick = tick
-  show(bufnr, shown)
-  return true
-end
-
---- TextChangedI: keep a suggestion being typed through, otherwise ask again after the debounce.
+--- TextChangedI: ask again (the server answers the rest of a suggestion being typed through at once).
 ---@param bufnr integer
 function M.on_text_changed(bufnr)
   local s = state(bufnr)
-  local tick = vim.b[bufnr].changedtick
-  if s.shown and s.shown.tick == tick then
+  if s.shown and s.shown.tick == vim.b[bufnr].changedtick then
     return -- our own edit (a partial accept) already re-drew the rest
-  end
-  if s.shown and type_through(bufnr, s, tick) then
-    return
   end
   M.dismiss(bufnr)
   if cfg and cfg.auto_trigger then
-    schedule(bufnr)
+    M.request(bufnr, false)
   end
 end
 
@@ -361,9 +311,6 @@ function M.detach(bufnr)
   local s = buffers[bufnr]
   if s then
     M.dismiss(bufnr)
-    if s.timer then
-      s.timer:close()
-    end
     buffers[bufnr] = nil
   end
 end
