@@ -208,6 +208,8 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
                 }
             },
             "sim_roots": [sim.root_url, accurate.root_url],
+            # Text captures of the first completion, the accepted suggestion and an edit's result.
+            "artifacts": str(ROOT / "artifacts" / "emacs"),
             "scenarios": scenarios,
         }
         spec_path = base / "spec.json"
@@ -294,6 +296,8 @@ def test_mode_line_shows_the_servers_tandem_status(emacs_run: EmacsRun) -> None:
     assert record["mode_line"] == f" {status['text']} " == f" tandem {round(status['latency_ms'])} ms {shown} "
     assert record["status_message"] == f"{status['text']}: {status['tooltip']}", record["status_message"]
     assert status["tooltip"].startswith("Last suggestion in "), status
+    capture = (ROOT / "artifacts" / "emacs" / "emacs-word-accepted.txt").read_text()
+    assert f"[mode line] {status['text']} " in capture and record["status_message"] in capture
     assert record["mode_line_installed"] is True
 
 

@@ -69,10 +69,14 @@
          (items (mapcar (lambda (c) (get-text-property 0 'eglot--lsp-item c)) candidates))
          (tandem-items (cl-remove-if-not (lambda (i) (equal (plist-get i :detail) "tandem")) items))
          (before (buffer-substring-no-properties (point-min) (point-max))))
+    (tandem-test--capture (concat (plist-get scenario :name) "-first-completion")
+                          (concat "[completion candidates] " (mapconcat #'identity candidates " | ")))
     ;; The command a user runs (C-M-i): the sole candidate is inserted and eglot applies its textEdit.
     (completion-at-point)
     ;; The server's `tandem/status' follows its answer.
     (tandem-test--wait (lambda () tandem--last-status) 10 "the server's tandem/status")
+    (tandem-test--capture (concat (plist-get scenario :name) "-accepted")
+                          (concat "[M-x tandem-status] " (tandem-status)))
     (list :name (plist-get scenario :name)
           :status tandem--last-status
           ;; What the mode line entry shows (batch Emacs draws no mode line: `format-mode-line' is empty).
@@ -104,6 +108,21 @@
           (error "The simulator refused the edit truth: %s" (buffer-string))))
       (kill-buffer buffer))))
 
+(defun tandem-test--capture (name &rest extra)
+  "Write a text capture NAME.txt of the lines around point, the mode line entry and EXTRA lines.
+It goes to the spec's :artifacts directory (batch Emacs draws no frame, so the capture is rebuilt
+from the buffer and what tandem.el shows)."
+  (let ((dir (plist-get tandem-test--spec :artifacts)))
+    (when dir
+      (make-directory dir t)
+      (let ((around (buffer-substring-no-properties
+                     (save-excursion (forward-line -8) (line-beginning-position))
+                     (save-excursion (forward-line 2) (line-end-position))))
+            (mode-line (tandem--mode-line)))
+        (with-temp-file (expand-file-name (concat "emacs-" name ".txt") dir)
+          (insert around "\n\n[mode line]" mode-line "\n")
+          (dolist (line extra) (insert line "\n")))))))
+
 (defun tandem-test--edit-scenario (scenario)
   "Run the edit SCENARIO on its lines; return a plist of what was observed."
   (tandem-test--set-edit-truth (plist-get scenario :edit_truth))
@@ -128,6 +147,8 @@
                action)))
         (eglot-code-actions beg end nil t)))
     (tandem-test--wait (lambda () result) 60 "the edit to finish (tandem-edit-functions)")
+    (tandem-test--capture (concat (plist-get scenario :name) "-result")
+                          (concat "[message] " (or (plist-get result :message) "")))
     (list :name (plist-get scenario :name)
           :result result
           :offered offered
