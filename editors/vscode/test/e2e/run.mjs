@@ -253,6 +253,14 @@ async function waitForNextEdit(page, lineText, added) {
   );
 }
 
+/** VS Code's own word list may open by itself while typing; it keeps Tab, so close it first (Escape). */
+async function closeWordList(page) {
+  if (await page.$(".editor-widget.suggest-widget.visible")) {
+    await page.keyboard.press("Escape");
+    await page.waitForFunction(() => !document.querySelector(".editor-widget.suggest-widget.visible"), { polling: 50 });
+  }
+}
+
 const AREA_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n';
 const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n';
 
@@ -604,8 +612,10 @@ try {
   await waitForNextEdit(page, '"""Area of a w by h', "idth");
   await page.screenshot({ path: path.join(artifacts, "next-edit-shown.png") });
   step("next edit shown at its place");
+  await closeWordList(page);
   await page.keyboard.press("Tab");
   await waitForNextEdit(page, "return w * h", "idth");
+  await closeWordList(page);
   await page.keyboard.press("Tab");
   await chord(page, "Control", "KeyS");
   await waitUntil(() => readFileSync(area, "utf8") !== AREA_BEFORE, "the renamed file to be saved");
