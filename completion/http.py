@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import httpx
+from tandem.completion.transport import ResilientTransport
 
 if TYPE_CHECKING:
     from tandem.completion.config import ModelConfig
@@ -50,6 +51,11 @@ def make_client(
         max_keepalive_connections=max_keepalive_connections,
         keepalive_expiry=keepalive_expiry_s,
     )
+    if transport is None:
+        # The pool under a transport that cancellation cannot wedge (see completion.transport).
+        transport = ResilientTransport(
+            lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=max_connections
+        )
     return httpx.AsyncClient(
         timeout=timeout,
         limits=limits,

@@ -277,7 +277,7 @@ class TandemServer(LanguageServer):
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
     """A fresh server with every handler registered (tests call this for isolation)."""
-    from tandem.lsp.handlers import completion, documents, edits, lifecycle, next_edit
+    from tandem.lsp.handlers import completion, documents, edits, health, lifecycle, next_edit
 
     server = TandemServer(env=env, trace_path=trace_path)
     lifecycle.register(server)
@@ -285,4 +285,5 @@ def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Pa
     completion.register(server)
     edits.register(server)
     next_edit.register(server)
+    health.register(server)
     return server

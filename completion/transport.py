@@ -1,0 +1,165 @@
+"""The HTTP transport under the shared client: a connection pool that cancellation cannot wedge.
+
+tandem cancels a model request on almost every keystroke. httpcore 1.0 leaves a pool slot unusable when a
+request is cancelled between opening its connection and sending on it: the connection stays in its NEW
+state, belongs to no request, is never reused and never closed, and still counts against
+`max_connections` (a typing session filled all 16 slots; the next request waited out the pool timeout).
+See bench/bench_pool_cancel.py, which reproduces it on loopback and measures the remedies.
+
+`ResilientTransport` does two things:
+
+- **shields the request phase**: the inner transport's `handle_async_request` (connect, send, read the
+  status and headers) runs in its own task; cancelling the caller does not interrupt it, so no connection
+  is left half-open. The cancelled caller returns at once; the inner task finishes on its own and closes
+  the response it gets (an HTTP/1.1 connection with an unread body is closed, which frees the slot). The
+  phase is bounded by the connect and read timeouts.
+- **checks its pool's health**: `health()` counts the slots in use, idle, and stuck (NEW for longer than
+  a request phase could take); a request that starts more than `CHECK_EVERY_S` after the last check checks
+  again, and a stuck pool is replaced by a fresh one (`recover()`), without a restart. A safety net: with
+  the shield, bench_pool_cancel finds no stuck slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+log = logging.getLogger(__name__)
+
+# A connection that is NEW (opened, nothing sent) for longer than this belongs to nobody.
+STUCK_AFTER_S = 5.0
+# How often a request's start also checks the pool (a few dict lookups over at most 16 connections).
+CHECK_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class PoolHealth:
+    connections: int
+    idle: int
+    active: int
+    stuck: int
+    max_connections: int
+    recycled: int
+
+    @property
+    def usable(self) -> int:
+        """Slots a new request can use: every slot not held by a stuck connection."""
+        return self.max_connections - self.stuck
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "connections": self.connections,
+            "idle": self.idle,
+            "active": self.active,
+            "stuck": self.stuck,
+            "usable": self.usable,
+            "max_connections": self.max_connections,
+            "recycled": self.recycled,
+        }
+
+
+class ResilientTransport(httpx.AsyncBaseTransport):
+    """See the module docstring. `make_inner` builds the pool (again, on recovery)."""
+
+    def __init__(
+        self,
+        make_inner: Callable[[], httpx.AsyncBaseTransport],
+        *,
+        max_connections: int,
+        shield: bool = True,
+        stuck_after_s: float = STUCK_AFTER_S,
+    ) -> None:
+        self._make_inner = make_inner
+        self._inner = make_inner()
+        self._max_connections = max_connections
+        self._shield = shield
+        self._stuck_after_s = stuck_after_s
+        self._new_since: dict[int, float] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._checked_at = time.monotonic()
+        self.recycled = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if time.monotonic() - self._checked_at > CHECK_EVERY_S:
+            self._checked_at = time.monotonic()
+            if self.health().stuck:
+                await self.recover()
+        inner = self._inner
+        if not self._shield:
+            return await inner.handle_async_request(request)
+        task = asyncio.ensure_future(inner.handle_async_request(request))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            self._background.add(task)
+            task.add_done_callback(self._close_abandoned)
+            raise
+
+    def _close_abandoned(self, task: asyncio.Task[Any]) -> None:
+        """The request phase of a cancelled request ended: close what it got, so its slot frees."""
+        if task.cancelled() or task.exception() is not None:
+            self._background.discard(task)
+            return
+        response: httpx.Response = task.result()
+        closing = asyncio.ensure_future(response.aclose())
+        self._background.add(closing)
+        closing.add_done_callback(self._background.discard)
+        self._background.discard(task)
+
+    def health(self) -> PoolHealth:
+        """The pool's state now (reads httpcore's public `connections` and `info()`)."""
+        connections = _connections(self._inner)
+        now = time.monotonic()
+        seen: dict[int, float] = {}
+        idle = stuck = 0
+        for connection in connections:
+            info = connection.info()
+            if "NEW" in info or "CONNECTING" in info:
+                since = self._new_since.get(id(connection), now)
+                seen[id(connection)] = since
+                if now - since > self._stuck_after_s:
+                    stuck += 1
+            elif connection.is_idle():
+                idle += 1
+        self._new_since = seen
+        return PoolHealth(
+            connections=len(connections),
+            idle=idle,
+            active=len(connections) - idle - stuck,
+            stuck=stuck,
+            max_connections=self._max_connections,
+            recycled=self.recycled,
+        )
+
+    async def recover(self) -> bool:
+        """Replace the pool if it holds stuck connections; True when it did."""
+        if self.health().stuck == 0:
+            return False
+        old, self._inner = self._inner, self._make_inner()
+        self._new_since = {}
+        self.recycled += 1
+        log.warning("HTTP connection pool had stuck connections; replaced it")
+        await old.aclose()
+        return True
+
+    async def drain(self) -> None:
+        """Wait for the request phases of cancelled requests, and the closing of what they got."""
+        while self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await self._inner.aclose()
+
+
+def _connections(transport: httpx.AsyncBaseTransport) -> list[Any]:
+    # httpx keeps its httpcore pool in a private attribute; without it there is nothing to inspect.
+    pool = getattr(transport, "_pool", None)
+    return list(getattr(pool, "connections", []))

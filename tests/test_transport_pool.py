@@ -1,0 +1,75 @@
+"""The HTTP pool under cancellation, against the simulator on loopback: httpcore leaves a connection half
+open (NEW, owned by no request) when a request is cancelled between connecting and sending; the shielded
+transport leaves none, and the health check replaces a pool that has some."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from tandem.completion.transport import ResilientTransport
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+
+pytestmark = pytest.mark.contract
+
+BODY = {"model": "sim", "messages": [{"role": "user", "content": "def f():"}], "stream": True, "max_tokens": 20}
+SLOTS = 4
+
+
+@pytest.fixture
+def sim() -> Iterator[SimHandle]:
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=2)) as handle:
+        yield handle
+
+
+def _client(*, shield: bool) -> tuple[httpx.AsyncClient, ResilientTransport]:
+    limits = httpx.Limits(max_connections=SLOTS, max_keepalive_connections=SLOTS)
+    transport = ResilientTransport(
+        lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=SLOTS, shield=shield, stuck_after_s=0.0
+    )
+    return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0, pool=1.0)), transport
+
+
+async def _cancel_many(client: httpx.AsyncClient, url: str, transport: ResilientTransport, rounds: int) -> int:
+    """Start and cancel requests at every point of their life; the most stuck slots seen at once (once
+    the request phases the shield let finish have finished)."""
+
+    async def one() -> None:
+        async with client.stream("POST", url, json=BODY) as response:
+            async for _ in response.aiter_bytes():
+                pass
+
+    worst = 0
+    for n in range(rounds):
+        task = asyncio.create_task(one())
+        for _ in range(n % 30):
+            await asyncio.sleep(0)  # event-loop turns, not time: where in the request the cancel lands
+        task.cancel()
+        with contextlib.suppress(BaseException):  # cancelled (or, rarely, already finished)
+            await task
+        await transport.drain()
+        worst = max(worst, transport.health().stuck)
+    return worst
+
+
+async def test_shielded_requests_leave_no_stuck_slot(sim: SimHandle) -> None:
+    client, transport = _client(shield=True)
+    async with client:
+        assert await _cancel_many(client, sim.base_url + "/chat/completions", transport, 150) == 0
+        async with client.stream("POST", sim.base_url + "/chat/completions", json=BODY) as response:
+            assert response.status_code == 200 and await response.aread()
+
+
+async def test_health_check_replaces_a_stuck_pool(sim: SimHandle) -> None:
+    client, transport = _client(shield=False)
+    async with client:
+        stuck = await _cancel_many(client, sim.base_url + "/chat/completions", transport, 150)
+        if stuck == 0:
+            pytest.skip("this httpcore left no connection half open; nothing to recover")
+        assert await transport.recover() is True
+        assert transport.health().stuck == 0 and transport.recycled == 1
+        async with client.stream("POST", sim.base_url + "/chat/completions", json=BODY) as response:
+            assert response.status_code == 200 and await response.aread()
