@@ -172,7 +172,7 @@ class Engine:
         record.model, record.tier = tier.label, tier.name
         record.route_reasons = ["completion: inline completions use the fast model"]
         if tier.holding_off():
-            record.outcome, record.error = "error", "rate limited: waiting out the provider's Retry-After"
+            record.outcome, record.error = "error", tier.hold_reason()
             self.tracer.write(record)
             return CompletionResult.empty(trace_id=record.id)
 

@@ -6,6 +6,7 @@
     │   └── RateLimited      429; carries the provider's Retry-After (seconds) when it sent one
     ├── BackendTimeout       connect/read timeout, a stalled stream, or the per-completion deadline
     ├── BadResponse          4xx other than 429, malformed or truncated stream, a body that is not the API
+    │                        (`permanent`: 401/403/404 or a body that is not a stream: retrying cannot help)
     └── NotSent              the gate (`completion.gate`) refused the prompt: nothing was sent
 
 The edit path adds its own branch (`completion.edits.types.EditError`: parse, invalid, conflict); a
@@ -44,6 +45,11 @@ class BackendTimeout(CompletionError):
 
 class BadResponse(CompletionError):
     """The provider answered, but not with something we can use."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        # Retrying cannot help until the configuration changes (completion.breaker).
+        self.permanent = permanent
 
 
 class NotSent(CompletionError):

@@ -247,7 +247,7 @@ class NextEdits:
         record.model, record.tier = tier.label, tier.name
         record.route_reasons = ["next edit: the fast model rewrites the region around the cursor"]
         if tier.holding_off():
-            return done("error", "rate limited: waiting out the provider's Retry-After")
+            return done("error", tier.hold_reason())
         delay_s = 0.0 if request.prefetch else self._delay_s()
         if delay_s > 0:
             with ticket.waiting():

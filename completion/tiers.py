@@ -1,7 +1,8 @@
 """The configured models, by tier ("fast", "accurate"), and running one model stream.
 
-A tier holds its `ModelConfig`, the backend built for it (sharing the server's one HTTP client), and
-the time before which it must not be asked again (after a 429's Retry-After).
+A tier holds its `ModelConfig`, the backend built for it (sharing the server's one HTTP client), the
+time before which it must not be asked again (after a 429's Retry-After), and its circuit breaker
+(`completion.breaker`), whose notices go to `Tiers.listener` (the user is told once per outage).
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 from tandem.completion.backends.base import Backend, ModelRequest
 from tandem.completion.backends.factory import describe_model, make_backend
+from tandem.completion.breaker import Breaker, Notice
 from tandem.completion.config import ModelConfig, ModelsConfig
 from tandem.completion.errors import CompletionError, RateLimited, describe
 from tandem.completion.streams import Cancelled, Stream, log_failure
@@ -35,9 +37,27 @@ class Tier:
     label: str
     # After a 429 the tier is left alone until this time (perf_counter seconds).
     not_before_s: float = 0.0
+    breaker: Breaker = field(default_factory=lambda: Breaker("model"))
+    # Told when an outage of this model begins or ends (once each).
+    on_notice: Callable[[Notice], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.breaker.model = self.label
 
     def holding_off(self) -> bool:
-        return time.perf_counter() < self.not_before_s
+        now = time.perf_counter()
+        return now < self.not_before_s or not self.breaker.allows(now)
+
+    def hold_reason(self) -> str:
+        if not self.breaker.allows(time.perf_counter()):
+            return f"circuit open: {self.breaker.kind} errors from the provider"
+        return "rate limited: waiting out the provider's Retry-After"
+
+    def _notify(self, notice: Notice | None) -> None:
+        if notice is not None:
+            log.warning("%s", notice.message)
+            if self.on_notice is not None:
+                self.on_notice(notice)
 
     async def run(self, stream: Stream, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
         """Stream the model's answer into `stream` (calling `remember` as it grows and at the end)."""
@@ -60,6 +80,10 @@ class Tier:
         except Exception as exc:  # a backend bug must end this stream, never the server
             log.exception("stream %s failed", stream.id)
             error = CompletionError(f"{type(exc).__name__}: {exc}")
+        if error is None:
+            self._notify(self.breaker.success())
+        else:
+            self._notify(self.breaker.failure(error, time.perf_counter()))
         if error is None and stream.stats.finish_reason == "length":
             # Cut off by max_tokens: the last line is unfinished, and showing it would break the code.
             stream.text = stream.text[: stream.text.rfind("\n") + 1]
@@ -76,6 +100,8 @@ class Tiers:
         self._env = env
         self._tiers: dict[str, Tier] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        # Where a model's outage and recovery are announced (the LSP layer: showMessage and logMessage).
+        self.listener: Callable[[Notice], None] | None = None
 
     def configure(self, models: ModelsConfig) -> list[str]:
         problems: list[str] = []
@@ -96,15 +122,23 @@ class Tiers:
             except CompletionError as error:
                 problems.append(f"models.{name}: {describe(error)}")
                 continue
-            self._tiers[name] = Tier(name, model, backend, describe_model(model))
+            self._tiers[name] = Tier(name, model, backend, describe_model(model), on_notice=self._announce)
         return problems
+
+    def _announce(self, notice: Notice) -> None:
+        if self.listener is not None:
+            self.listener(notice)
 
     def get(self, name: str) -> Tier | None:
         return self._tiers.get(name)
 
     def for_completion(self) -> Tier | None:
-        """Inline completions use the fast model; the accurate one stands in when it is all there is."""
-        return self._tiers.get("fast") or self._tiers.get("accurate")
+        """Inline completions use the fast model; the accurate one stands in when it is all there is, or
+        while the fast one is held off (its breaker open, or a 429) and the accurate one is not."""
+        fast, accurate = self._tiers.get("fast"), self._tiers.get("accurate")
+        if fast is not None and fast.holding_off() and accurate is not None and not accurate.holding_off():
+            return accurate
+        return fast or accurate
 
     def __bool__(self) -> bool:
         return bool(self._tiers)

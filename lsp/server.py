@@ -23,6 +23,7 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from tandem.cache.edit_history import EditHistory
+from tandem.completion.breaker import Notice
 from tandem.completion.config import Config, ModelConfig
 from tandem.completion.edit_flow import EditFlow
 from tandem.completion.engine import Engine
@@ -234,6 +235,13 @@ class TandemServer(LanguageServer):
         self.last_status = status
         loop = asyncio.get_running_loop()
         loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
+
+    def announce(self, notice: Notice) -> None:
+        """A model's outage or recovery (completion.breaker decides it is news): window/showMessage, and
+        window/logMessage for clients that show only the log (Helix without a plugin)."""
+        kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
+        self.window_show_message(types.ShowMessageParams(type=kind, message=notice.message))
+        self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """window/showMessage, once per distinct message."""

@@ -189,6 +189,10 @@ async def stream_events(
         await anyio.sleep(wait_s)
 
 
+# Statuses that retrying cannot fix: a bad key, no permission, a wrong URL or model name.
+_PERMANENT_STATUS = frozenset({401, 403, 404})
+
+
 @dataclass
 class StreamProgress:
     body_bytes: int = 0
@@ -213,13 +217,15 @@ async def check_status(response: httpx.Response, call: StreamCall, *, allow_retr
         words = f"{host} answered {status} {response.reason_phrase}{detail}"
         if status >= 500:
             raise BackendUnavailable(words)
-        raise BadResponse(words)
+        raise BadResponse(words, permanent=status in _PERMANENT_STATUS)
     if not 200 <= status < 300:
         raise BadResponse(f"{host} answered {status} {response.reason_phrase} instead of a stream")
     content_type = response.headers.get("content-type", "")
-    if content_type.startswith("application/json"):
-        body = await _read_bounded(response, _ERROR_BODY_MAX_BYTES)
-        raise BadResponse(f"{host} answered JSON instead of an event stream: {_body_excerpt(body, call.api_key)}")
+    for kind, words in (("application/json", "JSON"), ("text/html", "HTML")):
+        if content_type.startswith(kind):
+            body = await _read_bounded(response, _ERROR_BODY_MAX_BYTES)
+            excerpt = _body_excerpt(body, call.api_key)
+            raise BadResponse(f"{host} answered {words} instead of an event stream: {excerpt}", permanent=True)
     return None
 
 

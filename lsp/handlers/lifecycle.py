@@ -89,6 +89,7 @@ def register(server: TandemServer) -> None:
             privacy=config.privacy,
         )
         ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer(), workspace=ls.workspace_index)
+        ls.engine.tiers.listener = ls.announce
         _report(ls, [str(p) for p in problems] + ls.engine.configure(config))
         ls.next_edits = NextEdits(
             tiers=ls.engine.tiers,

@@ -1,0 +1,61 @@
+"""The circuit breaker per model: permanent errors stop requests for a long, growing back-off; transient
+ones back off exponentially with jitter; each outage is announced once, and its end once."""
+
+from __future__ import annotations
+
+import random
+
+from tandem.completion.breaker import (
+    ANNOUNCE_AFTER,
+    PERMANENT_BACKOFF_S,
+    PERMANENT_MAX_S,
+    TRANSIENT_MAX_S,
+    Breaker,
+    kind_of,
+)
+from tandem.completion.errors import BackendTimeout, BackendUnavailable, BadResponse, RateLimited
+
+
+def test_kinds() -> None:
+    assert kind_of(BadResponse("401", permanent=True)) == "permanent"
+    assert kind_of(BadResponse("stream truncated")) == "transient"
+    assert kind_of(BackendUnavailable("refused")) == "transient"
+    assert kind_of(BackendTimeout("connect")) == "transient"
+    assert kind_of(RateLimited("429", retry_after_s=2)) is None
+
+
+def test_permanent_error_opens_at_once_and_is_announced_once() -> None:
+    breaker = Breaker("fast model")
+    notice = breaker.failure(BadResponse("answered 401 Unauthorized", permanent=True), now_s=0.0)
+    assert notice is not None and not notice.recovered and "401" in notice.message
+    assert not breaker.allows(PERMANENT_BACKOFF_S - 1) and breaker.allows(PERMANENT_BACKOFF_S)
+    # The try after the back-off fails too: longer back-off, no second message.
+    assert breaker.failure(BadResponse("answered 401", permanent=True), now_s=PERMANENT_BACKOFF_S) is None
+    assert breaker.remaining_s(PERMANENT_BACKOFF_S) == 2 * PERMANENT_BACKOFF_S
+    for _ in range(20):
+        breaker.failure(BadResponse("401", permanent=True), now_s=0.0)
+    assert breaker.remaining_s(0.0) == PERMANENT_MAX_S
+    recovered = breaker.success()
+    assert recovered is not None and recovered.recovered
+    assert breaker.success() is None  # recovery is announced once
+    assert breaker.allows(0.0)
+
+
+def test_transient_errors_back_off_exponentially_with_jitter_and_announce_after_a_few() -> None:
+    breaker = Breaker("fast model", rng=random.Random(7))
+    backoffs = []
+    notices = []
+    for _ in range(12):
+        notices.append(breaker.failure(BackendUnavailable("connection refused"), now_s=0.0))
+        backoffs.append(breaker.remaining_s(0.0))
+    for n, backoff in enumerate(backoffs):
+        ceiling = min(0.5 * 2**n, TRANSIENT_MAX_S)
+        assert ceiling / 2 <= backoff <= ceiling
+    assert [n is not None for n in notices].index(True) == ANNOUNCE_AFTER - 1
+    assert sum(n is not None for n in notices) == 1
+
+
+def test_a_single_blip_is_not_news() -> None:
+    breaker = Breaker("fast model")
+    assert breaker.failure(BackendUnavailable("reset"), now_s=0.0) is None
+    assert breaker.success() is None
