@@ -90,7 +90,8 @@ async def outage(kind: str, seconds: float, rate: float) -> dict[str, Any]:
         base_url = "http://tandem-outage.invalid/v1"
     home = tmp / "home"
     (home / ".config" / "tandem").mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")} | {"HOME": str(home), "BENCH_KEY": "k"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env |= {"HOME": str(home), "BENCH_KEY": "bench-key-0123456789"}
     trace = tmp / "trace.jsonl"
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "tandem", "serve", "--trace", str(trace),

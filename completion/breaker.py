@@ -9,18 +9,26 @@ each request. Errors are of two kinds (`kind_of`):
 - **transient**: it may pass (connection refused, DNS, 5xx, timeouts, a truncated stream): exponential
   back-off with jitter from `TRANSIENT_BASE_S` up to `TRANSIENT_MAX_S`.
 
-After a back-off expires requests flow again; the first outcome closes the breaker (success) or opens it for
-longer (failure). An outage is announced once: at once for a permanent error, after `ANNOUNCE_AFTER`
-transient failures in a row (a single dropped connection is not an outage); its end is announced once, and
-only if its start was.
+After a back-off expires one request tries the provider (`probing`: the others are held until its
+outcome); success closes the breaker, failure opens it for longer. An outage is announced once: at once for
+a permanent error, after `ANNOUNCE_AFTER` transient failures in a row (a single dropped connection is not
+an outage); its end is announced once, and only if its start was.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from typing import Any
 
-from tandem.completion.errors import BadResponse, CompletionError, NotConfigured, RateLimited, describe
+from tandem.completion.errors import (
+    BackendUnavailable,
+    BadResponse,
+    CompletionError,
+    NotConfigured,
+    RateLimited,
+    describe,
+)
 
 PERMANENT_BACKOFF_S = 60.0
 PERMANENT_MAX_S = 900.0
@@ -36,6 +44,21 @@ def kind_of(error: CompletionError) -> str | None:
     if isinstance(error, NotConfigured) or (isinstance(error, BadResponse) and error.permanent):
         return "permanent"
     return "transient"
+
+
+def abandoned_error(response: Any) -> CompletionError | None:
+    """What a response nobody read says about its provider (status and content type only; the body of a
+    superseded request is never read): the same kinds as the backends' own mapping."""
+    status = response.status_code
+    host = response.request.url.host
+    if status in (401, 403, 404):
+        return BadResponse(f"{host} answered {status} {response.reason_phrase}", permanent=True)
+    if status >= 500:
+        return BackendUnavailable(f"{host} answered {status} {response.reason_phrase}")
+    content_type = response.headers.get("content-type", "")
+    if 200 <= status < 300 and content_type.startswith(("application/json", "text/html")):
+        return BadResponse(f"{host} answered {content_type.split(';')[0]} instead of an event stream", permanent=True)
+    return None
 
 
 @dataclass(frozen=True)
@@ -54,11 +77,11 @@ class Breaker:
     failures: int = 0
     kind: str | None = None
     announced: bool = False
-    # Requests refused while open (for the user's message and tests).
-    refused: int = 0
+    # A request is trying the provider again after a back-off; others wait for its outcome.
+    probing: bool = False
 
     def allows(self, now_s: float) -> bool:
-        return now_s >= self.open_until_s
+        return now_s >= self.open_until_s and not (self.failures and self.probing)
 
     def remaining_s(self, now_s: float) -> float:
         return max(0.0, self.open_until_s - now_s)

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 import httpx
 from tandem.completion.backends.base import Backend, ModelRequest
 from tandem.completion.backends.factory import describe_model, make_backend
-from tandem.completion.breaker import Breaker, Notice
+from tandem.completion.breaker import Breaker, Notice, abandoned_error
 from tandem.completion.config import ModelConfig, ModelsConfig
 from tandem.completion.errors import CompletionError, RateLimited, describe
 from tandem.completion.streams import Cancelled, Stream, log_failure
+from tandem.completion.transport import ResilientTransport
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class Tier:
     async def run(self, stream: Stream, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
         """Stream the model's answer into `stream` (calling `remember` as it grows and at the end)."""
         error: CompletionError | None = None
+        probe = self.breaker.failures > 0
+        self.breaker.probing = self.breaker.probing or probe
         try:
             chunks = self.backend.stream(request, stream.stats)
             async with contextlib.aclosing(chunks):  # type: ignore[type-var]
@@ -74,12 +77,16 @@ class Tier:
         except CompletionError as exc:
             error = exc
         except asyncio.CancelledError:
+            if probe:
+                self.breaker.probing = False
             stream.finish(Cancelled("superseded"))
             remember(stream)
             raise
         except Exception as exc:  # a backend bug must end this stream, never the server
             log.exception("stream %s failed", stream.id)
             error = CompletionError(f"{type(exc).__name__}: {exc}")
+        if probe:
+            self.breaker.probing = False
         if error is None:
             self._notify(self.breaker.success())
         else:
@@ -102,6 +109,11 @@ class Tiers:
         self._closing: set[asyncio.Task[None]] = set()
         # Where a model's outage and recovery are announced (the LSP layer: showMessage and logMessage).
         self.listener: Callable[[Notice], None] | None = None
+        # A superseded request's response still tells whether its provider works (httpx keeps the
+        # transport in a private attribute; another transport simply reports nothing).
+        transport = getattr(client, "_transport", None)
+        if isinstance(transport, ResilientTransport):
+            transport.observers.append(self._abandoned)
 
     def configure(self, models: ModelsConfig) -> list[str]:
         problems: list[str] = []
@@ -124,6 +136,16 @@ class Tiers:
                 continue
             self._tiers[name] = Tier(name, model, backend, describe_model(model), on_notice=self._announce)
         return problems
+
+    def _abandoned(self, response: httpx.Response) -> None:
+        """The response to a request whose stream was superseded before it was read."""
+        error = abandoned_error(response)
+        if error is None:
+            return
+        url = str(response.request.url)
+        for tier in self._tiers.values():
+            if url.startswith(tier.config.base_url.rstrip("/")):
+                tier._notify(tier.breaker.failure(error, time.perf_counter()))
 
     def _announce(self, notice: Notice) -> None:
         if self.listener is not None:

@@ -84,6 +84,8 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         self._background: set[asyncio.Task[Any]] = set()
         self._checked_at = time.monotonic()
         self.recycled = 0
+        # Told of each response whose caller had gone (a superseded request): its status still counts.
+        self.observers: list[Callable[[httpx.Response], None]] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if time.monotonic() - self._checked_at > CHECK_EVERY_S:
@@ -107,6 +109,11 @@ class ResilientTransport(httpx.AsyncBaseTransport):
             self._background.discard(task)
             return
         response: httpx.Response = task.result()
+        for observer in self.observers:
+            try:
+                observer(response)
+            except Exception:
+                log.exception("observer of an abandoned response failed")
         closing = asyncio.ensure_future(response.aclose())
         self._background.add(closing)
         closing.add_done_callback(self._background.discard)
