@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tandem.completion.errors import (
+    BackendTimeout,
     BackendUnavailable,
     BadResponse,
     CompletionError,
@@ -38,12 +39,15 @@ ANNOUNCE_AFTER = 3
 
 
 def kind_of(error: CompletionError) -> str | None:
-    """'permanent', 'transient', or None for an error the breaker leaves to others (429: Retry-After)."""
+    """'permanent', 'transient', or None for an error the breaker leaves to others (429: Retry-After; errors
+    that are not the provider's)."""
     if isinstance(error, RateLimited):
         return None
     if isinstance(error, NotConfigured) or (isinstance(error, BadResponse) and error.permanent):
         return "permanent"
-    return "transient"
+    if isinstance(error, BackendUnavailable | BackendTimeout | BadResponse):
+        return "transient"
+    return None  # not the provider's doing (the gate refused the prompt, say)
 
 
 def abandoned_error(response: Any) -> CompletionError | None:

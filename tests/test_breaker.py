@@ -13,7 +13,7 @@ from tandem.completion.breaker import (
     Breaker,
     kind_of,
 )
-from tandem.completion.errors import BackendTimeout, BackendUnavailable, BadResponse, RateLimited
+from tandem.completion.errors import BackendTimeout, BackendUnavailable, BadResponse, NotSent, RateLimited
 
 
 def test_kinds() -> None:
@@ -22,6 +22,7 @@ def test_kinds() -> None:
     assert kind_of(BackendUnavailable("refused")) == "transient"
     assert kind_of(BackendTimeout("connect")) == "transient"
     assert kind_of(RateLimited("429", retry_after_s=2)) is None
+    assert kind_of(NotSent("a private file")) is None
 
 
 def test_permanent_error_opens_at_once_and_is_announced_once() -> None:
