@@ -6,8 +6,8 @@ each request. Errors are of two kinds (`kind_of`):
 - **permanent**: retrying will not help until something changes (401/403/404, a JSON or HTML body where a
   stream was expected, no usable model): the model is left alone for `PERMANENT_BACKOFF_S`, doubling on each
   failed try after it, up to `PERMANENT_MAX_S`. A configuration change builds a new tier, so a new breaker.
-- **transient**: it may pass (connection refused, DNS, 5xx, timeouts, a truncated stream): exponential
-  back-off with jitter from `TRANSIENT_BASE_S` up to `TRANSIENT_MAX_S`.
+- **transient**: it may pass (connection refused, DNS, 5xx, timeouts, a truncated stream): from the
+  second failure in a row, exponential back-off with jitter from `TRANSIENT_BASE_S` up to `TRANSIENT_MAX_S`.
 
 After a back-off expires one request tries the provider (`probing`: the others are held until its
 outcome); success closes the breaker, failure opens it for longer. An outage is announced once: at once for
@@ -105,8 +105,10 @@ class Breaker:
         self.kind = kind
         if kind == "permanent":
             backoff_s = min(PERMANENT_BACKOFF_S * 2 ** (self.failures - 1), PERMANENT_MAX_S)
+        elif self.failures == 1:
+            backoff_s = 0.0  # one dropped connection: the next keystroke may try at once
         else:
-            ceiling = min(TRANSIENT_BASE_S * 2 ** (self.failures - 1), TRANSIENT_MAX_S)
+            ceiling = min(TRANSIENT_BASE_S * 2 ** (self.failures - 2), TRANSIENT_MAX_S)
             backoff_s = ceiling * (0.5 + 0.5 * self.rng.random())  # jitter: no herd of retries in step
         self.open_until_s = now_s + backoff_s
         if self.announced or (kind == "transient" and self.failures < ANNOUNCE_AFTER):
