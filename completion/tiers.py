@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+import anyio
 import httpx
 from tandem.completion.backends.base import Backend, ModelRequest
 from tandem.completion.backends.factory import describe_model, make_backend
@@ -28,6 +29,15 @@ log = logging.getLogger(__name__)
 TIER_NAMES = ("fast", "accurate")
 # The longest a Retry-After is honoured for; a provider asking for more is treated as down for this long.
 MAX_HOLD_OFF_S = 60.0
+# The longest a completion stream is read, whatever the provider sends (inline completions end in seconds;
+# a stream still going after this is one nobody will read).
+STREAM_MAX_S = 30.0
+
+
+def stream_char_limit(max_tokens: int) -> int:
+    """Characters read from one stream: `max_tokens` at a generous 8 characters a token (code averages
+    3-4), at least 4,096 — a provider that ignores max_tokens cannot flood the server."""
+    return max(4096, max_tokens * 8)
 
 
 @dataclass
@@ -65,12 +75,23 @@ class Tier:
         error: CompletionError | None = None
         probe = self.breaker.failures > 0
         self.breaker.probing = self.breaker.probing or probe
+        cut = ""
+        max_chars = stream_char_limit(request.max_tokens)
         try:
             chunks = self.backend.stream(request, stream.stats)
-            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                async for chunk in chunks:
-                    stream.append(chunk)
-                    remember(stream)
+            # Local limits, whatever the provider does (a provider that ignores max_tokens, or never ends):
+            # leaving the block closes the response and its connection.
+            with anyio.move_on_after(STREAM_MAX_S) as timer:
+                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                    async for chunk in chunks:
+                        stream.append(chunk)
+                        remember(stream)
+                        if len(stream.text) > max_chars:
+                            cut = f"over {max_chars} characters"
+                            stream.text = stream.text[:max_chars]
+                            break
+            if timer.cancelled_caught:
+                cut = f"still streaming after {STREAM_MAX_S:g} s"
         except RateLimited as exc:
             error = exc
             self.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
@@ -91,6 +112,9 @@ class Tier:
             self._notify(self.breaker.success())
         else:
             self._notify(self.breaker.failure(error, time.perf_counter()))
+        if cut:
+            log.warning("stream %s (%s) cut locally: %s", stream.id, self.label, cut)
+            stream.stats.finish_reason = "length"
         if error is None and stream.stats.finish_reason == "length":
             # Cut off by max_tokens: the last line is unfinished, and showing it would break the code.
             stream.text = stream.text[: stream.text.rfind("\n") + 1]
