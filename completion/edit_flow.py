@@ -308,7 +308,8 @@ class EditFlow:
         stats = StreamStats()
         parts: list[str] = []
         started_ns = time.perf_counter_ns()
-        where = f"{decision.message()} — {tier_name} model ({tier.config.model or tier.label})"
+        # Short enough for a status bar: the route's reasons were the report before this one.
+        where = f"{tier_name} model ({tier.config.model or tier.label})"
         progress(EditProgress(message=f"{where}: asking", tier=tier_name))
         error: CompletionError | None = None
         received = reported = 0

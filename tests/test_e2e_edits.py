@@ -219,6 +219,8 @@ async def test_code_action_runs_an_edit_and_the_client_applies_it(
         progress = [v for reports in session.client.progress_reports.values() for v in reports]
         messages = [getattr(v, "message", "") or "" for v in progress]
         assert any(m.startswith("fast: ") for m in messages), messages
+        # Then short reports a status bar can hold: the model at work and what it is doing.
+        assert "fast model (sim-spark): asking" in messages, messages
         assert isinstance(progress[-1], types.WorkDoneProgressEnd)
         # The server's copy followed the client's: a second edit on the new text works from it.
         assert edit_requests(fast) == 1 and edit_requests(accurate) == 0
