@@ -15,6 +15,7 @@ the older is answered empty at once, and model streams the user moved away from 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -29,6 +30,7 @@ from tandem.completion.config import Config
 from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.errors import BackendTimeout, describe
 from tandem.completion.gate import Gate, Outbound
+from tandem.completion.live_stats import LiveFigures, LiveStats
 from tandem.completion.postprocess import Surroundings, clean
 from tandem.completion.prefetch import AfterAccepting, TokenBudget
 from tandem.completion.request import CompletionRequest, CompletionResult, Ticket
@@ -71,6 +73,8 @@ class Engine:
         env: Mapping[str, str] | None = None,
     ) -> None:
         self.tracer = tracer
+        self.live = LiveStats()
+        tracer.sinks.append(self.live.record)
         self.workspace = workspace
         # The one door to the providers; the workspace's own when there is one (it knows the ignore files
         # and the open documents' verdicts).
@@ -107,6 +111,11 @@ class Engine:
     @staticmethod
     def _make_cache(config: Config) -> CompletionCache:
         return CompletionCache(max_entries=config.cache.max_entries, max_bytes=config.cache.max_bytes)
+
+    def live_figures(self) -> LiveFigures:
+        """The last minutes in figures, and the prefetch budget left, for the status display."""
+        left = max(self._budget.per_minute - self._budget.spent(), 0)
+        return dataclasses.replace(self.live.figures(), budget_tokens_left=left)
 
     async def warm(self) -> None:
         """Open connections to the configured providers before the first keystroke needs them."""

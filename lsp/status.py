@@ -12,10 +12,11 @@ it never keeps the previous answer's "cached".
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from tandem.completion.live_stats import LiveFigures
     from tandem.completion.request import CompletionResult
 
 METHOD = "tandem/status"
@@ -40,6 +41,20 @@ SOURCE_TEXT = {"stream": "reused", "cache": "cached"}
 
 def latency_words(ms: float) -> str:
     return f"{ms / 1000:.1f} s" if ms >= 1000 else f"{round(ms)} ms"
+
+
+def live_words(live: LiveFigures) -> str:
+    """The last minutes in one sentence for the tooltip."""
+    minutes = f"{live.window_s / 60:g} min"
+    if live.requests:
+        share = f"{live.no_wait_share or 0:.0%} of {live.requests} suggestion requests needed no model wait"
+    else:
+        share = "no suggestion requests"
+    errors = f"{live.errors} error{'s' if live.errors != 1 else ''}"
+    budget = (
+        f"; {live.budget_tokens_left:,} prefetch tokens left this minute" if live.budget_tokens_left is not None else ""
+    )
+    return f"Last {minutes}: {share}, {errors}{budget}."
 
 
 def fit(text: str, chars: int = TEXT_CHARS) -> str:
@@ -70,6 +85,15 @@ class Status:
     # The suggestion came from model output that already existed: no model was asked for it.
     cache_hit: bool = False
     error: str | None = None
+    # The last minutes (`window_s`, from the trace records; see completion/live_stats.py): completion
+    # requests, the share of them answered without waiting for a model (0..1, None without requests),
+    # and failed requests of any kind.
+    window_s: float | None = None
+    recent_requests: int = 0
+    no_wait_share: float | None = None
+    recent_errors: int = 0
+    # Prefetch tokens still allowed this minute.
+    budget_tokens_left: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,8 +103,24 @@ class Status:
         return Status(state="ready", text="tandem", tooltip="tandem is ready: suggestions appear as you type.")
 
     @staticmethod
-    def of_completion(result: CompletionResult) -> Status:
-        """The status after a completion request: its suggestion, its failure, or that there was none."""
+    def of_completion(result: CompletionResult, live: LiveFigures | None = None) -> Status:
+        """The status after a completion request (its suggestion, its failure, or that there was none),
+        with the last minutes' figures when `live` is given."""
+        status = Status._of_result(result)
+        if live is None:
+            return status
+        return replace(
+            status,
+            tooltip=f"{status.tooltip} {live_words(live)}",
+            window_s=live.window_s,
+            recent_requests=live.requests,
+            no_wait_share=live.no_wait_share,
+            recent_errors=live.errors,
+            budget_tokens_left=live.budget_tokens_left,
+        )
+
+    @staticmethod
+    def _of_result(result: CompletionResult) -> Status:
         latency_ms = round(result.waited_ms, 1)
         route = result.tier if result.tier in ROUTE_WORDS else ""
         model = result.model

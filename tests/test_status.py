@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from tandem.completion.live_stats import LiveFigures, LiveStats
 from tandem.completion.request import CompletionResult
+from tandem.completion.trace import TraceRecord
 from tandem.lsp.status import TEXT_CHARS, Status
 
 
@@ -38,3 +40,31 @@ def test_a_failure_is_short_in_the_text_and_whole_in_the_tooltip() -> None:
 def test_the_json_is_every_field() -> None:
     status = Status.ready()
     assert set(status.to_json()) >= {"state", "text", "tooltip", "latency_ms", "route", "model", "cache_hit", "error"}
+
+
+def test_the_last_minutes_join_the_tooltip_and_the_fields() -> None:
+    live = LiveFigures(window_s=300, requests=40, no_wait_share=0.725, errors=1, budget_tokens_left=18_000)
+    result = CompletionResult(text="x", source="stream", waited_ms=2.0, tier="fast", model="m")
+    status = Status.of_completion(result, live)
+    assert status.tooltip.endswith(
+        "Last 5 min: 72% of 40 suggestion requests needed no model wait, 1 error; "
+        "18,000 prefetch tokens left this minute."
+    )
+    data = status.to_json()
+    assert (data["no_wait_share"], data["recent_requests"], data["recent_errors"]) == (0.725, 40, 1)
+    assert (data["window_s"], data["budget_tokens_left"]) == (300, 18_000)
+    assert status.text == "tandem 2 ms cached"  # the status bar text stays short
+
+
+def test_live_stats_count_the_window_by_the_reports_definition() -> None:
+    stats = LiveStats(window_s=60)
+    served = TraceRecord(kind="inline", received_ns=1, source="stream", outcome="shown")
+    waited = TraceRecord(kind="inline", received_ns=1, source="stream", outcome="shown", waited_for_model=True)
+    asked = TraceRecord(kind="completion", received_ns=1, source="model", outcome="shown")
+    failed = TraceRecord(kind="edit", received_ns=1, source="model", outcome="error")
+    stats.record(served, now_s=0.0)  # leaves the window before the figures are read
+    for record in (served, waited, asked, failed):
+        stats.record(record, now_s=30.0)
+    figures = stats.figures(now_s=70.0)
+    assert (figures.requests, figures.no_wait_share, figures.errors) == (3, round(1 / 3, 4), 1)
+    assert stats.figures(now_s=200.0).no_wait_share is None

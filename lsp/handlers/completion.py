@@ -62,7 +62,7 @@ async def _complete(
     result = await ls.engine.complete(request)
     if result.notice:
         ls.notify_user(result.notice)
-    ls.send_status(Status.of_completion(result))
+    ls.send_status(Status.of_completion(result, ls.engine.live_figures()))
     return request, result
 
 
