@@ -22,7 +22,7 @@
 //   TANDEM_E2E_ARTIFACTS screenshots and logs        (default: test/e2e/artifacts)
 //   TANDEM_E2E_TIMEOUT_S longest wait for one step   (default: 90)
 
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import {
   chmodSync,
   copyFileSync,
@@ -631,19 +631,33 @@ try {
   }
   console.log(`[e2e] ${traces.length} trace record(s) in ${traceFile}`);
 
-  // "tandem: Show latency report" from the Command Palette, once the server has `tandem trace report`.
-  const hasReport =
-    spawnSync(python, ["-c", "import completion.trace_report"], { env: childEnv, cwd: repoRoot }).status === 0;
-  if (hasReport) {
-    await runCommand(page, "tandem: Show latency report");
-    await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("latency report"), {
-      polling: 100,
-    });
-    await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
-    step("latency report shown");
-  } else {
-    console.log("[e2e] latency report step skipped: this checkout has no `tandem trace report` yet");
+  // "tandem: Show latency report" from the Command Palette: the HTML report in a webview, its plots drawn.
+  await runCommand(page, "tandem: Show latency report");
+  await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("latency report"), {
+    polling: 100,
+  });
+  const plotsDrawn = async () => {
+    for (const frame of page.frames()) {
+      try {
+        const drawn = await frame.evaluate(() => document.querySelectorAll(".js-plotly-plot .main-svg").length);
+        if (drawn >= 8) {
+          return drawn;
+        }
+      } catch {
+        // a frame navigating or gone: look again
+      }
+    }
+    return 0;
+  };
+  const reportDeadline = Date.now() + stepTimeoutMs;
+  while ((await plotsDrawn()) === 0) {
+    if (Date.now() > reportDeadline) {
+      fail("timed out waiting for the latency report's plots in the webview");
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100)); // sleep-ok: polling frames of another process
   }
+  await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
+  step("latency report shown with its plots");
 
   // A wrong tandem.serverPath, set in the workspace's .vscode/settings.json: the extension restarts the
   // client, and the status item and a notification say what is wrong.
