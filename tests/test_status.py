@@ -53,7 +53,7 @@ def test_the_last_minutes_join_the_tooltip_and_the_fields() -> None:
     data = status.to_json()
     assert (data["no_wait_share"], data["recent_requests"], data["recent_errors"]) == (0.725, 40, 1)
     assert (data["window_s"], data["budget_tokens_left"]) == (300, 18_000)
-    assert status.text == "tandem 2 ms cached"  # the status bar text stays short
+    assert status.text == "tandem 2 ms reused"  # the status bar text stays short
 
 
 def test_live_stats_count_the_window_by_the_reports_definition() -> None:
