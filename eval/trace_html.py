@@ -326,19 +326,16 @@ def tokens_cost(go: Any, make_subplots: Any, records: Sequence[Mapping[str, Any]
     for label, values in series:
         fig.add_trace(go.Bar(x=names, y=values, name=label), row=1, col=1)
     costs = [models[m]["cost"] for m in names]
-    fig.add_trace(
-        go.Bar(x=names, y=costs, name="cost", text=[f"${c:.4f}" for c in costs], textposition="outside"),
-        row=1,
-        col=2,
-    )
+    labels = [f"${c:.4f}" for c in costs] if any(costs) else None  # no "$0.0000" over the note below
+    fig.add_trace(go.Bar(x=names, y=costs, name="cost", text=labels, textposition="outside"), row=1, col=2)
     if not names:
         _empty(fig, "no model was asked")
     elif not any(costs):
         fig.add_annotation(
-            text="no prices configured ([models.X] price_*_per_mtok)",
+            text="no prices configured<br>([models.X] price_*_per_mtok)",
             showarrow=False,
-            x=0.9,
-            y=0.5,
+            x=0.88,
+            y=0.6,
             xref="paper",
             yref="paper",
             font={"size": 10},
