@@ -66,6 +66,9 @@ class FrameReader:
         self._bad_length = False
         # Discarding the rest of an over-long line.
         self._skipping_line = False
+        # Bytes of a body still arriving already searched for a following header (each byte is searched
+        # once: a large body arrives in many reads).
+        self._scanned = 0
 
     @property
     def pending(self) -> int:
@@ -111,6 +114,7 @@ class FrameReader:
         self._length = None
         self._in_headers = False
         self._bad_length = False
+        self._scanned = 0
 
     def _step(self, events: list[Event]) -> bool:
         """Consume one line or one body; False when more bytes are needed."""
@@ -199,7 +203,9 @@ class FrameReader:
 
     def _too_large(self, events: list[Event]) -> bool:
         """A whole JSON value followed by the next message's header: the declared length was too large."""
-        for header in _headers(self._buffer):
+        start = max(0, self._scanned - 64)  # a header line may straddle two reads
+        self._scanned = len(self._buffer)
+        for header in _headers(self._buffer, start):
             decoded = _leading_value(self._buffer[:header])
             if decoded is None or bytes(self._buffer[decoded[1] : header]).strip():
                 continue  # "Content-Length:" inside the body's own text, or not after a whole value
@@ -257,9 +263,18 @@ def _next_header(data: bytes | bytearray, start: int) -> int | None:
     return None if found is None else found.start()
 
 
-def _headers(data: bytes | bytearray) -> list[int]:
-    """Offsets of every whole `Content-Length: N` line in `data`."""
-    return [found.start() for found in _HEADER_LINE.finditer(data)]
+def _headers(data: bytes | bytearray, start: int = 0) -> list[int]:
+    """Offsets of every whole `Content-Length: N` line in `data` from `start`, in its usual spellings
+    (found with `find`, which is ~10x faster than a case-insensitive regex over a multi-megabyte body)."""
+    offsets = []
+    for needle in (b"ength", b"ENGTH"):
+        at = data.find(needle, start)
+        while at >= 0:
+            begin = at - len(b"Content-L")
+            if begin >= 0 and _HEADER_LINE.match(data, begin):
+                offsets.append(begin)
+            at = data.find(needle, at + 1)
+    return sorted(offsets)
 
 
 def _leading_value(data: bytes | bytearray) -> tuple[Any, int] | None:
