@@ -4,6 +4,7 @@ ones back off exponentially with jitter; each outage is announced once, and its 
 from __future__ import annotations
 
 import random
+import time
 
 from tandem.completion.breaker import (
     ANNOUNCE_AFTER,
@@ -61,3 +62,47 @@ def test_a_single_blip_is_not_news() -> None:
     breaker = Breaker("fast model")
     assert breaker.failure(BackendUnavailable("reset"), now_s=0.0) is None
     assert breaker.success() is None
+
+
+async def test_the_accurate_tier_serves_completions_while_the_fast_one_is_held_off() -> None:
+    import httpx
+    from tandem.completion.config import ModelConfig, ModelsConfig
+    from tandem.completion.tiers import Tiers
+
+    async with httpx.AsyncClient() as client:
+        tiers = Tiers(client, env={})
+        models = ModelsConfig(
+            fast=ModelConfig(base_url="http://127.0.0.1:9/v1", model="fast"),
+            accurate=ModelConfig(base_url="http://127.0.0.1:9/v1", model="accurate"),
+        )
+        assert tiers.configure(models) == []
+        fast, accurate = tiers.get("fast"), tiers.get("accurate")
+        assert fast is not None and accurate is not None
+        assert tiers.for_completion() is fast
+        fast.breaker.failure(BadResponse("answered 401", permanent=True), now_s=time.perf_counter())
+        assert fast.holding_off() and tiers.for_completion() is accurate
+        accurate.breaker.failure(BadResponse("answered 403", permanent=True), now_s=time.perf_counter())
+        assert tiers.for_completion() is fast  # both held off: the fast one, which answers empty
+        # A configuration change starts the model afresh.
+        tiers.configure(ModelsConfig(fast=ModelConfig(base_url="http://127.0.0.1:9/v1", model="fast-2")))
+        renewed = tiers.get("fast")
+        assert renewed is not None and not renewed.holding_off()
+        await tiers.aclose()
+
+
+def test_a_superseded_requests_response_still_classifies_its_provider() -> None:
+    import httpx
+    from tandem.completion.breaker import abandoned_error
+
+    request = httpx.Request("POST", "http://provider.test/v1/chat/completions")
+
+    def response(status: int, content_type: str) -> httpx.Response:
+        return httpx.Response(status, headers={"content-type": content_type}, request=request)
+
+    refused = abandoned_error(response(401, "application/json"))
+    assert isinstance(refused, BadResponse) and refused.permanent
+    page = abandoned_error(response(200, "text/html; charset=utf-8"))
+    assert isinstance(page, BadResponse) and page.permanent
+    assert isinstance(abandoned_error(response(503, "text/plain")), BackendUnavailable)
+    assert abandoned_error(response(200, "text/event-stream")) is None
+    assert abandoned_error(response(429, "application/json")) is None
