@@ -44,7 +44,9 @@ class _Tracks:
 
 
 def _span(name: str, pid: int, span_id: str, start_us: float, end_us: float, args: Mapping[str, Any]) -> list[Any]:
-    common = {"cat": CATEGORY, "name": name, "pid": pid, "tid": 0, "id": span_id}
+    # id2.local: the id is scoped to the process, so Perfetto puts the slices on that process's tracks (a plain
+    # "id" is global: every request would get a track of its own outside any process).
+    common = {"cat": CATEGORY, "name": name, "pid": pid, "tid": 0, "id2": {"local": span_id}}
     return [
         {**common, "ph": "b", "ts": round(start_us, 3), "args": dict(args)},
         {**common, "ph": "e", "ts": round(max(end_us, start_us), 3)},
@@ -99,7 +101,7 @@ def events(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
             if "first_token" in ms:
                 out.append(
                     {"cat": CATEGORY, "name": "first token", "ph": "n", "pid": model, "tid": 0,
-                     "id": request_id, "ts": round(at("first_token"), 3)}
+                     "id2": {"local": request_id}, "ts": round(at("first_token"), 3)}
                 )
         elif source in ("stream", "cache") and "answered" in ms:
             cache = tracks.pid("cache")

@@ -52,7 +52,7 @@ def test_export_writes_async_events_on_model_cache_and_document_tracks(
     # Every async begin has its end (same id and name), never before it.
     opened: dict[tuple[object, ...], float] = {}
     for event in sorted((e for e in events if e["ph"] in "be"), key=lambda e: (e["ph"] != "b", e["ts"])):
-        key = (event["pid"], event["id"], event["name"])
+        key = (event["pid"], event["id2"]["local"], event["name"])
         if event["ph"] == "b":
             opened[key] = event["ts"]
         else:
@@ -62,9 +62,9 @@ def test_export_writes_async_events_on_model_cache_and_document_tracks(
     # Document a.py: both requests overlap (the second starts 10 ms into the first, which runs to 80 ms).
     begins = [e for e in by_track["document a.py"] if e["ph"] == "b"]
     requests = [e for e in begins if e["name"].startswith("inline ")]
-    assert len(requests) == 2 and len({e["id"] for e in requests}) == 2
+    assert len(requests) == 2 and len({e["id2"]["local"] for e in requests}) == 2
     first = requests[0]
-    phases = [e["name"] for e in begins if e["id"] == first["id"] and e is not first]
+    phases = [e["name"] for e in begins if e["id2"] == first["id2"] and e is not first]
     assert phases == ["cache_lookup", "context_built", "request_sent", "first_token", "answered", "done"]
     assert (first["args"]["outcome"], first["args"]["source"]) == ("shown", "model")
     # The model track holds the stream from request sent to done, with its first token marked.
