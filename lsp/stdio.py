@@ -5,7 +5,8 @@ do not validate without a word). Here:
 
 - a frame that cannot be read is skipped and the stream resynchronised (`lsp.framing`); when a message may
   have been lost, a parse error (-32700, id null) tells the client;
-- a message that is not a JSON-RPC 2.0 object is answered InvalidRequest (-32600);
+- a message that is not a JSON-RPC 2.0 object, or a notification's method sent with an id, is answered
+  InvalidRequest (-32600);
 - a request whose params do not fit the method is answered InvalidParams (-32602) with its id;
 - each kind of problem is logged once at warning level (then at debug level: a hostile client must not
   fill the log).
@@ -96,6 +97,11 @@ class MessageLoop:
             self._problem(Problem("invalid-request", "a message that cannot be read"))
             if is_request:
                 self._answer(msg_id, JsonRpcInvalidRequest("a message that cannot be read"))
+            return
+        if is_request and getattr(message, "id", None) is None:
+            # A notification's method sent with an id: read as a notification, it would never be answered.
+            self._problem(Problem("invalid-request", f"{value.get('method')!r} is a notification, sent with an id"))
+            self._answer(msg_id, JsonRpcInvalidRequest(f"{value.get('method')} is a notification"))
             return
         try:
             self.protocol.handle_message(message)

@@ -8,7 +8,7 @@ import asyncio
 import json
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from tandem.lsp.server import build_server
 from tandem.lsp.stdio import MessageLoop
@@ -89,6 +89,10 @@ async def _answered(sink: _Sink, msg_id: Any) -> None:
         await sink.changed.wait()
 
 
+CHANGE = {"textDocument": {"uri": URI, "version": 1}, "contentChanges": []}
+
+
 @given(calls=st.lists(st.tuples(st.sampled_from(METHODS), PARAMS, st.booleans()), min_size=1, max_size=6))
+@example(calls=[("textDocument/didChange", CHANGE, True)])  # a notification's method sent with an id
 def test_fuzz_every_request_is_answered_once(calls: list[tuple[str, Any, bool]]) -> None:
     asyncio.run(_session(calls))
