@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import os
-import pathlib
-import sys
 
 from hypothesis import settings
 
-# Tests import the packages from the checkout even when the distribution is not installed editable.
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# Tests import tandem as it is installed (`pip install '.[test]'`, as CI does, or editable). The checkout's
+# root is deliberately not put on sys.path: its `tandem/` folder holds only the command, and would hide the
+# installed package's mapped parts (tandem.sim, tandem.lsp, ...) behind it.
 
 pytest_plugins = ["fixtures_sim"]
 

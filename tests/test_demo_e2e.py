@@ -4,7 +4,6 @@ command a newcomer types; its JSON summary has the documented fields and shows c
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -13,17 +12,13 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
 
 def test_demo_json_reports_completions_shown_and_accepted(tmp_path: pathlib.Path) -> None:
     trace = tmp_path / "demo-trace.jsonl"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
         [sys.executable, "-P", "-m", "tandem", "demo", "--json", "--seconds", "3", "--trace", str(trace)],
         capture_output=True,
         text=True,
-        env=env,
         timeout=110,
         check=False,
     )
@@ -56,8 +51,7 @@ def test_demo_json_reports_completions_shown_and_accepted(tmp_path: pathlib.Path
 
 
 def test_demo_help_says_what_it_does() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(
-        [sys.executable, "-P", "-m", "tandem", "demo", "--help"], capture_output=True, text=True, env=env, check=True
+        [sys.executable, "-P", "-m", "tandem", "demo", "--help"], capture_output=True, text=True, check=True
     )
     assert "simulator" in done.stdout and "--seconds" in done.stdout
