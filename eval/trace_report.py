@@ -72,7 +72,9 @@ def _json_loads() -> Callable[[str], Any]:
         import orjson
     except ImportError:
         return json.loads
-    return orjson.loads
+    # Typed here: where orjson is absent (the dev extra alone), mypy sees it as Any.
+    loads: Callable[[str], Any] = orjson.loads
+    return loads
 
 
 def parse_records(lines: Iterable[str]) -> TraceFile:
