@@ -6,8 +6,10 @@ followed by an inline completion request. Modes:
 - `--cancel`: the client does not wait for answers; a request still unanswered when the next key comes is
   withdrawn with $/cancelRequest (as VS Code does), so the server supersedes a stream on almost every key;
   without it, each key waits for its answer.
-- `--mispredict`: the simulated model errs on every completion (`error_rate` 1.0), so the user never types
-  through a cached completion and every key goes to the model.
+- `--mispredict`: the simulator gets no truth files, so every completion is its labelled filler (comment
+  lines) that the typed code never extends: no key types through a completion, and every key that is not
+  superseded first goes to the model. (The simulator's `error_rate` is not used for this: a wrong completion
+  goes wrong part way through, so most keys still type through its right start.)
 
 Every `--every` keys it asks the server `tandem/health` and prints: RSS, open file descriptors, asyncio
 tasks, pygls' pending request futures, and the HTTP pool (connections, idle, active, stuck, usable). At the
@@ -93,7 +95,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="tandem-soak-"))
     truth = tmp / "truth.py"
     truth.write_text(text)
-    settings = SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),), error_rate=1.0 if args.mispredict else 0.0)
+    settings = SimSettings(profile="spark", ttft_ms=5, truth=() if args.mispredict else (str(truth),))
     home = tmp / "home"
     (home / ".config" / "tandem").mkdir(parents=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")} | {"HOME": str(home)}
@@ -172,6 +174,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         "warmup_keys": warm,
         "pool_last": rows[-1]["pool"] if rows else None,
         "request_futures_last": rows[-1]["request_futures"] if rows else None,
+        "provider_requests_last": rows[-1]["provider_requests"] if rows else None,
         "note": "model output simulated (tandem sim, spark profile, ttft 5 ms)",
     }
 
