@@ -41,6 +41,10 @@ async def test_completions_over_a_websocket_continue_in_one_document(tmp_path: p
             before = TRUTH[: TRUTH.index("total = ") + len("total = ")]
             uri = session.open("summary.py", before)
             assert await session.inline(uri, session.position_at_end(before)) == "0"
+            # The first turn's record is written when its stream ends, which gives its connection back
+            # holding the response: only then may the next turn continue from it (typing on while the
+            # first is still streaming supersedes it, and the next goes in full on the pool's other socket).
+            await _until(lambda: sum(r["outcome"] == "shown" for r in session.records()) == 1)
             # The user accepts and types on to the next line's "=".
             typed = "0\n    count = "
             session.insert(uri, session.position_at_end(before), typed)
