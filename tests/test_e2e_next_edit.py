@@ -196,3 +196,53 @@ async def test_helix_gets_a_versioned_apply_next_edit_action(tmp_path: pathlib.P
         line = applied.split("\n")[3]
         start, end = item.text_edit.range.start.character, item.text_edit.range.end.character
         assert line[:start] + item.text_edit.new_text + line[end:] == "    return width * h * scale"
+
+
+async def _run_command(session: Session, item: dict[str, Any], command: str = "") -> None:
+    await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command=command or item["command"]["command"], arguments=item["command"]["arguments"]
+        )
+    )
+
+
+async def test_an_accept_the_document_no_longer_holds_is_refused(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    """The user rewrote the line the suggestion was for, and then the accept command arrived (a client that
+    ran it without applying the edit): the accept is traced as stale and chains no next edit."""
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri, text, version = await _type_rename(session)
+        [first] = await _ask(session, uri, version, 0, 14)
+        assert first["range"]["start"]["line"] == 1
+        version += 1
+        docstring = {"start": {"line": 1, "character": 0}, "end": {"line": 1, "character": len(text.split("\n")[1])}}
+        _change(session, uri, version, {"range": docstring, "text": "    pass"})
+        await _run_command(session, first)
+        await _until(lambda: any(r.get("next_edit", {}).get("fate") == "stale" for r in session.records()))
+        # Asked at the new version, the server asks the model afresh: nothing was started by the accept.
+        await _ask(session, uri, version, 1, 8)
+        session.client.text_document_did_close(
+            types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        await _until(lambda: sum(r["kind"] == "next_edit" for r in session.records()) >= 2)
+        records = [r for r in session.records() if r["kind"] == "next_edit"]
+        assert [r["prefetched"] for r in records] == [False, False]
+
+
+async def test_an_edit_that_would_break_the_parse_is_not_suggested(tmp_path: pathlib.Path) -> None:
+    """The truth's docstring rename leaves the docstring unterminated: that hunk is refused ("parse") and
+    the next one, the return line's rename, is the suggestion."""
+    broken = TRUTH.replace('rectangle."""', "rectangle.")
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
+        sim.set_next_edit_truth({"sample.py": broken})
+        async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+            uri, text, version = await _type_rename(session)
+            [first] = await _ask(session, uri, version, 0, 14)
+            assert _apply(text, first).split("\n")[1:4] == [
+                '    """Area of a w by h rectangle."""',
+                "    scale = 1",
+                "    return width * h * scale",
+            ]
+            await _run_command(session, first, "tandem.nextEditDismissed")
+            await _until(lambda: any(r.get("next_edit", {}).get("fate") == "dismissed" for r in session.records()))
+    [record] = [r for r in session.records() if r["kind"] == "next_edit"]
+    assert record["outcome"] == "answered" and record["next_edit"]["refused"] == ["parse"]
