@@ -1,6 +1,8 @@
 """Edit tasks from a git history: each commit is an instruction with a known right answer.
 
-For every non-merge commit (newest first): the instruction is the commit's subject line; the primary
+For every non-merge commit (newest first): the instruction is the commit's subject line, without the
+pull-request number a forge appends ("Fix X (#1234)": a user's instruction names none, and in a history
+where every subject carries one it is a word of every instruction); the primary
 file is the source file with the most changed lines; the selection is the region of the primary file,
 in the parent's version, that the commit changed (from its first to its last changed line; an empty
 range at the insertion point when the commit only added lines); the truth is the commit's whole diff
@@ -15,6 +17,7 @@ Only `git` (a subprocess) is used; nothing is checked out and the repository is 
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections import Counter
 from collections.abc import Mapping
@@ -151,6 +154,15 @@ def _old_ranges(repo: Path, parent: str, commit: str, change: FileChange) -> lis
     return ranges
 
 
+# A trailing pull-request reference, as GitHub's squash merges write it: "Fix X (#1234)".
+_PULL_REQUEST = re.compile(r"\s*\(#\d+\)\s*$")
+
+
+def instruction_of(subject: str) -> str:
+    """The instruction a user would have given for a commit with this subject line."""
+    return _PULL_REQUEST.sub("", subject.strip()) or subject.strip()
+
+
 def _show(repo: Path, rev: str, path: str) -> str:
     return git(repo, "show", f"{rev}:{path}").decode("utf-8", "replace")
 
@@ -167,7 +179,7 @@ def scan_history(repo: Path, *, limit: int = 200, max_changed_lines: int = 1500,
             continue
         commit, parents, subject = record.strip("\n").split("\x1f", 2)
         seen += 1
-        task, why = _task(repo, commit, parents.split(), subject.strip(), max_changed_lines, max_files)
+        task, why = _task(repo, commit, parents.split(), instruction_of(subject), max_changed_lines, max_files)
         if task is None:
             skipped[why] += 1
         else:

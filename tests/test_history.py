@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from tandem.completion.router import RouterThresholds
-from tandem.eval.history import GitError, edit_tasks, scan_history
+from tandem.eval.history import GitError, edit_tasks, instruction_of, scan_history
 from tandem.eval.router_eval import TreeSymbols, evaluate_repo, render_json, render_text, roc_auc
 
 
@@ -60,7 +60,7 @@ def repo(tmp_path: Path) -> Repo:
 
 def test_tasks_from_history(repo: Repo) -> None:
     small = repo.commit(
-        "Fix typo in show", {"app/views.py": VIEWS.replace("return compute_total", "return  compute_total")}
+        "Fix typo in show (#12)", {"app/views.py": VIEWS.replace("return compute_total", "return  compute_total")}
     )
     renamed_models = MODELS.replace("compute_total", "invoice_total")
     renamed_views = VIEWS.replace("compute_total", "invoice_total")
@@ -85,7 +85,7 @@ def test_tasks_from_history(repo: Repo) -> None:
     assert [t.commit for t in scan.tasks] == [big, multi, small]
 
     task = by_commit[small]
-    assert task.instruction == "Fix typo in show"
+    assert task.instruction == "Fix typo in show"  # the pull request's number is no part of it
     assert task.path == "app/views.py"
     assert task.selection == "    return compute_total(invoice)\n"
     assert (task.first_line, task.end_line) == (4, 5)
@@ -103,6 +103,12 @@ def test_tasks_from_history(repo: Repo) -> None:
     task = by_commit[big]
     assert task.parent_text == "" and task.selection == ""  # a new file: nothing to select
     assert task.changed_lines == 40 and task.is_hard()
+
+
+def test_the_instruction_leaves_out_only_a_trailing_pull_request_number() -> None:
+    assert instruction_of("Keep parentheses around the target (#5321)") == "Keep parentheses around the target"
+    assert instruction_of("Revert #12 (see #13) for now") == "Revert #12 (see #13) for now"
+    assert instruction_of("(#5)") == "(#5)"
 
 
 def test_limit_and_pure_insertion(repo: Repo) -> None:
