@@ -103,3 +103,48 @@ def test_history_tasks_need_several_small_changes_close_together() -> None:
     assert qualifies(before, far, TaskLimits()) == 0  # a screen apart
     big = two.replace("line nine\n", "x\n" * 10)
     assert qualifies(before, big, TaskLimits()) == 0  # too much to type
+
+
+def _prompt_after(history: EditHistory, buffer: LineBuffer, cursor: tuple[int, int], budget_tokens: int) -> str:
+    import dataclasses
+
+    from tandem.completion.config import Config
+    from tandem.completion.next_edit import NextEditRequest, NextEdits
+    from tandem.completion.next_edit_prompt import chat_messages
+
+    config = Config()
+    config = dataclasses.replace(config, next_edit=dataclasses.replace(config.next_edit, budget_tokens=budget_tokens))
+    # Only the prompt's assembly is used: no model, tracer or budget is reached.
+    edits = NextEdits(
+        tiers=None,  # type: ignore[arg-type]
+        tracer=None,  # type: ignore[arg-type]
+        budget=None,  # type: ignore[arg-type]
+        config=config,
+        documents=lambda uri: (1, buffer) if uri == "u" else None,
+        history=history,
+    )
+    request = NextEditRequest(uri="u", version=1, line=cursor[0], character=cursor[1], document=buffer, path="m.py")
+    _, prompt, _, _ = edits._context(request)
+    return "\n".join(content for _, content in chat_messages(prompt))
+
+
+def test_the_prompt_keeps_its_start_from_one_keystroke_to_the_next_and_stays_in_budget() -> None:
+    """Recent edits (oldest first) come before the excerpt, so a keystroke in the open edit changes the
+    prompt only from that edit's diff on; a small budget trims the excerpt's unchanged lines, not the region."""
+    text = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(200))
+    buffer = LineBuffer(text)
+    history = EditHistory()
+    _type(history, "u", buffer, (0, 7), (0, 8), "arg")  # def f0(arg):
+    line = 300  # def f100(a):
+    _type(history, "u", buffer, (line, 9), (line, 10), "ar")
+    first = _prompt_after(history, buffer, (line, 11), budget_tokens=2048)
+    _type(history, "u", buffer, (line, 11), (line, 11), "g")
+    second = _prompt_after(history, buffer, (line, 12), budget_tokens=2048)
+    shared = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), len(first))
+    # The prompts part in the open edit's diff line: the instructions and the older edit are shared.
+    assert first.index("+def f0(arg):") < first.index("+def f100(ar") < shared < first.index("File: m.py")
+    # The budget is reckoned at 4 characters a token, the fixed instructions (~600 characters) not counted.
+    assert len(second) - len(first.split("Recent edits:")[0]) <= 2048 * 4
+    small = _prompt_after(history, buffer, (line, 12), budget_tokens=150)
+    assert "def f100(arg<|user_cursor_is_here|>):" in small and "def f117(a):" not in small
+    assert small.count("\n") < second.count("\n") - 40
