@@ -231,7 +231,7 @@ class Tracer:
             sink(record)
         if self.path is None:
             return
-        line = (json.dumps(record.to_json(), separators=(",", ":")) + "\n").encode("utf-8")
+        line = (inert_json(record.to_json()) + "\n").encode("utf-8")
         if self._file is None:
             self._open()
         elif self._size and self._size + len(line) > self.max_bytes:
