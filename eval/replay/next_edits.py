@@ -335,7 +335,29 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
     debounce = series("debounce_end")
     context = series("request_sent", "debounce_end")
     after_model = series("answered", "first_line")
+    # The server's own time around the model: building and sending the prompt, and judging the hunk after
+    # the model's text made it (the wait for a pause in the typing and the model's time left out).
+    own = []
+    for record in answered:
+        marks = [phase(record, name) for name in ("debounce_end", "request_sent", "first_line", "answered")]
+        if None not in marks:
+            debounce_end, sent, first_line, done = (float(m or 0.0) for m in marks)
+            own.append((sent - debounce_end) + (done - first_line))
     region = [r["next_edit"]["region_lines"] for r in answered]
+    judged = sum(r.get("next_edit", {}).get("hunks", 0) for r in asked)
+    model_outcomes: dict[str, int] = {}
+    for record in asked:
+        model_outcomes[record["outcome"]] = model_outcomes.get(record["outcome"], 0) + 1
+    fates: dict[str, int] = {}
+    for record in answered:
+        fate = record.get("next_edit", {}).get("fate") or "unknown"
+        fates[fate] = fates.get(fate, 0) + 1
+
+    def share(part: int, whole: int) -> float | None:
+        return round(part / whole, 3) if whole else None
+
+    # A rewrite that changes nothing ends "empty" with no hunk refused: the model's no-op.
+    no_change = sum(1 for r in asked if r["outcome"] == "empty" and not r.get("next_edit", {}).get("refused"))
     return {
         "tasks": tally.tasks,
         "later_changes": tally.later_changes,
@@ -346,6 +368,7 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         "later_keys": tally.later_keys,
         "keys_saved": tally.keys_saved,
         "keys_saved_share": round(tally.keys_saved / baseline_keys, 3) if baseline_keys else None,
+        "accepted_chars": tally.accepted_chars,
         "shown": tally.shown,
         "wrong_shown": tally.wrong_shown,
         "after_change_ms": {
@@ -358,19 +381,40 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
             "p50": _pct(tally.after_accept_ms, 0.5),
             "p95": _pct(tally.after_accept_ms, 0.95),
         },
-        "server_ms_p50": {
-            "debounce": _pct(debounce, 0.5),
-            "context_and_send": _pct(context, 0.5),
-            "sim_ttft": _pct(ttft, 0.5),
-            "sim_generation_to_first_hunk": _pct(generation, 0.5),
-            "after_first_hunk": _pct(after_model, 0.5),
+        **{
+            f"server_ms_p{round(q * 100)}": {
+                "debounce": _pct(debounce, q),
+                "context_and_send": _pct(context, q),
+                "sim_ttft": _pct(ttft, q),
+                "sim_generation_to_first_hunk": _pct(generation, q),
+                "after_first_hunk": _pct(after_model, q),
+                "tandem_own": _pct(own, q),
+            }
+            for q in (0.5, 0.95)
         },
         "region_lines_median": statistics.median(region) if region else None,
+        "context_tokens_median": statistics.median(r["context_tokens"] for r in asked) if asked else None,
         "requests": len(records),
         "model_requests": len(asked),
         "outcomes": outcomes,
+        "model_outcomes": model_outcomes,
+        "fates": fates,
+        "hunks_judged": judged,
         "refused_hunks": refused,
         "answered_stale": outcomes.get("stale", 0),
+        "shares": {
+            # Of the model's requests: rewrites that changed nothing, and answers dropped because the
+            # document moved on while the model worked; of the requests the client made: those refused
+            # as stale before any model was asked (their version already left); of the hunks the model
+            # proposed: each reason one was refused; of the suggestions answered: accepts refused as stale.
+            "no_change_of_model_requests": share(no_change, len(asked)),
+            "stale_of_model_requests": share(model_outcomes.get("stale", 0), len(asked)),
+            "stale_before_asking_of_requests": share(
+                sum(1 for r in records if r["outcome"] == "stale" and r.get("source") != "model"), len(records)
+            ),
+            **{f"{reason}_of_hunks": share(count, judged) for reason, count in sorted(refused.items())},
+            "accept_refused_stale_of_answered": share(fates.get("stale", 0), len(answered)),
+        },
         "tokens": tokens,
         "tokens_cached": cached,
         "tokens_per_accepted_char": round(tokens / tally.accepted_chars, 1) if tally.accepted_chars else None,
@@ -437,20 +481,25 @@ def render(results: dict[str, Any]) -> str:
     ]
     for strategy in STRATEGIES:
         r = results[strategy]
-        ms, acc, srv = r["after_change_ms"], r["after_accept_ms"], r["server_ms_p50"]
+        ms, acc, srv, hi = r["after_change_ms"], r["after_accept_ms"], r["server_ms_p50"], r["server_ms_p95"]
         lines += [
             f"  {strategy}:",
             f"    later changes suggested exactly before typing: {r['suggested_exactly']}/{r['later_changes']}"
             f" ({_share(r['suggested_exactly_share'])}); key presses saved {r['keys_saved']}"
-            f" ({_share(r['keys_saved_share'])} of the baseline's)",
+            f" ({_share(r['keys_saved_share'])} of the baseline's), characters not typed {r['accepted_chars']}",
             f"    end of change -> suggestion: p50 {ms['p50']} ms, p95 {ms['p95']} ms (n={ms['n']});"
             f" after an accept: p50 {acc['p50']} ms, p95 {acc['p95']} ms (n={acc['n']})",
-            f"    server p50: debounce {srv['debounce']} ms, context and send {srv['context_and_send']} ms,"
-            f" sim TTFT {srv['sim_ttft']} ms,"
-            f" generation to the first hunk {srv['sim_generation_to_first_hunk']} ms, {srv['after_first_hunk']} ms"
-            f" after it; region {r['region_lines_median']} lines",
+            f"    server p50/p95: debounce {srv['debounce']}/{hi['debounce']} ms, context and send"
+            f" {srv['context_and_send']}/{hi['context_and_send']} ms, sim TTFT {srv['sim_ttft']}/{hi['sim_ttft']} ms"
+            f" (request sent -> first token, loopback HTTP included), generation to the first hunk"
+            f" {srv['sim_generation_to_first_hunk']}/{hi['sim_generation_to_first_hunk']} ms,"
+            f" {srv['after_first_hunk']}/{hi['after_first_hunk']} ms after it; tandem's own time (context, send,"
+            f" judging) {srv['tandem_own']}/{hi['tandem_own']} ms; region {r['region_lines_median']} lines,"
+            f" prompt {r['context_tokens_median']} tokens (median)",
             f"    requests {r['requests']} ({r['model_requests']} asked the model); outcomes {r['outcomes']};"
-            f" refused hunks {r['refused_hunks']}; wrong suggestions shown {r['wrong_shown']}/{r['shown']}",
+            f" fates of answered {r['fates']}; refused hunks {r['refused_hunks']} of {r['hunks_judged']} judged;"
+            f" wrong suggestions shown {r['wrong_shown']}/{r['shown']}",
+            f"    shares: {', '.join(f'{k} {_share(v)}' for k, v in r['shares'].items())}",
             f"    tokens {r['tokens']} ({r['tokens_cached']} of them cached prompt tokens), per accepted character"
             f" {r['tokens_per_accepted_char']}",
         ]

@@ -1,0 +1,72 @@
+"""`tandem replay --next-edits --repo PATH` on a small repository this test builds: a commit that renames a
+parameter in three places is one task; the user types the first rename and the simulator, answering from the
+commit, suggests the other two."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+BEFORE = (
+    "import math\n\n\n"
+    "def area(r):\n    scale = 1\n    half = r / 2\n    unit = 1\n    return math.pi * r * r * scale * unit\n\n\n"
+    "print(area(2))\n"
+)
+AFTER = BEFORE.replace("area(r)", "area(radius)").replace("= r /", "= radius /").replace("r * r", "radius * radius")
+
+
+def git(root: pathlib.Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root), *args], check=True, capture_output=True
+    )
+
+
+@pytest.fixture
+def repo(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    for message, text in (("circle", BEFORE), ("Rename r to radius", AFTER)):
+        (root / "shapes.py").write_text(text)
+        git(root, "add", "shapes.py")
+        git(root, "commit", "-q", "-m", message)
+    return root
+
+
+def test_replay_next_edits_reports_every_figure_beside_the_baseline(repo: pathlib.Path) -> None:
+    args = ["--next-edits", "--repo", str(repo), "--json", "--time-scale", "0.1", "--error-rate", "0"]
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "tandem", "replay", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["tasks"] == 1 and "tandem sim" in data["simulated"]
+    baseline = data["baseline"]["later_keys_typed"]
+    assert baseline > 0
+    for strategy in ("next-edits", "next-edits+prefetch"):
+        run = data[strategy]
+        # The two later renames were suggested exactly, so the user typed none of them.
+        assert (run["suggested_exactly"], run["later_changes"]) == (2, 2), run
+        assert run["keys_saved"] == baseline and run["accepted_chars"] > 0
+        assert run["after_change_ms"]["n"] >= 1 and run["after_change_ms"]["p95"] >= run["after_change_ms"]["p50"]
+        for quantile in ("server_ms_p50", "server_ms_p95"):
+            assert run[quantile]["sim_ttft"] is not None and run[quantile]["tandem_own"] is not None
+        assert run["fates"].get("accepted") == 2
+        assert set(run["shares"]) >= {
+            "no_change_of_model_requests",
+            "stale_of_model_requests",
+            "stale_before_asking_of_requests",
+            "accept_refused_stale_of_answered",
+        }
+        assert run["tokens_per_accepted_char"] > 0
+    # Prefetch on accept: the second suggestion was being made while the first was applied.
+    assert data["next-edits+prefetch"]["after_accept_ms"]["n"] == 1
