@@ -78,8 +78,7 @@ def _quantiles(values: list[float]) -> dict[str, float]:
 def sim_process(*args: str) -> Iterator[str]:
     """`tandem sim` in its own process; yields its base URL."""
     command = [sys.executable, "-P", "-m", "tandem", "sim", "--port", "0", *args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
         line = process.stdout.readline()

@@ -30,7 +30,6 @@ from tandem.eval.replay.vscode_capabilities import CAPABILITIES, CLIENT_INFO
 log = logging.getLogger(__name__)
 
 # The directory holding the `lsp` package (a checkout's root, or site-packages when installed).
-_PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]
 _STOP_TIMEOUT_S = 10.0
 _STDERR_LINES = 40
 STATUS_NOTIFICATION = "tandem/status"
@@ -121,9 +120,6 @@ class ReplayClient:
         self.trace_path = trace_path
         self._python_args = list(python_args)
         self._env = dict(os.environ if env is None else env)
-        if (_PACKAGE_ROOT / "pyproject.toml").exists():
-            # Run from a checkout: the server runs this same code whether or not it is installed.
-            self._env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), self._env.get("PYTHONPATH")]))
         self._client = _Client()
         self._ids = itertools.count(1)
         self._stderr: deque[str] = deque(maxlen=_STDERR_LINES)

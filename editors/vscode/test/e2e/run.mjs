@@ -313,7 +313,6 @@ try {
 
   const childEnv = {
     ...env,
-    PYTHONPATH: [repoRoot, env.PYTHONPATH].filter(Boolean).join(path.delimiter),
     // The server must not read the developer's own tandem config or write into their state dir.
     XDG_CONFIG_HOME: dirs["xdg-config"],
     XDG_STATE_HOME: dirs["xdg-state"],
