@@ -201,6 +201,8 @@ def _rest_of_line(truth: str, at: int) -> str:
 
 NEXT_EDIT_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n'
 NEXT_EDIT_TRUTH = NEXT_EDIT_BEFORE.replace("w", "width").replace("widthidth", "width")
+# The same file with `w` replaced by `size`: each follow-up edit replaces a character (nothing appended).
+NEXT_EDIT_FAR_TRUTH = NEXT_EDIT_BEFORE.replace("w", "size")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -295,6 +297,13 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
             "accepts": 2,
         }
     )
+    far_path = work / "next_edit_far.py"
+    far_path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
+    # A window of three lines: the return line's edit is below it once the docstring's is accepted.
+    scenarios.append(
+        {"name": "next_edit_far", "run": "next_edit_far", "path": str(far_path), "row": 0, "col": 9}
+        | {"type": "size", "height": 3}
+    )
 
     server_log = base / "server.log"
     result_path = base / "result.json"
@@ -302,7 +311,7 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
     with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
-        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH})
+        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH, far_path.name: NEXT_EDIT_FAR_TRUTH})
         setup = {
             # The console script, as the plugin's default `cmd` runs it.
             "cmd": [
@@ -486,3 +495,17 @@ def test_next_edits_are_highlighted_shown_and_accepted_in_a_chain(nvim_run: Nvim
     assert first["virtual"] == ["idth"] and first["highlighted"] == []
     assert second["virtual"] == ["idth"]
     assert record["text"] == NEXT_EDIT_TRUTH.rstrip("\n")
+
+
+def test_a_next_edit_replacing_text_is_highlighted_and_one_off_screen_is_jumped_to(nvim_run: NvimRun) -> None:
+    record = nvim_run.scenario("next_edit_far")
+    first, second = record["shown"]
+    # The docstring's "w" is highlighted as replaced and "size" shown as virtual text, in the window.
+    assert (first["highlighted"], first["virtual"], first["hints"]) == (["w"], ["size"], [])
+    # The return line's edit is below the three-line window: a hint at the cursor names its line (4).
+    assert second["window"][1] < 4 and second["highlighted"] == ["w"] and second["virtual"] == ["size"]
+    [hint] = second["hints"]
+    assert "next edit at line 4" in hint
+    # The first press jumps there without changing the text; the second applies it.
+    assert second["jumped_to"] == 4 and "return w * h" in second["text_after_jump"]
+    assert record["text"] == NEXT_EDIT_FAR_TRUTH.rstrip("\n")

@@ -433,6 +433,52 @@ function runners.next_edit(bufnr, scenario, out)
   out.text = buffer_text(bufnr)
 end
 
+-- Next edits that replace text, the second one off screen: the window is cut to `height` lines, the
+-- scenario's change is made with `s` (the character under the cursor replaced by `type`), the first
+-- suggestion (on screen) is accepted, then the second, below the window, shows a hint at the cursor: the
+-- accept key first jumps to it, then applies it.
+function runners.next_edit_far(bufnr, scenario, out)
+  local next_edit = require("tandem.next_edit")
+  local ns = vim.api.nvim_get_namespaces().tandem_next_edit
+  vim.cmd("split")
+  vim.cmd("resize " .. scenario.height)
+  vim.api.nvim_win_set_cursor(0, { scenario.row + 1, scenario.col })
+  keys("s" .. scenario.type .. "<Esc>")
+  out.shown = {}
+  for round = 1, 2 do
+    wait_until(function()
+      return next_edit.shown(bufnr) ~= nil
+    end, 15000, "next edit " .. round, bufnr)
+    local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+    local shown = { virtual = {}, highlighted = {}, hints = {} }
+    for _, mark in ipairs(marks) do
+      local details = mark[4]
+      for _, chunk in ipairs(details.virt_text or {}) do
+        local into = details.virt_text_pos == "eol" and shown.hints or shown.virtual
+        into[#into + 1] = chunk[1]
+      end
+      if details.hl_group and details.end_row then
+        local text = vim.api.nvim_buf_get_text(bufnr, mark[2], mark[3], details.end_row, details.end_col, {})
+        shown.highlighted[#shown.highlighted + 1] = table.concat(text, "\n")
+      end
+    end
+    shown.window = { vim.fn.line("w0"), vim.fn.line("w$") }
+    out.shown[round] = shown
+    if #shown.hints > 0 then
+      local row = vim.api.nvim_win_get_cursor(0)[1]
+      keys(cfg_key("accept"))
+      wait_until(function()
+        return vim.api.nvim_win_get_cursor(0)[1] ~= row
+      end, 5000, "the accept key to jump to the edit", bufnr)
+      shown.jumped_to = vim.api.nvim_win_get_cursor(0)[1]
+      shown.text_after_jump = buffer_text(bufnr)
+    end
+    press_and_wait_for_change(bufnr, cfg_key("accept"), "the next edit applied")
+  end
+  out.text = buffer_text(bufnr)
+  vim.cmd("only")
+end
+
 -- `:checkhealth tandem` with the server running: the report's text.
 function runners.health(_, _, out)
   vim.cmd("checkhealth tandem")
