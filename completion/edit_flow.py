@@ -343,6 +343,11 @@ class EditFlow:
         record.tokens_in += stats.usage.input_tokens
         record.tokens_out += stats.usage.output_tokens
         record.tokens_cached += stats.usage.cached_tokens
+        if stats.request_sent_ns:
+            # How the (last) model request travelled, as completions' records say it.
+            record.transport, record.connection_reused = stats.transport, stats.connection_reused
+            record.continuation = stats.continuation
+            record.bytes_sent += stats.bytes_sent
         record.cost_usd += estimate_cost_usd(
             tier.config,
             tokens_in=stats.usage.input_tokens,

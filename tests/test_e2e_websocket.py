@@ -57,3 +57,51 @@ async def test_completions_over_a_websocket_continue_in_one_document(tmp_path: p
     assert second["transport"]["continuation"] == "continued" and second["transport"]["reused"] is True
     assert 0 < second["transport"]["bytes_sent"] < first["transport"]["bytes_sent"] / 2
     assert 1 <= connections <= 2  # opened at initialize (and one more only if a request beat the warm-up)
+
+
+async def test_an_edit_on_the_accurate_model_over_a_websocket(tmp_path: pathlib.Path) -> None:
+    """The accurate tier on the WebSocket transport: a multi-file rename goes to it, is answered over the
+    socket opened at initialize, and is applied in every file (an edit is a conversation: sent in full)."""
+    from test_e2e_edits import MODELS, URLS, VIEWS, Editor, execute, set_truth, whole
+
+    renamed = {
+        "models.py": MODELS.replace("compute_total", "invoice_total"),
+        "views.py": VIEWS.replace("compute_total", "invoice_total"),
+        "urls.py": URLS.replace("compute_total", "invoice_total"),
+    }
+    with (
+        start_in_thread(SimSettings(profile="spark", ttft_ms=5)) as fast,
+        start_in_thread(SimSettings(profile="codex", ttft_ms=5, tokens_per_s=50_000.0)) as accurate,
+    ):
+        set_truth(accurate, renamed)
+        models = {
+            "fast": {"provider": "openai-chat", "base_url": fast.base_url, "model": "sim-spark"},
+            "accurate": {
+                "provider": "openai-responses",
+                "base_url": accurate.base_url,
+                "model": "sim-codex",
+                "transport": "websocket",
+            },
+        }
+        async with serve(tmp_path, "vscode", options={"models": models}) as session:
+            editor = Editor(session)
+            uris = {name: editor.open(name, text) for name, text in (("models.py", MODELS), ("views.py", VIEWS))}
+            uris["urls.py"] = editor.open("urls.py", URLS)
+            result = await execute(
+                session,
+                {
+                    "uri": uris["models.py"],
+                    "range": whole(MODELS),
+                    "instruction": "rename compute_total to invoice_total",
+                },
+            )
+            assert result["applied"] is True and result["tier"] == "accurate", result
+            for name, uri in uris.items():
+                assert editor.texts[uri] == renamed[name], name
+            await _until(lambda: any(r["kind"] == "edit" for r in session.records()))
+        turns = accurate.stats()["requests"]
+    [record] = [r for r in session.records() if r["kind"] == "edit"]
+    assert record["transport"]["kind"] == "websocket" and record["transport"]["continuation"] == "full"
+    # The socket warmed at initialize (a second only if the edit beat the warm-up turn); nothing over HTTP.
+    assert 1 <= turns.get("responses.websocket.connect", 0) <= 2 and "responses" not in turns
+    assert turns.get("responses.websocket") == 2  # the generate: false turn and the edit
