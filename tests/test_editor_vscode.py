@@ -147,9 +147,8 @@ def _vsix_is_stale() -> bool:
     return any(source.stat().st_mtime > built for source in sources)
 
 
-@pytest.mark.editor
-@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
-def test_ghost_text_in_code_server() -> None:
+def _run_in_code_server(**scenario: str) -> str:
+    """run.mjs in code-server and headless Chromium (skipping where they are not installed); its output."""
     if why := _npm_ready():
         pytest.skip(why)
     chromium = _chromium()
@@ -169,6 +168,7 @@ def test_ghost_text_in_code_server() -> None:
         "TANDEM_CHROMIUM": chromium,
         "TANDEM_CODE_SERVER": code_server,
         "TANDEM_VSIX": str(VSIX),
+        **scenario,
     }
     run = subprocess.run(
         ["node", str(EXTENSION / "test" / "e2e" / "run.mjs")],
@@ -182,8 +182,28 @@ def test_ghost_text_in_code_server() -> None:
     print(run.stdout)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-4000:]
     assert "[e2e] passed" in run.stdout
-    assert "Tab accepted" in run.stdout
-    assert re.search(r"status item: \"tandem \d", run.stdout), "the status item never showed the latency"
-    assert "edit applied and saved: the file equals the edit truth" in run.stdout
-    assert "next edit shown at its place" in run.stdout
-    assert "two next edits accepted with Tab: the file equals the truth" in run.stdout
+    return run.stdout
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_ghost_text_in_code_server() -> None:
+    stdout = _run_in_code_server()
+    assert "Tab accepted" in stdout
+    assert re.search(r"status item: \"tandem \d", stdout), "the status item never showed the latency"
+    assert "edit applied and saved: the file equals the edit truth" in stdout
+    assert "next edit shown at its place" in stdout
+    assert "two next edits accepted with Tab: the file equals the truth" in stdout
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_an_untrusted_workspace_runs_nothing_it_ships() -> None:
+    """The attack of a cloned repository on the extension: it ships an executable .venv/bin/tandem and
+    .venv/bin/python (each leaves a marker, then runs the real one) and a .vscode/settings.json naming them
+    and an endpoint of its own. In Restricted Mode the extension starts the user's tandem from PATH, runs
+    none of them (run.mjs fails on a marker), and completes from the user's model."""
+    stdout = _run_in_code_server(TANDEM_E2E_WORKSPACE="untrusted")
+    assert "Tab accepted" in stdout
+    assert "Restricted Mode: nothing the workspace ships was run, none of its settings used" in stdout
+    assert "found the server via PATH" in stdout

@@ -21,6 +21,11 @@
 //   TANDEM_E2E_SIM_TRUTH what the simulator indexes  (default: TANDEM_E2E_TRUTH; a directory works too)
 //   TANDEM_E2E_ARTIFACTS screenshots and logs        (default: test/e2e/artifacts)
 //   TANDEM_E2E_TIMEOUT_S longest wait for one step   (default: 90)
+//   TANDEM_E2E_WORKSPACE "untrusted": workspace trust on and the folder not trusted (Restricted Mode); the
+//                        repository ships an executable .venv/bin/tandem and .venv/bin/python and a
+//                        .vscode/settings.json naming them and an endpoint of its own. The user's tandem is
+//                        on PATH, with no tandem.serverPath: the extension must start that one, run nothing
+//                        of the workspace's, and complete from the user's model. (default: a trusted folder)
 
 import { execFileSync, spawn } from "node:child_process";
 import {
@@ -51,6 +56,7 @@ const vsix = path.resolve(env.TANDEM_VSIX ?? path.join(extensionDir, "tandem.vsi
 const python = env.TANDEM_PYTHON ?? "python3";
 const artifacts = path.resolve(env.TANDEM_E2E_ARTIFACTS ?? path.join(here, "artifacts"));
 const stepTimeoutMs = Number(env.TANDEM_E2E_TIMEOUT_S ?? "90") * 1000;
+const untrusted = env.TANDEM_E2E_WORKSPACE === "untrusted";
 
 const CHROMIUM_ARGS = [
   "--headless",
@@ -66,6 +72,9 @@ const CHROMIUM_ARGS = [
 // Modules of the opened repository named like tandem's parts, and the marker each leaves if imported.
 const HOSTILE_MODULES = ["cache.py", "lsp/__init__.py", "completion.py", "tandem/__init__.py"];
 const HOSTILE_MARKER = "IMPORTED-FROM-THE-WORKSPACE";
+// What an untrusted repository ships to be run instead of the user's tandem (each leaves a marker if run).
+const HOSTILE_EXECUTABLES = [".venv/bin/tandem", ".venv/bin/python", "venv/bin/python"];
+const RUN_MARKER = "RAN-FROM-THE-WORKSPACE";
 
 /** Markers left in `dir` (recursively): workspace modules that ran. */
 function markersIn(dir) {
@@ -311,8 +320,31 @@ try {
   }
   console.log(`[e2e] truth ${truthPath}, cut at ${cut}, will type ${JSON.stringify(typed)}`);
 
+  if (untrusted) {
+    // Each runs what it pretends to be after leaving its marker, so that a launch through it would work
+    // and only the marker tells.
+    for (const name of HOSTILE_EXECUTABLES) {
+      const file = path.join(dirs.workspace, name);
+      mkdirSync(path.dirname(file), { recursive: true });
+      const real = path.basename(name) === "python" ? python : path.join(dirs.bin, "tandem");
+      writeFileSync(file, `#!/bin/sh\ntouch "${work}/${RUN_MARKER}-${name.replaceAll("/", "_")}"\nexec "${real}" "$@"\n`);
+      chmodSync(file, 0o755);
+    }
+    mkdirSync(path.join(dirs.workspace, ".vscode"), { recursive: true });
+    writeFileSync(
+      path.join(dirs.workspace, ".vscode", "settings.json"),
+      JSON.stringify({
+        "tandem.serverPath": path.join(dirs.workspace, ".venv", "bin", "tandem"),
+        "tandem.models.fast.baseUrl": "http://127.0.0.1:9/v1",
+        "tandem.trace.path": path.join(work, "planted-trace.jsonl"),
+      }),
+    );
+  }
+
   const childEnv = {
     ...env,
+    // The user's own tandem (the wrapper below) is on PATH; a trusted run names it in tandem.serverPath.
+    PATH: [dirs.bin, env.PATH].filter(Boolean).join(path.delimiter),
     // The server must not read the developer's own tandem config or write into their state dir.
     XDG_CONFIG_HOME: dirs["xdg-config"],
     XDG_STATE_HOME: dirs["xdg-state"],
@@ -352,7 +384,9 @@ try {
     "workbench.welcomePage.walkthroughs.openOnInstall": false,
     "files.hotExit": "off",
     "files.autoSave": "off",
-    "security.workspace.trust.enabled": false,
+    // The untrusted run opens the folder in Restricted Mode without asking (as a user who declines).
+    "security.workspace.trust.enabled": untrusted,
+    ...(untrusted ? { "security.workspace.trust.startupPrompt": "never" } : {}),
     "telemetry.telemetryLevel": "off",
     "update.mode": "none",
     "extensions.autoCheckUpdates": false,
@@ -360,7 +394,7 @@ try {
     // The editor's own settings stay at their defaults (the word list opens as you type, Tab must still
     // take tandem's suggestion); only the minimap goes, so screenshots show the code.
     "editor.minimap.enabled": false,
-    "tandem.serverPath": tandem,
+    ...(untrusted ? {} : { "tandem.serverPath": tandem }),
     "tandem.serverArgs": ["--log-file", serverLog, "-v"],
     "tandem.models.fast.provider": "openai-chat",
     "tandem.models.fast.baseUrl": simUrl,
@@ -386,7 +420,7 @@ try {
       ...common,
       "--disable-telemetry",
       "--disable-update-check",
-      "--disable-workspace-trust",
+      ...(untrusted ? [] : ["--disable-workspace-trust"]),
       "--disable-getting-started-override",
       dirs.workspace,
     ],
@@ -529,168 +563,192 @@ try {
   console.log(`[e2e] Tab accepted ${accepted.length} characters: ${JSON.stringify(accepted.slice(0, 80))}`);
   step("accepted with Tab and saved");
 
-  // An edit: select the function's lines, "tandem: Edit selection...", type the instruction.
-  await quickOpen(page, path.basename(edited));
-  await chord(page, "Control", "KeyG");
-  await page.waitForSelector(".quick-input-widget input");
-  await page.keyboard.type(String(edit.line1));
-  await page.keyboard.press("Enter");
-  await page.keyboard.press("Home");
-  await page.keyboard.down("Shift");
-  for (let line = edit.line1; line <= edit.line2; line++) {
-    await page.keyboard.press("ArrowDown");
-  }
-  await page.keyboard.up("Shift");
-  await runCommand(page, "tandem: Edit selection...");
-  await page.waitForFunction(
-    () => document.querySelector(".quick-input-widget .quick-input-title")?.textContent?.includes("tandem: Edit selection"),
-    { polling: 50 },
-  );
-  const editSentAt = Date.now();
-  await page.keyboard.type("add a comment before the last line");
-  await page.keyboard.press("Enter");
-  // Applied (the editor has unsaved changes), or refused (the server says why in a notification).
-  const editOutcome = await (
+  // The rest needs a trusted workspace: a workspace's settings (the wrong serverPath below) are
+  // ignored in Restricted Mode, which is the point of the untrusted run.
+  if (!untrusted) {
+    // An edit: select the function's lines, "tandem: Edit selection...", type the instruction.
+    await quickOpen(page, path.basename(edited));
+    await chord(page, "Control", "KeyG");
+    await page.waitForSelector(".quick-input-widget input");
+    await page.keyboard.type(String(edit.line1));
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Home");
+    await page.keyboard.down("Shift");
+    for (let line = edit.line1; line <= edit.line2; line++) {
+      await page.keyboard.press("ArrowDown");
+    }
+    await page.keyboard.up("Shift");
+    await runCommand(page, "tandem: Edit selection...");
     await page.waitForFunction(
-      () => {
-        if (document.querySelector(".tab.active.dirty")) {
-          return "applied";
-        }
-        // (The extension's own "tandem: editing…" progress toast is not an answer.)
-        const toast = [...document.querySelectorAll(".notification-toast")].find(
-          (el) => /tandem: /.test(el.textContent) && !/tandem: editing/.test(el.textContent),
-        );
-        return toast ? toast.textContent : false;
-      },
+      () => document.querySelector(".quick-input-widget .quick-input-title")?.textContent?.includes("tandem: Edit selection"),
       { polling: 50 },
-    )
-  ).jsonValue();
-  if (editOutcome !== "applied") {
-    fail(`the edit was not applied: ${editOutcome}`);
-  }
-  console.log(`[e2e] edit applied ${Date.now() - editSentAt} ms after the instruction`);
-  // The server says how it ended: the model, the file, the size of the change.
-  const editMessage = await (
+    );
+    const editSentAt = Date.now();
+    await page.keyboard.type("add a comment before the last line");
+    await page.keyboard.press("Enter");
+    // Applied (the editor has unsaved changes), or refused (the server says why in a notification).
+    const editOutcome = await (
+      await page.waitForFunction(
+        () => {
+          if (document.querySelector(".tab.active.dirty")) {
+            return "applied";
+          }
+          // (The extension's own "tandem: editing…" progress toast is not an answer.)
+          const toast = [...document.querySelectorAll(".notification-toast")].find(
+            (el) => /tandem: /.test(el.textContent) && !/tandem: editing/.test(el.textContent),
+          );
+          return toast ? toast.textContent : false;
+        },
+        { polling: 50 },
+      )
+    ).jsonValue();
+    if (editOutcome !== "applied") {
+      fail(`the edit was not applied: ${editOutcome}`);
+    }
+    console.log(`[e2e] edit applied ${Date.now() - editSentAt} ms after the instruction`);
+    // The server says how it ended: the model, the file, the size of the change.
+    const editMessage = await (
+      await page.waitForFunction(
+        (file) => {
+          const pattern = new RegExp(`tandem: (fast|accurate) model \\(sim-\\w+\\) edited ${file} \\(\\+\\d+ -\\d+ lines\\)`);
+          const shown = [...document.querySelectorAll(".notification-toast .notification-list-item-message")];
+          return shown.map((el) => el.textContent).find((text) => pattern.test(text)) ?? false;
+        },
+        { polling: 50 },
+        path.basename(edited).replace(".", "\\."),
+      )
+    ).jsonValue();
+    console.log(`[e2e] edit message: ${JSON.stringify(editMessage)}`);
+    // The extension's "tandem: editing…" toast closes with the answer; then the message is the one shown.
     await page.waitForFunction(
-      (file) => {
-        const pattern = new RegExp(`tandem: (fast|accurate) model \\(sim-\\w+\\) edited ${file} \\(\\+\\d+ -\\d+ lines\\)`);
-        const shown = [...document.querySelectorAll(".notification-toast .notification-list-item-message")];
-        return shown.map((el) => el.textContent).find((text) => pattern.test(text)) ?? false;
-      },
+      () => ![...document.querySelectorAll(".notification-toast")].some((el) => /tandem: editing/.test(el.textContent)),
       { polling: 50 },
-      path.basename(edited).replace(".", "\\."),
-    )
-  ).jsonValue();
-  console.log(`[e2e] edit message: ${JSON.stringify(editMessage)}`);
-  // The extension's "tandem: editing…" toast closes with the answer; then the message is the one shown.
-  await page.waitForFunction(
-    () => ![...document.querySelectorAll(".notification-toast")].some((el) => /tandem: editing/.test(el.textContent)),
-    { polling: 50 },
-  );
-  await page.screenshot({ path: path.join(artifacts, "edit-result.png") });
-  await chord(page, "Control", "KeyS");
-  await waitUntil(() => readFileSync(edited, "utf8") !== truth, "the edited file to be saved");
-  await page.screenshot({ path: path.join(artifacts, "edit-applied.png") });
-  const afterEdit = readFileSync(edited, "utf8");
-  if (afterEdit !== edit.after) {
-    fail(`after the edit the file is not the edit truth; it has ${JSON.stringify(afterEdit.split("\n").slice(edit.line1 - 1, edit.line2 + 1))}`);
-  }
-  step("edit applied and saved: the file equals the edit truth");
+    );
+    await page.screenshot({ path: path.join(artifacts, "edit-result.png") });
+    await chord(page, "Control", "KeyS");
+    await waitUntil(() => readFileSync(edited, "utf8") !== truth, "the edited file to be saved");
+    await page.screenshot({ path: path.join(artifacts, "edit-applied.png") });
+    const afterEdit = readFileSync(edited, "utf8");
+    if (afterEdit !== edit.after) {
+      fail(`after the edit the file is not the edit truth; it has ${JSON.stringify(afterEdit.split("\n").slice(edit.line1 - 1, edit.line2 + 1))}`);
+    }
+    step("edit applied and saved: the file equals the edit truth");
 
-  // Next edits: the user renames `w` on the def line; tandem suggests the same rename in the docstring, then
-  // in the return line. Tab accepts each (the second is already on its way when the first is accepted).
-  const area = path.join(dirs.workspace, "area.py");
-  writeFileSync(area, AREA_BEFORE);
-  await setNextEditTruth(simUrl, { "area.py": AREA_TRUTH });
-  await quickOpen(page, "area.py");
-  await page.keyboard.press("Home");
-  for (let i = 0; i < "def area(w".length; i++) {
-    await page.keyboard.press("ArrowRight");
-  }
-  await page.keyboard.type("idth");
-  await waitForNextEdit(page, '"""Area of a w by h', "idth");
-  await page.screenshot({ path: path.join(artifacts, "next-edit-shown.png") });
-  step("next edit shown at its place");
-  await closeWordList(page);
-  await page.keyboard.press("Tab");
-  await waitForNextEdit(page, "return w * h", "idth");
-  await closeWordList(page);
-  await page.keyboard.press("Tab");
-  await chord(page, "Control", "KeyS");
-  await waitUntil(() => readFileSync(area, "utf8") !== AREA_BEFORE, "the renamed file to be saved");
-  const renamed = readFileSync(area, "utf8");
-  if (renamed !== AREA_TRUTH) {
-    fail(`after two next edits the file is ${JSON.stringify(renamed)}, not ${JSON.stringify(AREA_TRUTH)}`);
-  }
-  step("two next edits accepted with Tab: the file equals the truth");
+    // Next edits: the user renames `w` on the def line; tandem suggests the same rename in the docstring, then
+    // in the return line. Tab accepts each (the second is already on its way when the first is accepted).
+    const area = path.join(dirs.workspace, "area.py");
+    writeFileSync(area, AREA_BEFORE);
+    await setNextEditTruth(simUrl, { "area.py": AREA_TRUTH });
+    await quickOpen(page, "area.py");
+    await page.keyboard.press("Home");
+    for (let i = 0; i < "def area(w".length; i++) {
+      await page.keyboard.press("ArrowRight");
+    }
+    await page.keyboard.type("idth");
+    await waitForNextEdit(page, '"""Area of a w by h', "idth");
+    await page.screenshot({ path: path.join(artifacts, "next-edit-shown.png") });
+    step("next edit shown at its place");
+    await closeWordList(page);
+    await page.keyboard.press("Tab");
+    await waitForNextEdit(page, "return w * h", "idth");
+    await closeWordList(page);
+    await page.keyboard.press("Tab");
+    await chord(page, "Control", "KeyS");
+    await waitUntil(() => readFileSync(area, "utf8") !== AREA_BEFORE, "the renamed file to be saved");
+    const renamed = readFileSync(area, "utf8");
+    if (renamed !== AREA_TRUTH) {
+      fail(`after two next edits the file is ${JSON.stringify(renamed)}, not ${JSON.stringify(AREA_TRUTH)}`);
+    }
+    step("two next edits accepted with Tab: the file equals the truth");
 
-  const traces = existsSync(traceFile) ? readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean) : [];
-  if (traces.length === 0) {
-    fail(`tandem wrote no trace record to ${traceFile}`);
-  }
-  console.log(`[e2e] ${traces.length} trace record(s) in ${traceFile}`);
+    const traces = existsSync(traceFile) ? readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean) : [];
+    if (traces.length === 0) {
+      fail(`tandem wrote no trace record to ${traceFile}`);
+    }
+    console.log(`[e2e] ${traces.length} trace record(s) in ${traceFile}`);
 
-  // "tandem: Show latency report" from the Command Palette: the HTML report in a webview, its plots drawn.
-  await runCommand(page, "tandem: Show latency report");
-  await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("latency report"), {
-    polling: 100,
-  });
-  const plotsDrawn = async () => {
-    for (const frame of page.frames()) {
-      try {
-        const drawn = await frame.evaluate(() => document.querySelectorAll(".js-plotly-plot .main-svg").length);
-        if (drawn >= 8) {
-          return drawn;
+    // "tandem: Show latency report" from the Command Palette: the HTML report in a webview, its plots drawn.
+    await runCommand(page, "tandem: Show latency report");
+    await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("latency report"), {
+      polling: 100,
+    });
+    const plotsDrawn = async () => {
+      for (const frame of page.frames()) {
+        try {
+          const drawn = await frame.evaluate(() => document.querySelectorAll(".js-plotly-plot .main-svg").length);
+          if (drawn >= 8) {
+            return drawn;
+          }
+        } catch {
+          // a frame navigating or gone: look again
         }
-      } catch {
-        // a frame navigating or gone: look again
       }
+      return 0;
+    };
+    const reportDeadline = Date.now() + stepTimeoutMs;
+    while ((await plotsDrawn()) === 0) {
+      if (Date.now() > reportDeadline) {
+        fail("timed out waiting for the latency report's plots in the webview");
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100)); // sleep-ok: polling frames of another process
     }
-    return 0;
-  };
-  const reportDeadline = Date.now() + stepTimeoutMs;
-  while ((await plotsDrawn()) === 0) {
-    if (Date.now() > reportDeadline) {
-      fail("timed out waiting for the latency report's plots in the webview");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100)); // sleep-ok: polling frames of another process
-  }
-  await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
-  step("latency report shown with its plots");
+    await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
+    step("latency report shown with its plots");
 
-  // A wrong tandem.serverPath, set in the workspace's .vscode/settings.json: the extension restarts the
-  // client, and the status item and a notification say what is wrong.
-  const missing = path.join(work, "no-such-dir", "tandem");
-  mkdirSync(path.join(dirs.workspace, ".vscode"), { recursive: true });
-  writeFileSync(path.join(dirs.workspace, ".vscode", "settings.json"), JSON.stringify({ "tandem.serverPath": missing }));
-  await page.waitForFunction(
-    () =>
-      [...document.querySelectorAll(".statusbar-item")].some(
-        (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
-      ),
-    { polling: 100 },
-  );
-  await page.waitForFunction(
-    (file) =>
-      [...document.querySelectorAll(".notification-toast, .notifications-toasts .monaco-list-row")].some((el) =>
-        el.textContent.includes(`tandem.serverPath points to ${file}`),
-      ),
-    { polling: 100 },
-    missing,
-  );
-  await page.screenshot({ path: path.join(artifacts, "server-not-found.png") });
-  step("wrong tandem.serverPath reported");
+    // A wrong tandem.serverPath, set in the workspace's .vscode/settings.json: the extension restarts the
+    // client, and the status item and a notification say what is wrong.
+    const missing = path.join(work, "no-such-dir", "tandem");
+    mkdirSync(path.join(dirs.workspace, ".vscode"), { recursive: true });
+    writeFileSync(path.join(dirs.workspace, ".vscode", "settings.json"), JSON.stringify({ "tandem.serverPath": missing }));
+    await page.waitForFunction(
+      () =>
+        [...document.querySelectorAll(".statusbar-item")].some(
+          (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
+        ),
+      { polling: 100 },
+    );
+    await page.waitForFunction(
+      (file) =>
+        [...document.querySelectorAll(".notification-toast, .notifications-toasts .monaco-list-row")].some((el) =>
+          el.textContent.includes(`tandem.serverPath points to ${file}`),
+        ),
+      { polling: 100 },
+      missing,
+    );
+    await page.screenshot({ path: path.join(artifacts, "server-not-found.png") });
+    step("wrong tandem.serverPath reported");
+  }
 
   const ran = markersIn(dirs.workspace);
   if (ran.length > 0) {
     fail(`the workspace's own modules were imported by the server: ${ran.join(", ")}`);
   }
   step("none of the workspace's cache.py, lsp/, completion.py, tandem/ was imported");
+  const executed = readdirSync(work).filter((name) => name.startsWith(RUN_MARKER));
+  if (executed.length > 0) {
+    fail(`executables shipped by the workspace were run: ${executed.join(", ")}`);
+  }
+  if (untrusted) {
+    if (existsSync(path.join(work, "planted-trace.jsonl"))) {
+      fail("the untrusted workspace's tandem.trace.path was used");
+    }
+    step("Restricted Mode: nothing the workspace ships was run, none of its settings used");
+  }
 
   // The Output channel's log file: the server's lines at their own level (its start line is INFO), none
   // of them an error, and no second timestamp inside a line.
   const [outputLog] = filesNamed(path.join(dirs["user-data"], "logs"), "tandem.log");
   const outputLines = outputLog ? readFileSync(outputLog, "utf8").split("\n") : [];
+  // Untrusted: the first tandem on the extension host's PATH (VS Code reads it from the user's login shell,
+  // so it need not be the wrapper first on code-server's), never one inside the workspace.
+  const found = outputLines.map((line) => / found the server via (.+?): (\S+)/.exec(line)).filter(Boolean);
+  const wanted = untrusted
+    ? ([, source, command]) => source === "PATH" && path.relative(dirs.workspace, command).startsWith("..")
+    : ([, source, command]) => source === "tandem.serverPath" && command === tandem;
+  if (found.length === 0 || !found.every(wanted)) {
+    fail(`the server was not started from the user's tandem: ${JSON.stringify(found.map((m) => m[0]))}`);
+  }
+  console.log(`[e2e] the extension started${found.map((m) => m[0]).join(";")}`);
   const serverLines = outputLines.filter((line) => / tandem\.(lsp|completion|cache)\./.test(line));
   if (!serverLines.some((line) => /\[info\] tandem\.lsp\.handlers\.lifecycle: tandem serving /.test(line))) {
     fail(`the server's start line is not in the Output as info: ${JSON.stringify(outputLines.slice(0, 20))}`);
