@@ -246,3 +246,29 @@ async def test_an_edit_that_would_break_the_parse_is_not_suggested(tmp_path: pat
             await _until(lambda: any(r.get("next_edit", {}).get("fate") == "dismissed" for r in session.records()))
     [record] = [r for r in session.records() if r["kind"] == "next_edit"]
     assert record["outcome"] == "answered" and record["next_edit"]["refused"] == ["parse"]
+
+
+def _model_requests(sim: SimHandle) -> int:
+    return int(sim.stats()["requests"].get("chat.completions", 0))
+
+
+async def test_cursor_motion_asks_nothing_and_the_speculation_budget_applies(
+    tmp_path: pathlib.Path, sim: SimHandle
+) -> None:
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri, _, version = await _type_rename(session)
+        [first] = await _ask(session, uri, version, 0, 14)
+        asked = _model_requests(sim)
+        # The cursor moves; the text does not: the same suggestion, and the model is not asked again.
+        assert await _ask(session, uri, version, 3, 5) == [first]
+        assert _model_requests(sim) == asked
+    # Next edits spend the speculation budget ([prefetch] tokens_per_minute): a spent one asks nothing.
+    options = fast_model(sim.base_url) | {"prefetch": {"tokens_per_minute": 100}}
+    (tmp_path / "spent").mkdir()
+    async with serve(tmp_path / "spent", "vscode", options=options) as session:
+        uri, _, version = await _type_rename(session)
+        assert await _ask(session, uri, version, 0, 14) == []
+        await _until(lambda: any(r["kind"] == "next_edit" for r in session.records()))
+        [record] = [r for r in session.records() if r["kind"] == "next_edit"]
+        assert record["outcome"] == "skipped" and "budget" in record["error"]
+    assert _model_requests(sim) == asked
