@@ -1,7 +1,9 @@
 """Answer early: the smallest useful part of a growing model stream.
 
 Single-line mode answers at the first complete line; multi-line mode at a block boundary (a dedent below
-the block's indentation, a blank line after content, or `max_lines`). `useful_unit` returns None while the
+the block's indentation, a blank line after content, or `max_lines`). At the end of a line the stream says
+is complete (its text starts with a newline), single-line mode answers with the next line instead, so the
+suggestion for it appears without the user pressing Enter first. `useful_unit` returns None while the
 stream has not yet decided the unit, so the caller waits for more text.
 """
 
@@ -41,10 +43,21 @@ def useful_unit(text: str, done: bool, ctx: UnitContext) -> str | None:
     """The prefix of `text` to show now, or None if more of the stream is needed to decide."""
     if not ctx.multiline:
         end = text.find("\n")
+        if end == 0 and not ctx.line_after.strip():
+            return _next_line(text, done)
         if end >= 0:
             return text[:end]
         return text if done else None
     return _block(text, done, ctx)
+
+
+def _next_line(text: str, done: bool) -> str | None:
+    """The line after a complete one: the newline, any blank lines, and the first line with content."""
+    start = len(text) - len(text.lstrip("\n \t"))
+    end = text.find("\n", start)
+    if end >= 0:
+        return text[:end]
+    return text if done else None
 
 
 def _block(text: str, done: bool, ctx: UnitContext) -> str | None:

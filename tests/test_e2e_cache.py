@@ -113,3 +113,39 @@ async def test_a_partial_acceptance_is_traced_with_its_length(tmp_path: pathlib.
         await _until(lambda: any(r["kind"] == "accept" for r in session.records()))
     [accept] = [r for r in session.records() if r["kind"] == "accept"]
     assert accept["chars"] == 9
+
+
+async def test_at_the_end_of_an_accepted_line_the_next_line_is_suggested(
+    tmp_path: pathlib.Path, sim: SimHandle
+) -> None:
+    """Issue 16, item 12: after accepting the rest of a line, the next suggestion is there without Enter."""
+    before, _ = _cut("        return")
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
+        assert isinstance(result, types.InlineCompletionList)
+        [item] = result.items
+        assert item.insert_text == " n" and item.command is not None
+        session.insert(uri, cursor, " n")
+        await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=item.command.command, arguments=item.command.arguments)
+        )
+        end = session.position_at_end(before + " n")
+        assert await session.inline(uri, end) == "\n    return fibonacci(n - 1) + fibonacci(n - 2)"
+
+
+async def test_the_menu_offers_the_next_line_at_the_end_of_a_complete_one(
+    tmp_path: pathlib.Path, sim: SimHandle
+) -> None:
+    before, _ = _cut("        return n")
+    async with serve(tmp_path, "eglot", options=fast_model(sim.base_url)) as session:
+        uri = session.open("sample.py", before)
+        end = session.position_at_end(before)
+        params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri=uri), position=end)
+        result = await session.client.text_document_completion_async(params)
+        assert isinstance(result, types.CompletionList)
+        [item] = [i for i in result.items if i.detail == "tandem"]
+        assert isinstance(item.text_edit, types.TextEdit)
+        assert item.text_edit.new_text == "n\n    return fibonacci(n - 1) + fibonacci(n - 2)"
+        assert item.label == "n↵ return fibonacci(n - 1) + fibonacci(n - 2)"

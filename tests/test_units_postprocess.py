@@ -13,6 +13,17 @@ def test_single_line_waits_for_the_newline() -> None:
     assert useful_unit("foo(1)", True, ctx) == "foo(1)"
 
 
+def test_at_the_end_of_a_complete_line_single_line_answers_with_the_next_line() -> None:
+    ctx = UnitContext(line_before="    # Add the two before.", line_after="", multiline=False)
+    assert useful_unit("\n    ret", False, ctx) is None
+    assert useful_unit("\n    return a + b\n", False, ctx) == "\n    return a + b"
+    assert useful_unit("\n\n\ndef greet(name):\n", False, ctx) == "\n\n\ndef greet(name):"
+    assert useful_unit("\n    return a + b", True, ctx) == "\n    return a + b"
+    # Text after the cursor stays on its line: a newline there is the end of the suggestion.
+    closing = UnitContext(line_before="print(x", line_after=")", multiline=False)
+    assert useful_unit("\nnext_line()\n", False, closing) == ""
+
+
 def test_block_ends_at_dedent() -> None:
     ctx = UnitContext(line_before="def f(x):", line_after="", multiline=True)
     assert useful_unit("\n    y = x\n    ret", False, ctx) is None

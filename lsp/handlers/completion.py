@@ -187,7 +187,11 @@ def register(server: TandemServer) -> None:
         word = line[start_column : request.character]
         start = ls.documents.to_client(document, request.line, start_column)
         first_line = result.text.split("\n", 1)[0]
-        label = (word + first_line).strip() or result.text.strip().split("\n", 1)[0]
+        if first_line.strip():
+            label = (word + first_line).strip()
+        else:  # the suggestion is the next line (the cursor's line is complete): say so
+            next_line = result.text.strip().split("\n", 1)[0]
+            label = f"{word}↵ {next_line}".strip()
         item = types.CompletionItem(
             label=label[:80],
             kind=types.CompletionItemKind.Text,
