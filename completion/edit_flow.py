@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import time
 from collections.abc import Mapping
 
@@ -82,6 +83,8 @@ from tandem.completion.router import (
 from tandem.completion.trace import Tracer, estimate_cost_usd
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
+log = logging.getLogger(__name__)
+
 # Progress is reported at most every this many characters of answer (a report per token floods the client).
 _PROGRESS_EVERY_CHARS = 400
 
@@ -237,7 +240,8 @@ class EditFlow:
                     escalation = (
                         f"fast answer rejected ({attempt.outcome}: {attempt.error}): re-run on the accurate model"
                     )
-                    progress(EditProgress(message=f"escalating to the accurate model: {attempt.error}", tier=other))
+                    why = "its answer was not an edit" if attempt.outcome == "unparsable" else attempt.error
+                    progress(EditProgress(message=f"escalating to the accurate model: {why}", tier=other))
                     tier_name = other
                     continue
                 return self._failed(record, decision, attempts, notices, escalation, attempt.error)
@@ -462,7 +466,8 @@ class EditFlow:
         if last is not None:
             record.tier, record.model = last.tier, last.model
         if not (conflict or plain) and last is not None:
-            message = f"the {last.tier} model's edit could not be used: {message}"
+            log.info("%s: the %s model's answer was not used: %s", record.id, last.tier, last.error)
+            message = _in_words(last)
         return EditOutcome(
             decision=decision,
             attempts=tuple(attempts),
@@ -472,6 +477,16 @@ class EditFlow:
             escalation=escalation,
             record=record,
         )
+
+
+def _in_words(attempt: Attempt) -> str:
+    """Why the last model's answer was not applied, as the user reads it. An answer tandem could not read
+    as an edit is said so, without the reader's terms (SEARCH/REPLACE blocks, hunks: they stay in the
+    trace's `error` and the log); a check's reason is already written for the user ("... would no longer
+    parse")."""
+    if attempt.outcome == "unparsable":
+        return f"the {attempt.tier} model answered, but not with a change tandem could apply to your files"
+    return f"the {attempt.tier} model's edit could not be used: {attempt.error}"
 
 
 def _no_model(tier: Tier) -> str:

@@ -170,6 +170,17 @@ async def test_without_an_accurate_model_a_bad_fast_answer_is_refused(tmp_path: 
     assert record["outcome"] == "failed"
 
 
+async def test_an_answer_that_is_no_edit_is_told_in_the_users_words(tmp_path: pathlib.Path) -> None:
+    """Issue 16, item 9: the user reads that the model's answer was no edit, not the parser's terms; the
+    trace keeps the parser's reason."""
+    provider = Provider({"fast.test": ["I would double the total."]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, [record], _ = await run(provider, config(accurate=False), small_request(), files, tmp_path)
+    assert not outcome.ok
+    assert outcome.message == "the fast model answered, but not with a change tandem could apply to your files"
+    assert "SEARCH/REPLACE" in record["error"] and record["edit"]["attempts"][0]["outcome"] == "unparsable"
+
+
 async def test_a_tier_that_is_down_hands_over_and_the_user_is_told_once(tmp_path: pathlib.Path) -> None:
     provider = Provider({"fast.test": [503, 503], "accurate.test": [GOOD, GOOD]})
     files = Files({"views.py": VIEWS})
