@@ -301,3 +301,28 @@ def test_reasons_tell_files_with_the_same_name_apart() -> None:
     features = RouteFeatures(mode="edit", mentioned_files=("lsp/replay/edits.py", "completion/edits.py", "app/x.py"))
     reason = route(features, T, weights=dataclasses.replace(DEFAULT_WEIGHTS, mentioned=1.0)).reasons[0]
     assert reason == "reaches 3 other files (replay/edits.py, completion/edits.py, x.py)"
+
+
+def test_what_the_editor_readmes_say_about_routing_holds() -> None:
+    """Issue 16, item 10: the Neovim and Emacs READMEs say a broad instruction or a change in progress
+    across files sends an edit to the accurate model, a rewrite of a long selection leans that way, and a
+    small fix stays fast even when other files use what it changes (the route's reasons name them)."""
+
+    def decide(selection: str, instruction: str, diff: WorkingDiff | None = None) -> tuple[str, tuple[str, ...]]:
+        features = route_features(
+            mode="edit", path="app/models.py", selection=selection, instruction=instruction,
+            symbols=workspace(), working_diff=diff,
+        )  # fmt: skip
+        decision = route(features, T)
+        return decision.tier, decision.reasons
+
+    small_fix = "def compute_total(invoice):\n    return invoice.total\n"
+    tier, reasons = decide(small_fix, "handle a missing total")
+    assert tier == "fast"
+    assert any(r.startswith("reaches 2 other files") for r in reasons)
+    assert decide("class Invoice:\n    total: int\n", "add a currency field")[0] == "fast"
+    assert decide(small_fix, "handle a missing total everywhere")[0] == "accurate"
+    large = "".join(f"def step_{i}(value):\n    return value + {i}\n" for i in range(150))
+    assert decide(large, "add type hints")[0] == "accurate"
+    in_progress = WorkingDiff(lines=60, files=("app/views.py", "app/urls.py", "app/reports.py"))
+    assert decide(small_fix, "handle a missing total", in_progress)[0] == "accurate"
