@@ -6,7 +6,7 @@ do not validate without a word). Here:
 - a frame that cannot be read is skipped and the stream resynchronised (`lsp.framing`); when a message may
   have been lost, a parse error (-32700, id null) tells the client;
 - a message that is not a JSON-RPC 2.0 object, or a notification's method sent with an id, is answered
-  InvalidRequest (-32600);
+  InvalidRequest (-32600); omitted params are read as null (a method that needs them: -32602);
 - a request whose params do not fit the method is answered InvalidParams (-32602) with its id;
 - each kind of problem is logged once at warning level (then at debug level: a hostile client must not
   fill the log).
@@ -32,11 +32,39 @@ _CHUNK = 1 << 16
 
 
 class _QuietDeserialize(logging.Filter):
-    """pygls logs a full traceback for every message it cannot structure; `MessageLoop` reports those
-    itself (once per kind), so a client sending bad params in a loop cannot flood the log."""
+    """pygls logs a full traceback for every message it cannot structure, another for every request a
+    handler answers InvalidParams (an untyped method checking its own params, `tandem.edit`'s arguments),
+    and a warning for every request to an unknown method. `MessageLoop` reports the first kind itself
+    (once per kind); the others are logged once (per method for unknown ones), in one line, then dropped.
+    A client sending bad requests in a loop cannot flood the log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._logged: set[str] = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Unable to deserialize message")
+        message = str(record.msg)
+        if message.startswith("Unable to deserialize message"):
+            return False
+        error = record.exc_info[1] if record.exc_info else None
+        if message.startswith("Exception occurred for message") and isinstance(error, JsonRpcInvalidParams):
+            if not self._first("invalid-params"):
+                return False
+            record.msg, record.args, record.exc_info, record.exc_text = "client input: %s", (error.message,), None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        elif message.startswith("Failed to handle request %r, unknown method"):
+            args = record.args if isinstance(record.args, tuple) else ()
+            return self._first(f"unknown {args[-1] if args else ''}")
+        return True
+
+    def forget(self) -> None:
+        """A new session (one per process; tests start many): log each kind once again."""
+        self._logged.clear()
+
+    def _first(self, kind: str) -> bool:
+        first = kind not in self._logged
+        self._logged.add(kind)
+        return first
 
 
 _QUIET = _QuietDeserialize()
@@ -48,6 +76,7 @@ class MessageLoop:
     def __init__(self, protocol: JsonRPCProtocol) -> None:
         self.protocol = protocol
         logging.getLogger("pygls.protocol.json_rpc").addFilter(_QUIET)
+        _QUIET.forget()
         self.frames = FrameReader()
         self._logged: set[str] = set()
         # Problems seen, by kind (for tests and the soak benchmark).
@@ -85,6 +114,10 @@ class MessageLoop:
             self._answer(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
             return
         is_request = msg_id is not None and isinstance(value.get("method"), str)
+        if "method" in value and "params" not in value:
+            # JSON-RPC lets params be omitted; pygls cannot structure an untyped message without them
+            # (an unknown method, a tandem/ request), so it would answer InvalidRequest, not -32601.
+            value = {**value, "params": None}
         try:
             message = self.protocol.structure_message(value)
         except JsonRpcInvalidParams:

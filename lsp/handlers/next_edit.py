@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcInvalidParams
 from tandem.completion.next_edit import NextEditRequest, NextEditResult, Suggestion
 from tandem.lsp.handlers.completion import _plain
 
@@ -158,21 +159,26 @@ async def code_actions(ls: TandemServer, params: types.CodeActionParams) -> list
     ]
 
 
+def _uinteger(value: object) -> TypeGuard[int]:
+    """An LSP uinteger (0 to 2^31 - 1), as lsprotocol checks typed positions."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
+
+
 def register(server: TandemServer) -> None:
     @server.feature(METHOD)
     async def inline_edit(ls: TandemServer, params: Any) -> dict[str, Any]:
         plain = _plain(params)
         text_document = plain.get("textDocument") if isinstance(plain, dict) else None
         position = plain.get("position") if isinstance(plain, dict) else None
+        # pygls has no type for this method: its params are checked here, and answered -32602 as typed ones
+        # are (lsp.stdio logs a hostile client's bad params once).
         if not isinstance(text_document, dict) or not isinstance(position, dict):
-            log.warning("%s without textDocument and position", METHOD)
-            return {"edits": []}
+            raise JsonRpcInvalidParams(f"{METHOD} takes textDocument and position")
         uri = str(text_document.get("uri", ""))
-        try:
-            client_position = types.Position(line=int(position["line"]), character=int(position["character"]))
-        except (KeyError, TypeError, ValueError):
-            log.warning("%s with an unusable position: %r", METHOD, position)
-            return {"edits": []}
+        line, character = position.get("line"), position.get("character")
+        if not _uinteger(line) or not _uinteger(character):
+            raise JsonRpcInvalidParams(f"{METHOD}: position must be {{line, character}}, whole numbers >= 0")
+        client_position = types.Position(line=line, character=character)
         document = ls.documents.get(uri)
         asked = text_document.get("version")
         if document is not None and isinstance(asked, int) and asked != document.version:
