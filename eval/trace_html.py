@@ -384,7 +384,7 @@ def _header(report: Mapping[str, Any], files: Sequence[str], records: Sequence[M
         f"answered p50 {cell(answered.get('p50'))} ms, p99 {cell(answered.get('p99'))} ms",
         f"answered without a model wait: {no_wait / len(completions):.1%}" if completions else "no completions",
         f"tokens in {report['tokens']['in']}, out {report['tokens']['out']}, cached {report['tokens']['cached']}",
-        f"estimated cost ${cost:.4f}",
+        f"estimated cost ${cost:.4f}" if cost else "estimated cost: no prices configured",
     ]
     return (
         f'<header><h1>tandem latency report</h1><p class="files">{html.escape(", ".join(files))}</p>'

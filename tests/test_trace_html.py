@@ -99,6 +99,14 @@ def test_tokens_and_cost_per_model_add_up_the_records() -> None:
     assert dict(zip(output.x, output.y, strict=True)) == {"sim-codex@127.0.0.1": 900, "sim-spark@127.0.0.1": 800}
 
 
+def test_the_header_says_when_no_prices_are_configured() -> None:
+    priced = _page(_records())
+    assert "estimated cost $0.0046" in priced  # 20 priced model requests at 0.25/0.69 USD per million tokens
+    unpriced = [{**r, "cost_usd": 0.0} for r in _records()]
+    page = _page(unpriced)
+    assert "estimated cost: no prices configured" in page and "$0.0000" not in page
+
+
 def test_names_from_records_cannot_break_out_of_the_page() -> None:
     hostile = "</script><script>alert(1)</script>.py"
     records = _records()
