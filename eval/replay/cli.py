@@ -72,7 +72,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         default=0.1,
         help="chance that the simulator's answer is wrong (default 0.1)",
     )
-    parser.add_argument("--trace", type=pathlib.Path, metavar="FILE", help="trace file (default: a new temp file)")
+    parser.add_argument(
+        "--trace",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="trace file (default: a new temp file; with --next-edits one per strategy, FILE-STRATEGY.jsonl)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 

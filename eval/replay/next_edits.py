@@ -264,9 +264,20 @@ def _one_done(before: list[Hunk], after: list[Hunk]) -> bool:
 
 
 async def _run_strategy(
-    strategy: str, tasks: list[NextEditTask], sim: SimHandle, rhythm: Rhythm, seed: int, workdir: Path
+    strategy: str,
+    tasks: list[NextEditTask],
+    sim: SimHandle,
+    rhythm: Rhythm,
+    seed: int,
+    workdir: Path,
+    trace_base: Path | None = None,
 ) -> Tally:
-    trace = workdir / f"trace-{strategy}.jsonl"
+    trace = (
+        trace_base.with_name(f"{trace_base.stem}-{strategy}{trace_base.suffix or '.jsonl'}")
+        if trace_base is not None
+        else workdir / f"trace-{strategy}.jsonl"
+    )
+    trace.unlink(missing_ok=True)  # the summary reads this run's records only
     client = ReplayClient(trace_path=trace)
     options = {
         "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}},
@@ -462,7 +473,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
         start_in_thread(SimSettings(profile="spark", seed=args.seed, error_rate=args.error_rate)) as sim,
     ):
         for strategy in STRATEGIES:
-            tally = asyncio.run(_run_strategy(strategy, tasks, sim, rhythm, args.seed, Path(scratch)))
+            tally = asyncio.run(_run_strategy(strategy, tasks, sim, rhythm, args.seed, Path(scratch), args.trace))
             results[strategy] = summarise(tally, baseline_keys)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
