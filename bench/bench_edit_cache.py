@@ -1,17 +1,20 @@
 """Cached-token share of repeated edits in one file, through tandem's Anthropic backend (`cache_control`).
 
-Edit prompts put stable material first (the context files and the file, one message) and the volatile part
-last (the selection and the instruction); the Anthropic backend marks the stable part with `cache_control`.
-This sends N edit requests about one real file (a standard-library module, with another module as context)
-to `tandem sim`'s `/v1/messages` and reads the usage the backend received, in two sessions:
+Edit prompts put stable material first (the context files, then the file, each its own message) and the
+volatile part last (the selection and the instruction); the Anthropic backend marks each stable message
+with `cache_control`. This sends N edit requests about one real file (a standard-library module, with
+another module as context) to `tandem sim`'s `/v1/messages` and reads the usage the backend received, in
+two sessions:
 
     unchanged   N requests before any is applied (different selections and instructions)
     applied     each request's edit applied before the next (the file changes at the last selection)
 
-and, as the baseline, the same requests with the cache breakpoints stripped (the backend before this
-change sent none, and Anthropic caches nothing unmarked). The simulator's prompt cache is SIMULATED
-(`sim/prompt_cache.py`: >= 1,024 tokens, 128-token increments, 5-minute TTL): the figures show what the
-prompt layout lets a provider reuse, not a measurement of Anthropic's service.
+beside the same requests with the context files and the file in one marked message (the layout before:
+a changed file then misses the whole of it), and with no marks at all (the backend before prompt caching;
+Anthropic caches nothing unmarked). The simulator's prompt cache is SIMULATED (`sim/prompt_cache.py`:
+Anthropic's rules as its guide describes them, whole prefixes ending at a breakpoint or up to 20 blocks
+before one, >= 1,024 tokens, 5-minute TTL): the figures show what the prompt layout lets a provider
+reuse, not a measurement of Anthropic's service.
 
     python bench/bench_edit_cache.py [--edits N] [--json]
 """
@@ -56,7 +59,15 @@ class _Unmarked(AnthropicBackend):
         return body
 
 
-async def _session(base_url: str, *, marked: bool, applied: bool, edits: int) -> list[tuple[int, int]]:
+def _joined(messages: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The layout before: the stable user messages (context files, the file) as one message."""
+    system, *stable, task = messages
+    return (system, ("user", "\n".join(text for _, text in stable)), task)
+
+
+async def _session(
+    base_url: str, *, marked: bool, applied: bool, edits: int, joined: bool = False
+) -> list[tuple[int, int]]:
     """(prompt tokens, cached tokens) of each request."""
     text = (STDLIB / FILE).read_text(encoding="utf-8")
     context = {CONTEXT: (STDLIB / CONTEXT).read_text(encoding="utf-8")}
@@ -73,6 +84,8 @@ async def _session(base_url: str, *, marked: bool, applied: bool, edits: int) ->
                 context=context,
             )  # fmt: skip
             messages = tuple((m["role"], m["content"]) for m in edit_messages(prompt))
+            if joined:
+                messages = _joined(messages)
             stats = StreamStats()
             request = ModelRequest(prefix="", suffix="", messages=messages, path=FILE, max_tokens=16)
             async with aclosing(backend.stream(request, stats)) as stream:  # type: ignore[type-var]
@@ -99,13 +112,13 @@ def _share(seen: list[tuple[int, int]]) -> dict[str, Any]:
 
 async def main_async(edits: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
-    for marked in (True, False):
+    layouts = (("cache_control", True, False), ("one stable message (before)", True, True), ("no marks", False, False))
+    for label, marked, joined in layouts:
         for applied in (False, True):
             # A fresh simulator per session: nothing cached from the one before.
             with start_in_thread(SimSettings(profile="instant", seed=1)) as sim:
-                seen = await _session(sim.base_url, marked=marked, applied=applied, edits=edits)
-            name = f"{'cache_control' if marked else 'no marks (before)'}, {'applied' if applied else 'unchanged'}"
-            results[name] = _share(seen)
+                seen = await _session(sim.base_url, marked=marked, applied=applied, edits=edits, joined=joined)
+            results[f"{label}, {'applied' if applied else 'unchanged'}"] = _share(seen)
     return results
 
 
@@ -124,7 +137,7 @@ def main() -> None:
     )
     for name, r in results.items():
         print(
-            f"  {name:<32} after the first request {r['cached_share_after_first']:.0%}, all {r['cached_share_all']:.0%}"
+            f"  {name:<40} after the first request {r['cached_share_after_first']:.0%}, all {r['cached_share_all']:.0%}"
             f"  (prompt tokens {r['prompt_tokens']}, cached {r['cached_tokens']})"
         )
 

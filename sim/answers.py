@@ -36,9 +36,10 @@ class Ask:
     stream: bool = False
     include_usage: bool = False
     had_authorization: bool = False
-    # The prompt text up to its last cache breakpoint, for APIs that cache only what the client marks
-    # (Anthropic's `cache_control`); None where the provider caches automatically, or nothing is marked.
-    cache_prefix: str | None = None
+    # The prompt's content blocks in order, system first, for APIs that cache only what the client marks
+    # (Anthropic's `cache_control`): (role, text, marked as a cache breakpoint) each; None where the
+    # provider caches automatically.
+    cache_blocks: tuple[tuple[str, str, bool], ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

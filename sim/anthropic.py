@@ -3,9 +3,9 @@
 Requests are checked as the real API checks them where a client could get it wrong: `anthropic-version`
 header, `model` and `max_tokens` required, `stop_sequences` each with some non-whitespace. The prompt is
 read like a chat one (`system` first): tandem's hole layout gives prefix and suffix, an edit prompt is
-answered by `tandem.sim.edits`, anything else counts as all prefix. Blocks marked `cache_control` set
-the prefix the simulated prompt cache may serve (`Ask.cache_prefix`: the prompt's text up to the end of
-the last marked block), as Anthropic caches only up to a breakpoint.
+answered by `tandem.sim.edits`, anything else counts as all prefix. The prompt's content blocks, and
+which are marked `cache_control`, go to the simulated prompt cache (`Ask.cache_blocks`), which serves
+only prefixes that end at a breakpoint, as Anthropic's does.
 
 A stream is `message_start` (input usage), `content_block_start`, `ping`, `content_block_delta` per piece
 of text, `content_block_stop`, `message_delta` (stop reason, output usage), `message_stop`; each with an
@@ -67,7 +67,7 @@ def _ask(request: Request, body: dict[str, Any]) -> Ask:
         stream=stream,
         include_usage=True,
         had_authorization=bool(request.headers.get("x-api-key") or request.headers.get("authorization")),
-        cache_prefix=_cache_prefix(body, [m["content"] for m in messages]),
+        cache_blocks=_cache_blocks(body),
     )
 
 
@@ -75,22 +75,20 @@ def _marked(block: object) -> bool:
     return isinstance(block, dict) and isinstance(block.get("cache_control"), dict)
 
 
-def _cache_prefix(body: dict[str, Any], contents: list[str]) -> str | None:
-    """The prompt text (contents joined as `prompt_text` is) up to the end of the last block marked
-    `cache_control`, in the order system, messages; None when nothing is marked."""
-    blocks: list[object] = [body["system"]] if body.get("system") else []
-    blocks += [m.get("content") for m in body["messages"]]
-    cut: str | None = None
-    for n, content in enumerate(blocks):
-        if not isinstance(content, list):
+def _cache_blocks(body: dict[str, Any]) -> tuple[tuple[str, str, bool], ...]:
+    """(role, text, marked) of every content block, system first: a string content is one unmarked block,
+    a block of another kind than text counts with no text."""
+    contents: list[tuple[str, object]] = [("system", body["system"])] if body.get("system") else []
+    contents += [(str(m.get("role", "")), m.get("content")) for m in body["messages"]]
+    blocks: list[tuple[str, str, bool]] = []
+    for role, content in contents:
+        if isinstance(content, str):
+            blocks.append((role, content, False))
             continue
-        text = ""
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text":
-                text += str(block.get("text", ""))
-            if _marked(block):
-                cut = "\n".join([*contents[:n], text])
-    return cut
+        for block in content if isinstance(content, list) else ():
+            text = str(block.get("text", "")) if isinstance(block, dict) and block.get("type") == "text" else ""
+            blocks.append((role, text, _marked(block)))
+    return tuple(blocks)
 
 
 def _text_of(content: object, where: str) -> str:

@@ -17,10 +17,16 @@ simulated:
                the first decode step). Providers publish "up to 80%" latency savings; this is the same
                ceiling, applied in proportion to the share cached.
     endpoints  OpenAI-shaped ones (chat.completions, completions, responses) cache every prompt;
-               Anthropic's /v1/messages caches only the prefix up to the last block marked `cache_control`
-               (`Ask.cache_prefix`), looked up the same way; without a mark it never hits
+               Anthropic's /v1/messages caches only what the client marks (`Ask.cache_blocks`, below);
+               without a mark it never hits
 
-Prefixes are remembered as a chain of digests, one per boundary (token 1,024, then every 128 tokens):
+Anthropic's cache works by breakpoints, as its prompt-caching guide describes: a request writes the prefix
+that ends at each block marked `cache_control`, and reads the longest cached prefix that ends at one of its
+breakpoints or at one of the 20 block boundaries before one; a prefix matches only whole, block for block
+(a file changed in its last line is a miss for the whole block, not a hit up to the change), and only from
+1,024 tokens (some models need more).
+
+OpenAI-style prefixes are remembered as a chain of digests, one per boundary (token 1,024, then every 128 tokens):
 the digest at a boundary covers every token before it, so a lookup walks the chain until the first
 boundary it has not seen. The store is bounded by `max_boundaries`, least recently used first out.
 """
@@ -47,6 +53,8 @@ DEFAULT_TTL_S = 300.0
 # The most of the time to first token a fully cached prompt saves (see the module docstring).
 TTFT_SAVING = 0.8
 CACHING_ENDPOINTS = frozenset({"chat.completions", "completions", "responses"})
+# Anthropic: block boundaries before a breakpoint that a lookup also checks.
+LOOKBACK_BLOCKS = 20
 # ~100 bytes a boundary: 200,000 boundaries are 25 million cached prompt tokens in ~20 MB.
 DEFAULT_MAX_BOUNDARIES = 200_000
 # Prompts longer than this are encoded off the event loop (tiktoken releases the GIL while encoding).
@@ -129,12 +137,12 @@ class PromptCache:
 
     async def observe(self, ask: Ask, prompt_tokens: int) -> PromptHit:
         """Look `ask`'s prompt up (and remember it); never a hit on endpoints that do not cache. Where only
-        a marked prefix is cached (`Ask.cache_prefix`), that prefix is what is looked up."""
-        if ask.cache_prefix is not None:
-            tokens = _encode(ask.cache_prefix)
-            cached = self.lookup(f"{ask.endpoint} {ask.model}", tokens)
-            # The lookup counted the prefix as the prompt: count the whole prompt instead.
-            self.prompt_tokens += prompt_tokens - len(tokens)
+        marked prefixes are cached (`Ask.cache_blocks`), by Anthropic's rules (see the module docstring)."""
+        if ask.cache_blocks is not None:
+            cached = await self._lookup_breakpoints(f"{ask.endpoint} {ask.model}", ask.cache_blocks)
+            self.prompts += 1
+            self.prompt_tokens += prompt_tokens
+            self.cached_tokens += min(cached, prompt_tokens)
             return PromptHit(prompt_tokens=prompt_tokens, cached_tokens=min(cached, prompt_tokens))
         if ask.endpoint not in CACHING_ENDPOINTS:
             return PromptHit(prompt_tokens=prompt_tokens, cached_tokens=0)
@@ -149,6 +157,41 @@ class PromptCache:
             tokens = _encode(ask.prompt_text)
         cached = self.lookup(f"{ask.endpoint} {ask.model}", tokens)
         return PromptHit(prompt_tokens=prompt_tokens, cached_tokens=cached)
+
+    async def _lookup_breakpoints(self, scope: str, blocks: Sequence[tuple[str, str, bool]]) -> int:
+        """Tokens served by the longest cached prefix ending at a breakpoint or within `LOOKBACK_BLOCKS`
+        boundaries before one; then the prefix at every breakpoint is remembered (or refreshed)."""
+        now = self._clock()
+        self._expire(now)
+        marks = [n for n, (_, _, marked) in enumerate(blocks) if marked]
+        if not marks:
+            return 0
+        digests: list[bytes] = []
+        h = hashlib.blake2b(digest_size=16)
+        for role, text, _ in blocks[: marks[-1] + 1]:
+            h.update(f"{len(role)}:{role}{len(text)}:".encode() + text.encode())
+            digests.append(h.digest())
+        eligible = sorted({n for m in marks for n in range(max(0, m - LOOKBACK_BLOCKS), m + 1)}, reverse=True)
+        hit = next((n for n in eligible if (scope, b"bp" + digests[n]) in self._seen), None)
+        text = "".join(t for _, t, _ in blocks[: marks[-1] + 1])
+        if len(text) > _ENCODE_IN_THREAD_CHARS:
+            counts = await asyncio.to_thread(_block_tokens, blocks[: marks[-1] + 1])
+        else:
+            counts = _block_tokens(blocks[: marks[-1] + 1])
+        through = [sum(counts[: n + 1]) for n in range(len(counts))]
+        cached = through[hit] if hit is not None and through[hit] >= MIN_CACHED_TOKENS else 0
+        for n in [*marks, *([hit] if cached and hit is not None else [])]:
+            if through[n] >= MIN_CACHED_TOKENS:
+                key = (scope, b"bp" + digests[n])
+                self._seen[key] = now
+                self._seen.move_to_end(key)
+        while len(self._seen) > self.max_boundaries:
+            self._seen.popitem(last=False)
+        return cached
+
+
+def _block_tokens(blocks: Sequence[tuple[str, str, bool]]) -> list[int]:
+    return [len(_encode(text)) for _, text, _ in blocks]
 
 
 def _encode(text: str) -> list[int]:

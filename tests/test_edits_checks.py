@@ -249,9 +249,12 @@ def test_edit_prompt_round_trip() -> None:
     )
     messages = edit_messages(prompt)
     assert messages[0]["role"] == "system" and "<<<<<<< SEARCH" in messages[0]["content"]
-    # Stable first: the context file, then the file; the selection and instruction in the last message.
-    assert messages[1]["content"].index("pkg/g.py") < messages[1]["content"].index("pkg/f.py (python)")
-    assert "    3| def f():\n    4|     return 1" in messages[2]["content"] and "return 2" in messages[2]["content"]
+    # Stable first, each part its own message: the context file, then the file; the selection and
+    # instruction in the last message.
+    assert [m["role"] for m in messages] == ["system", "user", "user", "user"]
+    assert "pkg/g.py" in messages[1]["content"] and "pkg/f.py (python)" not in messages[1]["content"]
+    assert "pkg/f.py (python)" in messages[2]["content"] and text in messages[2]["content"]
+    assert "    3| def f():\n    4|     return 1" in messages[3]["content"] and "return 2" in messages[3]["content"]
     assert read_edit_prompt(messages) == prompt
     assert read_edit_prompt([{"role": "user", "content": "hello"}]) is None
 

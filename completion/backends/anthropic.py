@@ -14,11 +14,12 @@ the rest of the conversation in `messages` (roles `user` and `assistant`). Event
 
 The API refuses whitespace-only `stop_sequences`; those are applied to the text as it streams instead.
 
-Prompt caching: Anthropic caches only prompt prefixes that end at a block marked `cache_control`. The
-system text is sent as one such block, and when the conversation has more than one message, the last
-block before the final message is marked too: prompts are laid out stable first (an edit prompt puts the
-context files and the file in one message, the selection and instruction in the last), so the next
-request about the same files reads that prefix from the cache.
+Prompt caching: Anthropic caches only prompt prefixes that end at a block marked `cache_control` (at most
+four marks a request), and a prefix is served only whole. The system text is sent as one such block, and
+every message before the final one (the last three, if there are more) is marked too: prompts are laid out
+stable first, each stable part its own message (an edit prompt: the context files, then the file, then
+the selection and instruction last), so the next request about the same files reads what has not changed
+from the cache: all but the last message, or, once an edit to the file is applied, the context files.
 """
 
 from __future__ import annotations
@@ -126,13 +127,17 @@ class AnthropicBackend(HttpBackend):
 _EPHEMERAL = {"type": "ephemeral"}
 
 
+# Anthropic allows four cache breakpoints a request; the system block takes one.
+_MESSAGE_BREAKPOINTS = 3
+
+
 def _conversation(messages: list[tuple[str, str]]) -> list[dict[str, object]]:
-    """The `messages` field: every message but the last is stable, so the one before the last carries the
-    cache breakpoint (as a text block with `cache_control`); the others stay plain strings."""
+    """The `messages` field: every message but the last is stable, so each of the (up to three) before the
+    last carries a cache breakpoint (as a text block with `cache_control`); the others stay plain strings."""
     body: list[dict[str, object]] = [{"role": role, "content": text} for role, text in messages]
-    if len(messages) > 1:
-        role, text = messages[-2]
-        body[-2] = {"role": role, "content": [{"type": "text", "text": text, "cache_control": _EPHEMERAL}]}
+    for n in range(max(0, len(messages) - 1 - _MESSAGE_BREAKPOINTS), len(messages) - 1):
+        role, text = messages[n]
+        body[n] = {"role": role, "content": [{"type": "text", "text": text, "cache_control": _EPHEMERAL}]}
     return body
 
 

@@ -1,12 +1,13 @@
 """The chat messages that ask a model for an edit, and reading them back (for `tandem sim`).
 
 Stable material first, so a provider's prompt cache serves it again on the next edit: the system prompt,
-then one user message with the other files given as context and the file being edited in full (the same
-for every edit in that file until one is applied, and up to the changed place after), then a last user
+then a user message with the other files given as context (when there are any), then one with the file
+being edited in full (the same for every edit in that file until one is applied), then a last user
 message with what changes every time: the selected lines again with their numbers, and the instruction.
 The model must answer with SEARCH/REPLACE blocks, each after a line naming its file;
 `completion.edits.parse` reads the answer. A backend that marks cache breakpoints (Anthropic's
-`cache_control`) marks everything before the last message.
+`cache_control`, which serves a marked prefix only whole) marks each message before the last: the
+context files stay cached when an applied edit changes the file.
 
 `read_edit_prompt` recovers the task from the messages (tests check what was sent with it); the simulator
 reads the layout its own way (`tandem.sim.edit_reading`), so a change here is noticed by the contract tests.
@@ -68,8 +69,8 @@ def selection_lines(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
-    """The system message, the stable user message (context files, the file) and the volatile one
-    (selection, instruction) for `prompt`."""
+    """The system message, the stable user messages (the context files if any, the file) and the volatile
+    one (selection, instruction) for `prompt`."""
     lines = prompt.text.splitlines()
     numbered = "\n".join(
         f"{number + 1:>5}| {lines[number]}" for number in range(prompt.first_line, min(prompt.end_line, len(lines)))
@@ -79,14 +80,15 @@ def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
         if prompt.end_line > prompt.first_line
         else f"the cursor before line {prompt.first_line + 1}"
     )
-    stable: list[str] = []
+    context: list[str] = []
     for path, text in prompt.context.items():
-        stable += [f"{_CONTEXT} {path}", text, _END]
-    stable += [f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else ""), prompt.text, _END]
+        context += [f"{_CONTEXT} {path}", text, _END]
+    file = [f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else ""), prompt.text, _END]
     task = [f"{_SELECTION} {prompt.path} {where}", numbered, _END, f"{_INSTRUCTION}", prompt.instruction, _END]
     return [
         {"role": "system", "content": EDIT_SYSTEM_PROMPT},
-        {"role": "user", "content": "\n".join(stable)},
+        *([{"role": "user", "content": "\n".join(context)}] if context else []),
+        {"role": "user", "content": "\n".join(file)},
         {"role": "user", "content": "\n".join(task) + "\nAnswer with SEARCH/REPLACE blocks."},
     ]
 
