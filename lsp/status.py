@@ -44,17 +44,20 @@ def latency_words(ms: float) -> str:
 
 
 def live_words(live: LiveFigures) -> str:
-    """The last minutes in one sentence for the tooltip."""
+    """The last minutes in one sentence for the tooltip. A request that asked a model joins the figures
+    when its stream ends, after its own status: with none in the window yet, the share is left out rather
+    than "no suggestion requests" said just after one."""
     minutes = f"{live.window_s / 60:g} min"
-    if live.requests:
-        share = f"{live.no_wait_share or 0:.0%} of {live.requests} suggestion requests needed no model wait"
-    else:
-        share = "no suggestion requests"
+    share = (
+        f"{live.no_wait_share or 0:.0%} of {live.requests} suggestion requests needed no model wait, "
+        if live.requests
+        else ""
+    )
     errors = f"{live.errors} error{'s' if live.errors != 1 else ''}"
     budget = (
         f"; {live.budget_tokens_left:,} prefetch tokens left this minute" if live.budget_tokens_left is not None else ""
     )
-    return f"Last {minutes}: {share}, {errors}{budget}."
+    return f"Last {minutes}: {share}{errors}{budget}."
 
 
 def fit(text: str, chars: int = TEXT_CHARS) -> str:

@@ -56,6 +56,15 @@ def test_the_last_minutes_join_the_tooltip_and_the_fields() -> None:
     assert status.text == "tandem 2 ms reused"  # the status bar text stays short
 
 
+def test_a_first_request_still_streaming_is_not_called_no_request() -> None:
+    """A model request is traced when its stream ends, after its status: the window is then still empty,
+    and the tooltip must not say there were no suggestion requests (seen in Emacs' first capture)."""
+    live = LiveFigures(window_s=300, requests=0, no_wait_share=None, errors=0)
+    result = CompletionResult(text="x", source="model", waited_ms=180.0, tier="fast", model="m", streaming=True)
+    tooltip = Status.of_completion(result, live).tooltip
+    assert "no suggestion requests" not in tooltip and tooltip.endswith("Last 5 min: 0 errors.")
+
+
 def test_live_stats_count_the_window_by_the_reports_definition() -> None:
     stats = LiveStats(window_s=60)
     served = TraceRecord(kind="inline", received_ns=1, source="stream", outcome="shown")
