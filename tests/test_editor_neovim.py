@@ -199,6 +199,13 @@ def _rest_of_line(truth: str, at: int) -> str:
     return truth[at : newline if newline >= 0 else len(truth)]
 
 
+def _next_line(truth: str, at: int) -> str:
+    """From the end of `at`'s line through the next line with content (blank lines between included)."""
+    rest = truth[truth.find("\n", at) :]
+    start = len(rest) - len(rest.lstrip("\n \t"))
+    return rest[: rest.find("\n", start)]
+
+
 NEXT_EDIT_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n'
 NEXT_EDIT_TRUTH = NEXT_EDIT_BEFORE.replace("w", "width").replace("widthidth", "width")
 # The same file with `w` replaced by `size`: each follow-up edit replaces a character (nothing appended).
@@ -259,6 +266,8 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
         scenario: dict[str, Any] = {"name": name, "run": run, "path": str(path), "type": cut.typed(truth_text)}
         if name != "block":
             scenario["expect_ghost"] = _rest_of_line(truth_text, cut.end)
+        if name == "line":
+            scenario["expect_next"] = _next_line(truth_text, cut.end)
         scenarios.append(scenario)
     edit_runs = (
         ("edit_command", {"instruction": "add a comment"}),
@@ -375,6 +384,16 @@ def test_ghost_text_is_the_true_rest_of_the_line_and_tab_accepts_it(nvim_run: Nv
     # The cursor ends after the inserted text (row is 1-based).
     last_line = record["after_accept"].split("\n")[-1]
     assert record["cursor_after_accept"] == [record["after_accept"].count("\n") + 1, len(last_line.encode())]
+
+
+def test_after_accepting_a_line_the_next_line_is_suggested_without_enter(nvim_run: NvimRun) -> None:
+    """Issue 16, item 12: at the end of the accepted line the ghost text is the next line, drawn below it."""
+    record = nvim_run.scenario("line")
+    want = _next_line(nvim_run.truth, nvim_run.cuts["line"].end)
+    assert want.startswith("\n") and want.strip()
+    assert record["ghost_next"] == want
+    capture = (ARTIFACTS / "neovim-line-next-line.ansi").read_text()
+    assert want.strip() in capture
 
 
 def test_ghost_text_has_its_own_highlight_unlike_comments(nvim_run: NvimRun) -> None:

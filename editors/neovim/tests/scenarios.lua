@@ -208,6 +208,14 @@ function runners.accept(bufnr, scenario, out)
   out.after_accept = buffer_text(bufnr)
   capture(bufnr, scenario.name .. "-accepted")
   out.cursor_after_accept = vim.api.nvim_win_get_cursor(0)
+  if scenario.expect_next then
+    -- The accepted line is complete: the next line's suggestion follows without pressing Enter.
+    wait_until(function()
+      return ghost_text(bufnr) == scenario.expect_next
+    end, 15000, "ghost text of the next line " .. vim.inspect(scenario.expect_next), bufnr)
+    out.ghost_next = ghost_text(bufnr)
+    capture(bufnr, scenario.name .. "-next-line")
+  end
   keys("<Esc>")
   wait_until(function()
     return vim.api.nvim_get_mode().mode == "n"
