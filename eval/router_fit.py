@@ -92,6 +92,7 @@ class Sample:
     before: Mapping[str, float]
     hard: bool  # the label about code
     hard_old: bool  # the old label (any file counts)
+    hard_with_tests: bool = False  # the label about code with tests counted as code (for comparison)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,6 +110,9 @@ class HeldOut:
     fitted_auc_old_label: float | None
     before_auc_old_label: float | None
     weights: RouterWeights
+    # The label about code with tests counted: hard tasks, and the same scores' AUC for it.
+    hard_with_tests: int = 0
+    fitted_auc_with_tests: float | None = None
 
 
 def leave_one_out(
@@ -134,6 +138,8 @@ def leave_one_out(
                 fitted_auc_old_label=roc_auc(scores, old),
                 before_auc_old_label=roc_auc(before, old),
                 weights=weights,
+                hard_with_tests=sum(s.hard_with_tests for s in tasks),
+                fitted_auc_with_tests=roc_auc(scores, [s.hard_with_tests for s in tasks]),
             )
         )
     return results

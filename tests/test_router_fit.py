@@ -141,7 +141,7 @@ def test_a_constant_feature_gets_no_weight() -> None:
 def test_leave_one_out_scores_each_history_on_weights_fitted_without_it() -> None:
     def history(seed: int, shift: float) -> list[Sample]:
         return [
-            Sample(inputs={"changed": x}, before={"changed": 0.5}, hard=y, hard_old=True)
+            Sample(inputs={"changed": x}, before={"changed": 0.5}, hard=y, hard_old=True, hard_with_tests=y)
             for x, y in synthetic(150, seed, shift)
         ]
 
@@ -152,6 +152,8 @@ def test_leave_one_out_scores_each_history_on_weights_fitted_without_it() -> Non
         assert r.fitted_auc is not None and r.fitted_auc > 0.85
         assert r.before_auc == 0.5  # a constant score ranks nothing
         assert r.fitted_auc_old_label is None  # every task hard under the old label: no AUC
+        # The label with tests counted is scored with the same scores (here it is the same label).
+        assert r.hard_with_tests == r.hard and r.fitted_auc_with_tests == r.fitted_auc
         assert isinstance(r.weights, RouterWeights)
     # Each fold's weights differ: each is fitted without its own history.
     assert len({r.weights for r in results}) == 3
