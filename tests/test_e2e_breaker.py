@@ -1,5 +1,6 @@
 """A provider that refuses tandem's key: the user is told once (window/showMessage and window/logMessage,
-so Helix without a plugin sees it in its log too), and the provider is left alone while the user types on."""
+so Helix without a plugin sees it in its log too), and the provider is left alone while the user types on.
+A provider that fails and comes back: the outage is told once, and its end once."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import asyncio
 import pathlib
 
 import pytest
-from e2e_support import fast_model, serve
+from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_server import _until
 
@@ -50,26 +52,12 @@ async def test_refused_key_is_announced_once_and_the_provider_left_alone(tmp_pat
     base_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
     try:
         async with serve(tmp_path, "helix", options=fast_model(base_url)) as session:
-            uri = session.open("a.py", "")
             text = "def fibonacci(n):\n    return n\n"
-            line = character = 0
-
-            async def type_and_ask(chars: str) -> None:
-                nonlocal line, character
-                for char in chars:
-                    session.insert(uri, types.Position(line=line, character=character), char)
-                    line, character = (line + 1, 0) if char == "\n" else (line, character + 1)
-                    await session.client.text_document_completion_async(
-                        types.CompletionParams(
-                            text_document=types.TextDocumentIdentifier(uri=uri),
-                            position=types.Position(line=line, character=character),
-                        )
-                    )
-
-            await type_and_ask(text[:10])
+            typist = Typist(session, session.open("a.py", ""))
+            await typist.type(text[:10])
             await _until(lambda: any("refuses" in m.message for m in session.client.messages))
             after_notice = provider.requests
-            await type_and_ask(text[10:])
+            await typist.type(text[10:])
             shown = [m.message for m in session.client.messages if "refuses" in m.message]
             logged = [m.message for m in session.client.log_messages if "refuses" in m.message]
     finally:
@@ -77,3 +65,47 @@ async def test_refused_key_is_announced_once_and_the_provider_left_alone(tmp_pat
     assert len(shown) == 1 and len(logged) == 1 and "401" in shown[0]
     assert provider.requests == after_notice  # nothing more while the back-off runs
     assert provider.requests <= 5
+
+
+class Typist:
+    """Types at the end of one document (a didChange per character), asking for a completion after each."""
+
+    def __init__(self, session: Session, uri: str) -> None:
+        self.session, self.uri = session, uri
+        self.line = self.character = 0
+
+    async def type(self, chars: str) -> None:
+        for char in chars:
+            self.session.insert(self.uri, types.Position(line=self.line, character=self.character), char)
+            self.line, self.character = (self.line + 1, 0) if char == "\n" else (self.line, self.character + 1)
+            await self.session.client.text_document_completion_async(
+                types.CompletionParams(
+                    text_document=types.TextDocumentIdentifier(uri=self.uri),
+                    position=types.Position(line=self.line, character=self.character),
+                )
+            )
+
+
+async def test_an_outage_and_its_end_are_told_once_each(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
+    """The provider answers 500 until the fault is cleared: after a few failures in a row the user is told
+    it cannot be reached (once, however long the typing goes on); the first request after its back-off
+    that succeeds ends the outage, which is told once too."""
+    sim = sim_factory(profile="instant")
+    sim.arm_fault("500", 1000)
+    async with serve(tmp_path, "helix", options=fast_model(sim.base_url)) as session:
+        typist = Typist(session, session.open("a.py", ""))
+        down = "cannot be reached"
+        while not any(down in m.message for m in session.client.messages):
+            await typist.type("x")
+        await typist.type("y" * 5)
+        sim.clear_faults()
+        back = "answering again"
+        while not any(back in m.message for m in session.client.messages):
+            await typist.type("z")
+        await typist.type("w" * 5)
+        shown = [m.message for m in session.client.messages]
+        logged = [m.message for m in session.client.log_messages]
+    for words in (down, back):
+        assert sum(words in m for m in shown) == 1, shown
+        assert sum(words in m for m in logged) == 1, logged
+    assert shown.index(next(m for m in shown if down in m)) < shown.index(next(m for m in shown if back in m))
