@@ -16,12 +16,14 @@ JSON, or JSON without the record's fields) is skipped and counted.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import pathlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,23 +79,38 @@ def _json_loads() -> Callable[[str], Any]:
     return loads
 
 
+@contextlib.contextmanager
+def _without_gc_passes() -> Iterator[None]:
+    """Parsed records are trees of dicts and lists, with no cycles for the collector to find; building a
+    100,000-record trace's six million objects set off collector passes that took two thirds of the
+    parse (1.0 s of CPU with them, 0.33 s without, orjson alone)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def parse_records(lines: Iterable[str]) -> TraceFile:
     """Records from JSONL text lines; blank lines are ignored, other non-records counted."""
     records: list[dict[str, Any]] = []
     bad = 0
     loads = _json_loads()
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            value = loads(line)
-        except ValueError:
-            bad += 1
-            continue
-        if is_record(value):
-            records.append(value)
-        else:
-            bad += 1
+    with _without_gc_passes():
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                value = loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if is_record(value):
+                records.append(value)
+            else:
+                bad += 1
     return TraceFile(records=records, bad_lines=bad)
 
 
