@@ -1,6 +1,7 @@
 """The document store against a shadow copy: any change sequence the spec allows (several changes per
 didChange, each positioned against the text the previous one left; every line break kind; every position
-encoding) leaves the store's text, and the token index's copy of its lines, equal to the client's text.
+encoding) leaves the store's text, and the token index's copy of its lines, equal to the client's text;
+and the server's text, the notifications sent as JSON through its message loop.
 
 Property-based (hypothesis); the example count comes from the active profile (tests/conftest.py)."""
 
@@ -133,3 +134,41 @@ def test_enter_after_a_lone_carriage_return_joins_it() -> None:
     document = store.store.change(URI, 1, [_insert(1, "\n")], store.on_edit)
     assert document is not None and document.buffer.line_count == 2
     assert document.buffer.line_content(1) == "b" and re.fullmatch(r"a\r\nb", document.buffer.text())
+
+
+class _Silent:
+    def write(self, data: bytes) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+@given(data=st.data(), text=TEXTS)
+def test_server_matches_the_clients_text_after_each_notification(encoding: str, data: st.DataObject, text: str) -> None:
+    """The same, end to end through the server's message loop: didOpen and didChange as the client's JSON
+    (read, structured and handled as over stdio), the server's text compared after each notification."""
+    from lsprotocol.converters import get_converter
+    from tandem.lsp.server import build_server
+    from tandem.lsp.stdio import MessageLoop
+
+    server = build_server(env={})
+    server.protocol.set_writer(_Silent())
+    loop = MessageLoop(server.protocol)
+    capabilities = {"general": {"positionEncodings": [encoding]}}
+    loop.dispatch({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
+    server.documents.codec = PositionCodec(encoding)  # what `initialized` does with the negotiated encoding
+    item = {"uri": URI, "languageId": "python", "version": 0, "text": text}
+    loop.dispatch({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}})
+    converter = get_converter()
+    for version in range(1, data.draw(st.integers(1, 6)) + 1):
+        changes = []
+        for _ in range(data.draw(st.integers(1, 4))):
+            change, text = data.draw(_change(text, encoding))
+            changes.append(converter.unstructure(change))
+        params = {"textDocument": {"uri": URI, "version": version}, "contentChanges": changes}
+        loop.dispatch({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params})
+        document = server.documents.get(URI)
+        assert document is not None and document.version == version
+        assert document.buffer.text() == text
