@@ -20,9 +20,14 @@ keep the target share of always-accurate's correct edits if each task's outcome 
 before asking). A router sees only what is there before generating.
 
 An edit is correct when, applied, every file the edit path was shown equals the commit's version of it.
-Files the commit creates (other than the primary file) or deletes are not judged: an instruction alone
-cannot name them. Before each strategy the truth is set again, which restarts the simulators' attempt
-counts, so the three strategies meet the same dice for the same prompt.
+The files shown and judged are the commit's code, as the label about code counts it (`code_label`):
+source files, and tests only in a commit that changes nothing else. A changelog line, docs or a regression
+test written with the fix are not what an editor's edit request asks for, and a long changelog (black's
+CHANGES.md, 95 KB; flask's CHANGES.rst) never fits the edit prompt's context budget, so judging them made
+nearly every such commit wrong whoever answered. Files the commit creates (other than the primary file)
+or deletes are not judged either: an instruction alone cannot name them. Before each strategy the truth
+is set again, which restarts the simulators' attempt counts, so the strategies meet the same dice for the
+same prompt.
 
 Time is each edit's time from request to checked answer (escalation included) at the profiles' real
 speeds (spark ~1,000 tokens/s and 100 ms to first token, codex ~65 tokens/s and 600 ms): per model call,
@@ -47,6 +52,7 @@ from tandem.completion.edits import apply_all
 from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
+from tandem.eval.code_label import code_files
 from tandem.eval.edit_hedging import RunFacts, TierSpeed, draft_check, hedged, totals
 from tandem.eval.edit_runs import (
     TARGET_KEEP,
@@ -159,8 +165,9 @@ def prepare(repo: Path, task: EditTask) -> _Prepared | None:
     shown = {task.path: task.parent_text}
     truth = {task.path: task.truth_text}
     context: list[str] = []
+    code = {c.path for c in code_files(task.changes)}
     for change in task.changes:
-        if change.binary or change.path == task.path:
+        if change.path == task.path or change.path not in code:
             continue
         before = _show(repo, task.parent, change.old_path or change.path)
         after = _show(repo, task.commit, change.path)

@@ -10,6 +10,8 @@ import sys
 from typing import Any
 
 import pytest
+from tandem.eval.edit_eval import prepare
+from tandem.eval.history import scan_history
 
 pytestmark = pytest.mark.e2e
 
@@ -160,6 +162,21 @@ def test_leave_one_out_judges_each_history_on_weights_fitted_without_it(
     assert held[("repo", "changed")]["fitted_auc"] == 1.0 and held[("other", "changed")]["fitted_auc"] == 1.0
     alone = replay("--repo", str(repo), "--leave-one-out", "--router-only")
     assert alone.returncode == 1 and "at least two --repo" in alone.stderr
+
+
+def test_simulated_edits_are_judged_on_the_code_the_commit_changed(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "logged"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "start", {"models.py": MODELS, "views.py": VIEWS, "CHANGES.md": "# Changes\n"})
+    commit(root, "rename compute_total", {"models.py": MODELS.replace("compute_total", "grand"),
+                                           "views.py": VIEWS.replace("compute_total", "grand"),
+                                           "CHANGES.md": "# Changes\n\n- renamed\n"})  # fmt: skip
+    [task] = scan_history(root, limit=1).tasks
+    prepared = prepare(root, task)
+    assert prepared is not None
+    # The changelog line is no part of what the edit is asked for, nor of what it is judged on.
+    assert set(prepared.truth) == set(prepared.shown) == {"models.py", "views.py"}
 
 
 def test_errors_are_one_line(tmp_path: pathlib.Path) -> None:
