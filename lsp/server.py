@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator, Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 from lsprotocol import types
@@ -201,16 +201,17 @@ class TandemServer(LanguageServer):
         and through `lsp.stdio`, which no framing error stops. Falls back to pygls' reader when stdin is a
         plain file."""
         stdin = sys.stdin.buffer
+        stdout = _protocol_stdout()
         mode = os.fstat(stdin.fileno()).st_mode
         if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
-            self.start_io()
+            self.start_io(stdout=stdout)
             return
 
         async def main() -> None:
             loop = asyncio.get_running_loop()
             reader = asyncio.StreamReader()
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-            self.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+            self.protocol.set_writer(StdoutWriter(stdout))
             self._stop_event = threading.Event()
             await MessageLoop(self.protocol).run(reader)
 
@@ -295,3 +296,14 @@ def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Pa
     next_edit.register(server)
     health.register(server)
     return server
+
+
+def _protocol_stdout() -> BinaryIO:
+    """The stream the editor reads, kept for LSP messages alone: a copy of file descriptor 1, after which
+    descriptor 1 and `sys.stdout` point at stderr. A stray `print`, a library's console exporter or C
+    code writing to stdout then lands in the log instead of corrupting the protocol stream."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(protocol_fd, "wb")
