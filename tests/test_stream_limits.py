@@ -131,4 +131,3 @@ async def test_a_flooding_provider_is_cut_and_its_connection_closed(tmp_path: pa
     # What the provider got out before the close: the limit's characters in SSE framing, plus what the
     # loopback socket buffers held (a few MB at most), never an endless read.
     assert sent < 16 << 20, sent
-    print("SENT", sent)
