@@ -158,7 +158,8 @@ def waterfall(go: Any, records: Sequence[Mapping[str, Any]]) -> go.Figure:
     def end(r: Mapping[str, Any]) -> float:
         return max((float(v) for v in r["ms"].values()), default=0.0)
 
-    slowest = sorted((r for r in records if r["kind"] != "accept"), key=end, reverse=True)[:_SLOWEST]
+    timed = (r for r in records if r["kind"] != "accept" and end(r) > 0)  # a record of no phase draws no bar
+    slowest = sorted(timed, key=end, reverse=True)[:_SLOWEST]
     slowest.reverse()  # slowest at the top
     labels = [f"{r.get('id', '?')} {r['kind']} {r.get('file', '')}" for r in slowest]
     segments: dict[str, tuple[list[str], list[float], list[float]]] = {p: ([], [], []) for p in PHASES[1:]}
@@ -193,7 +194,9 @@ def waterfall(go: Any, records: Sequence[Mapping[str, Any]]) -> go.Figure:
         f"The {len(slowest)} slowest requests, phase by phase",
         barmode="overlay",
         xaxis={"title": "ms since received"},
-        yaxis={"tickfont": {"size": 8}, "automargin": True},
+        # The rows in this order: plotly otherwise orders categories as the traces first name them, so a
+        # request without the first phases (a next edit or an edit has no cache lookup) went to the top.
+        yaxis={"tickfont": {"size": 8}, "automargin": True, "categoryorder": "array", "categoryarray": labels},
     )
 
 

@@ -88,6 +88,10 @@ def test_the_waterfall_shows_the_slowest_request_first_phase_by_phase() -> None:
     assert top.endswith("edit ")  # the 2 s edit is the slowest
     # request_sent at 2 ms, first_token at 600 ms: the segment starts where the previous phase ended.
     assert (first_token.base[-1], first_token.x[-1]) == (2.0, 598.0)
+    # The rows are drawn slowest at the top (plotly's last category) even though the edit, which has no
+    # cache_lookup phase, is not in the first trace that names rows.
+    rows = figure.layout.yaxis.categoryarray
+    assert figure.layout.yaxis.categoryorder == "array" and rows[-1].endswith("edit ") and len(rows) == len(set(rows))
 
 
 def test_tokens_and_cost_per_model_add_up_the_records() -> None:
