@@ -59,6 +59,7 @@ class Stream:
     task: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _on_done: list[Callable[[Stream], None]] = field(default_factory=list)
+    _cancel_sent: bool = False
 
     def append(self, chunk: str) -> None:
         if not chunk:
@@ -104,7 +105,12 @@ class Stream:
             self.finish()
 
     def cancel(self) -> None:
-        if self.task is not None and not self.task.done():
+        """Stop the producer, once. A cancelled stream is not done until its response is closed, and a
+        second cancellation landing in that close interrupts it: httpcore then never returns the
+        connection, which stays ACTIVE and owned by nobody (a keystroke cancels every stream not done, so
+        a typist did this to one pool slot every few thousand keys; bench/bench_soak.py)."""
+        if self.task is not None and not self.task.done() and not self._cancel_sent:
+            self._cancel_sent = True
             self.task.cancel()
 
     def changed(self) -> Coroutine[Any, Any, Any]:

@@ -73,3 +73,35 @@ async def test_health_check_replaces_a_stuck_pool(sim: SimHandle) -> None:
         assert transport.health().stuck == 0 and transport.recycled == 1
         async with client.stream("POST", sim.base_url + "/chat/completions", json=BODY) as response:
             assert response.status_code == 200 and await response.aread()
+
+
+async def test_cancelling_a_stream_again_while_it_closes_leaves_no_connection_behind(sim: SimHandle) -> None:
+    """Every keystroke cancels every stream not yet done, and a cancelled stream is not done until its
+    response is closed: a second cancellation landing in that close left the connection ACTIVE and owned
+    by nobody (a slot lost for good). `Stream.cancel` cancels once."""
+    from tandem.completion.streams import Stream
+
+    client, transport = _client(shield=True)
+    url = sim.base_url + "/chat/completions"
+
+    async def read(stream: Stream) -> None:
+        async with client.stream("POST", url, json=BODY | {"max_tokens": 200}) as response:
+            async for data in response.aiter_bytes():
+                stream.append(data.decode(errors="replace"))
+
+    async with client:
+        for n in range(200):
+            stream = Stream(uri="file:///a.py", line=0, character=0, before="", after="", model="m")
+            stream.run(read(stream))
+            for _ in range(5 + n % 40):
+                await asyncio.sleep(0)  # event-loop turns: where in the stream the cancel lands
+            for _ in range(4):  # the next keystrokes, while the stream is still closing
+                stream.cancel()
+                await asyncio.sleep(0)
+            assert stream.task is not None
+            with contextlib.suppress(BaseException):
+                await stream.task
+            await transport.drain()
+            # Nothing is in flight now: a connection still in use belongs to nobody.
+            left = [c.info() for c in transport._inner._pool.connections if not c.is_idle()]  # type: ignore[attr-defined]
+            assert left == [], n
