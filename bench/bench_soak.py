@@ -12,9 +12,9 @@ followed by an inline completion request. Modes:
   goes wrong part way through, so most keys still type through its right start.)
 
 Every `--every` keys it asks the server `tandem/health` and prints: RSS, open file descriptors, asyncio
-tasks, pygls' pending request futures, and the HTTP pool (connections, idle, active, stuck, usable). At the
-end: RSS growth per 10,000 keys after warm-up (the first 20% of keys, at least 1,000), the provider's
-request count, and the pool's usable slots. The model output is simulated; the server and the transport are
+tasks, pygls' pending request futures, and the HTTP pool (connections, idle, active, stuck, orphaned,
+usable). At the end: RSS growth per 10,000 keys after warm-up (the first 20% of keys, at least 1,000), the
+provider's request count, and the pool's usable slots. The model output is simulated; the server and the transport are
 real. It passes or fails nothing.
 
     python bench/bench_soak.py --keys 10000 [--cancel] [--mispredict] [--rate KEYS_PER_S] [--every 1000]

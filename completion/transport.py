@@ -13,10 +13,13 @@ See bench/bench_pool_cancel.py, which reproduces it on loopback and measures the
   is left half-open. The cancelled caller returns at once; the inner task finishes on its own and closes
   the response it gets (an HTTP/1.1 connection with an unread body is closed, which frees the slot). The
   phase is bounded by the connect and read timeouts.
-- **checks its pool's health**: `health()` counts the slots in use, idle, and stuck (NEW for longer than
-  a request phase could take); a request that starts more than `CHECK_EVERY_S` after the last check checks
-  again, and a stuck pool is replaced by a fresh one (`recover()`), without a restart. A safety net: with
-  the shield, bench_pool_cancel finds no stuck slot.
+- **checks its pool's health**: `health()` counts the slots in use, idle, stuck (NEW for longer than a
+  request phase could take) and orphaned (in use, with more connections in use than requests the
+  transport has open: a response whose close was interrupted, which httpcore never returns to the
+  pool); a request that starts more than `CHECK_EVERY_S` after the last check checks again, and a pool
+  with stuck or orphaned connections is replaced by a fresh one (`recover()`), without a restart. A
+  safety net: with the shield, bench_pool_cancel finds no stuck slot, and `Stream.cancel` cancelling
+  once leaves no orphan in the soak benchmark.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,11 +49,12 @@ class PoolHealth:
     stuck: int
     max_connections: int
     recycled: int
+    orphaned: int = 0
 
     @property
     def usable(self) -> int:
-        """Slots a new request can use: every slot not held by a stuck connection."""
-        return self.max_connections - self.stuck
+        """Slots a new request can use: every slot not held by a stuck or orphaned connection."""
+        return self.max_connections - self.stuck - self.orphaned
 
     def as_dict(self) -> dict[str, int]:
         return {
@@ -58,6 +62,7 @@ class PoolHealth:
             "idle": self.idle,
             "active": self.active,
             "stuck": self.stuck,
+            "orphaned": self.orphaned,
             "usable": self.usable,
             "max_connections": self.max_connections,
             "recycled": self.recycled,
@@ -83,6 +88,8 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         self._new_since: dict[int, float] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._checked_at = time.monotonic()
+        # Requests that may hold a connection: from their start until their response is closed.
+        self._open = 0
         self.recycled = 0
         # Told of each response whose caller had gone (a superseded request): its status still counts.
         self.observers: list[Callable[[httpx.Response], None]] = []
@@ -90,25 +97,44 @@ class ResilientTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if time.monotonic() - self._checked_at > CHECK_EVERY_S:
             self._checked_at = time.monotonic()
-            if self.health().stuck:
+            health = self.health()
+            if health.stuck or health.orphaned:
                 await self.recover()
         inner = self._inner
+        self._open += 1
         if not self._shield:
-            return await inner.handle_async_request(request)
+            try:
+                return self._counted(await inner.handle_async_request(request))
+            except BaseException:
+                self._open -= 1
+                raise
         task = asyncio.ensure_future(inner.handle_async_request(request))
         try:
-            return await asyncio.shield(task)
+            return self._counted(await asyncio.shield(task))
         except asyncio.CancelledError:
             self._background.add(task)
             task.add_done_callback(self._close_abandoned)
             raise
+        except BaseException:
+            self._open -= 1
+            raise
+
+    def _counted(self, response: httpx.Response) -> httpx.Response:
+        """`response`, its stream counted out of the open requests when its close ends (or is cut short)."""
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        response.stream = _Counted(response.stream, self._closed_one)
+        return response
+
+    def _closed_one(self) -> None:
+        self._open -= 1
 
     def _close_abandoned(self, task: asyncio.Task[Any]) -> None:
         """The request phase of a cancelled request ended: close what it got, so its slot frees."""
         if task.cancelled() or task.exception() is not None:
+            self._open -= 1
             self._background.discard(task)
             return
-        response: httpx.Response = task.result()
+        response: httpx.Response = self._counted(task.result())
         for observer in self.observers:
             try:
                 observer(response)
@@ -135,23 +161,29 @@ class ResilientTransport(httpx.AsyncBaseTransport):
             elif connection.is_idle():
                 idle += 1
         self._new_since = seen
+        in_use = len(connections) - idle - stuck
+        orphaned = max(0, in_use - self._open)
         return PoolHealth(
             connections=len(connections),
             idle=idle,
-            active=len(connections) - idle - stuck,
+            active=in_use - orphaned,
             stuck=stuck,
             max_connections=self._max_connections,
             recycled=self.recycled,
+            orphaned=orphaned,
         )
 
     async def recover(self) -> bool:
-        """Replace the pool if it holds stuck connections; True when it did."""
-        if self.health().stuck == 0:
+        """Replace the pool if it holds stuck or orphaned connections; True when it did."""
+        health = self.health()
+        if health.stuck == 0 and health.orphaned == 0:
             return False
         old, self._inner = self._inner, self._make_inner()
         self._new_since = {}
         self.recycled += 1
-        log.warning("HTTP connection pool had stuck connections; replaced it")
+        log.warning(
+            "HTTP connection pool had %d stuck and %d orphaned connections; replaced it", health.stuck, health.orphaned
+        )
         await old.aclose()
         return True
 
@@ -170,3 +202,26 @@ def _connections(transport: httpx.AsyncBaseTransport) -> list[Any]:
     # httpx keeps its httpcore pool in a private attribute; without it there is nothing to inspect.
     pool = getattr(transport, "_pool", None)
     return list(getattr(pool, "connections", []))
+
+
+class _Counted(httpx.AsyncByteStream):
+    """A response body that tells the transport once when its close ends, however it ends: a close cut
+    short by a second cancellation still counts the request out, so the connection it left in use shows
+    as orphaned."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, closed: Callable[[], None]) -> None:
+        self._inner = inner
+        self._closed = closed
+        self._counted = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._inner:
+            yield part
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            if not self._counted:
+                self._counted = True
+                self._closed()

@@ -105,3 +105,40 @@ async def test_cancelling_a_stream_again_while_it_closes_leaves_no_connection_be
             # Nothing is in flight now: a connection still in use belongs to nobody.
             left = [c.info() for c in transport._inner._pool.connections if not c.is_idle()]  # type: ignore[attr-defined]
             assert left == [], n
+
+
+async def test_health_check_finds_orphaned_connections_and_replaces_the_pool(sim: SimHandle) -> None:
+    """A close cut short by a second cancellation (any caller may do it; streams no longer do) leaves
+    a connection in use by nobody: the health check counts it as orphaned, and recovery replaces the
+    pool."""
+    client, transport = _client(shield=True)
+    url = sim.base_url + "/chat/completions"
+
+    async def read() -> None:
+        async with client.stream("POST", url, json=BODY | {"max_tokens": 200}) as response:
+            async for _ in response.aiter_bytes():
+                await asyncio.sleep(0)
+
+    async with client:
+        for n in range(300):
+            task = asyncio.create_task(read())
+            for _ in range(5 + n % 40):
+                await asyncio.sleep(0)
+            task.cancel()
+            for _ in range(n % 4):
+                await asyncio.sleep(0)
+            task.cancel()  # again, while the response may be closing
+            with contextlib.suppress(BaseException):
+                await task
+            await transport.drain()
+            health = transport.health()
+            assert health.active == 0 and health.orphaned == health.connections - health.idle, health
+            if health.orphaned:
+                break
+        else:
+            pytest.skip("no close was cut short in 300 rounds; nothing to find")
+        assert health.usable == SLOTS - health.orphaned
+        assert await transport.recover() is True
+        assert transport.health().orphaned == 0 and transport.recycled == 1
+        async with client.stream("POST", url, json=BODY) as response:
+            assert response.status_code == 200 and await response.aread()
