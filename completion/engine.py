@@ -112,6 +112,11 @@ class Engine:
     def _make_cache(config: Config) -> CompletionCache:
         return CompletionCache(max_entries=config.cache.max_entries, max_bytes=config.cache.max_bytes)
 
+    def cache_figures(self) -> dict[str, int]:
+        """The completion cache's size against its bounds (for `tandem/health`)."""
+        cache = self._cache
+        return {"entries": len(cache), "bytes": cache.bytes_used, "max_bytes": cache.max_bytes}
+
     def live_figures(self) -> LiveFigures:
         """The last minutes in figures, and the prefetch budget left, for the status display."""
         left = max(self._budget.per_minute - self._budget.spent(), 0)

@@ -1,5 +1,6 @@
 """`tandem/health`: the server's vital signs for monitors and the soak benchmark: memory, file
-descriptors, asyncio tasks, pygls' pending request futures, open documents and the HTTP pool."""
+descriptors, asyncio tasks, pygls' pending request futures, open documents, the HTTP pool and the
+completion cache's size."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ def register(server: TandemServer) -> None:
             "request_futures": len(ls.protocol._request_futures),
             "documents": len(ls.documents.all()),
             "pool": pool,
+            "completion_cache": ls.engine.cache_figures() if ls.engine is not None else None,
         }
 
 
