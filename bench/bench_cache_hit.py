@@ -26,13 +26,11 @@ import json
 import logging
 import os
 import pathlib
-import sys
 import tempfile
 import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from bench_latency import FLOOR_SERVER, sim_process  # noqa: E402
 from tandem.eval.replay.client import OpenDocument, Pending, ReplayClient  # noqa: E402

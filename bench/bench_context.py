@@ -23,13 +23,11 @@ import json
 import os
 import pathlib
 import statistics
-import sys
 import sysconfig
 import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tandem.cache.context import MAX_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow  # noqa: E402
 from tandem.cache.symbols import SymbolIndex  # noqa: E402

@@ -26,14 +26,12 @@ import pathlib
 import random
 import re
 import statistics
-import sys
 import sysconfig
 import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 from tandem.cache.symbols import SymbolIndex  # noqa: E402

@@ -33,7 +33,6 @@ from typing import Any
 import httpx
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tandem.completion.backends.base import ModelRequest  # noqa: E402
 from tandem.completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402

@@ -31,14 +31,12 @@ import os
 import pathlib
 import resource
 import shutil
-import sys
 import sysconfig
 import tempfile
 import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tandem.cache.completions import CompletionCache  # noqa: E402
 from tandem.cache.context import ContextBuilder, ContextOptions  # noqa: E402

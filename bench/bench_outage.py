@@ -28,7 +28,6 @@ import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from bench_soak import Client  # noqa: E402
 

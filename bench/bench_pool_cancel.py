@@ -19,13 +19,11 @@ import asyncio
 import json
 import pathlib
 import random
-import sys
 import time
 
 import httpx
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tandem.completion.transport import ResilientTransport  # noqa: E402
 from tandem.sim.runner import SimSettings, start_in_thread  # noqa: E402

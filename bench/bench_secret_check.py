@@ -26,13 +26,11 @@ import gc
 import json
 import pathlib
 import statistics
-import sys
 import sysconfig
 import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tandem.cache.lines import LineBuffer  # noqa: E402
 from tandem.completion.config import ContextConfig, PrivacyConfig  # noqa: E402

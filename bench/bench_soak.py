@@ -34,7 +34,6 @@ import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tandem.eval.replay.sources import stdlib_files  # noqa: E402
 from tandem.lsp.framing import FrameReader, Message  # noqa: E402

@@ -10,13 +10,11 @@ from __future__ import annotations
 import os
 import pathlib
 import random
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from lsprotocol import types  # noqa: E402
 from tandem.eval.replay.client import ReplayClient  # noqa: E402
