@@ -30,6 +30,8 @@ from tandem.sim.runner import SimSettings, start_in_thread
 from test_e2e_next_edit import BEFORE as NEXT_EDIT_BEFORE
 from test_e2e_next_edit import TRUTH as NEXT_EDIT_TRUTH
 
+NEXT_EDIT_REPLACE_TRUTH = NEXT_EDIT_BEFORE.replace("w", "size")
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "editors" / "emacs"
 DRIVER = PLUGIN / "tests" / "run-completion.el"
@@ -189,13 +191,20 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         {"name": "next_edit", "kind": "next_edit", "path": str(next_edit_path), "line": 0, "column": 10}
         | {"type": "idth", "accepts": 2}
     )
+    replace_path = work / "next_edit_replace.py"
+    replace_path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
+    # The user replaces `w` with `size`; each follow-up replaces a `w` (struck through) with `size`.
+    scenarios.append(
+        {"name": "next_edit_replace", "kind": "next_edit", "path": str(replace_path), "line": 0, "column": 9}
+        | {"delete": 1, "type": "size", "accepts": 2}
+    )
     server_log = base / "server.log"
     result_path = base / "result.json"
     fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
     with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
-        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH})
+        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH, replace_path.name: NEXT_EDIT_REPLACE_TRUTH})
         spec = {
             "result_path": str(result_path),
             "plugin_dir": str(PLUGIN),
@@ -332,3 +341,12 @@ def test_next_edits_show_as_overlays_and_accept_in_a_chain(emacs_run: EmacsRun) 
     assert (first["inserted"], first["struck"]) == (["idth"], None)
     assert (second["inserted"], second["struck"]) == (["idth"], None)
     assert record["after"] == NEXT_EDIT_TRUTH
+
+
+def test_a_next_edit_that_replaces_text_strikes_it_through(emacs_run: EmacsRun) -> None:
+    record = emacs_run.scenario("next_edit_replace")
+    first, second = record["shown"]
+    # The replaced "w" carries the strike-through face; "size" is shown after it.
+    assert (first["inserted"], first["struck"]) == (["size"], ["w"])
+    assert (second["inserted"], second["struck"]) == (["size"], ["w"])
+    assert record["after"] == NEXT_EDIT_REPLACE_TRUTH

@@ -167,6 +167,8 @@ suggestions one after another; return a plist of what was shown and the text at 
   (goto-char (point-min))
   (forward-line (plist-get scenario :line))
   (forward-char (plist-get scenario :column))
+  ;; A replacement: the characters under point are deleted before the new text is typed.
+  (delete-char (or (plist-get scenario :delete) 0))
   (insert (plist-get scenario :type))
   (let ((shown '()))
     (dotimes (round (plist-get scenario :accepts))
