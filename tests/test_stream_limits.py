@@ -34,7 +34,7 @@ class Flooding:
                     await asyncio.Event().wait()  # an endless stream that has gone quiet
                 self.chunks += 1
                 yield "x = 1  # a line of forty characters....\n"
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
         finally:
             self.closed.set()
 

@@ -46,7 +46,7 @@ async def _cancel_many(client: httpx.AsyncClient, url: str, transport: Resilient
     for n in range(rounds):
         task = asyncio.create_task(one())
         for _ in range(n % 30):
-            await asyncio.sleep(0)  # event-loop turns, not time: where in the request the cancel lands
+            await asyncio.sleep(0)  # sleep-ok: event-loop turns, not time: where in the request the cancel lands
         task.cancel()
         with contextlib.suppress(BaseException):  # cancelled (or, rarely, already finished)
             await task
@@ -94,10 +94,10 @@ async def test_cancelling_a_stream_again_while_it_closes_leaves_no_connection_be
             stream = Stream(uri="file:///a.py", line=0, character=0, before="", after="", model="m")
             stream.run(read(stream))
             for _ in range(5 + n % 40):
-                await asyncio.sleep(0)  # event-loop turns: where in the stream the cancel lands
+                await asyncio.sleep(0)  # sleep-ok: event-loop turns: where in the stream the cancel lands
             for _ in range(4):  # the next keystrokes, while the stream is still closing
                 stream.cancel()
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
             assert stream.task is not None
             with contextlib.suppress(BaseException):
                 await stream.task
@@ -117,16 +117,16 @@ async def test_health_check_finds_orphaned_connections_and_replaces_the_pool(sim
     async def read() -> None:
         async with client.stream("POST", url, json=BODY | {"max_tokens": 200}) as response:
             async for _ in response.aiter_bytes():
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
 
     async with client:
         for n in range(300):
             task = asyncio.create_task(read())
             for _ in range(5 + n % 40):
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
             task.cancel()
             for _ in range(n % 4):
-                await asyncio.sleep(0)
+                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
             task.cancel()  # again, while the response may be closing
             with contextlib.suppress(BaseException):
                 await task
