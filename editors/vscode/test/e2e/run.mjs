@@ -371,6 +371,10 @@ try {
   const edit = chooseEdit(truth);
   const edited = path.join(dirs.workspace, `edited${path.extname(truthPath) || ".py"}`);
   writeFileSync(edited, truth);
+  // The next edits' file is written before code-server starts too: Quick Open's file search can miss a file
+  // written moments before it is asked (it answered "No matching results" for one, now and then).
+  const area = path.join(dirs.workspace, "area.py");
+  writeFileSync(area, AREA_BEFORE);
   await setEditTruth([simUrl, accurateUrl], { [path.basename(edited)]: edit.after });
 
   // What a user gets from `pip install -e .`: a `tandem` executable, here a wrapper around this checkout.
@@ -636,8 +640,6 @@ try {
 
     // Next edits: the user renames `w` on the def line; tandem suggests the same rename in the docstring, then
     // in the return line. Tab accepts each (the second is already on its way when the first is accepted).
-    const area = path.join(dirs.workspace, "area.py");
-    writeFileSync(area, AREA_BEFORE);
     await setNextEditTruth(simUrl, { "area.py": AREA_TRUTH });
     await quickOpen(page, "area.py");
     await page.keyboard.press("Home");
