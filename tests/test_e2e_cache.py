@@ -7,7 +7,7 @@ import pathlib
 from collections.abc import Iterator
 
 import pytest
-from e2e_support import fast_model, serve
+from e2e_support import Session, fast_model, serve
 from lsprotocol import types
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 from test_e2e_server import TRUTH, _cut, _until
@@ -26,6 +26,24 @@ def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
 
 def _chat_calls(sim: SimHandle) -> int:
     return int(sim.stats()["requests"].get("chat.completions", 0))
+
+
+async def _the_suggestion(session: Session, uri: str, cursor: types.Position) -> types.InlineCompletionItem:
+    """The one inline suggestion at `cursor`, with the accept command every suggestion carries."""
+    result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
+    assert isinstance(result, types.InlineCompletionList)
+    [item] = result.items
+    assert item.command is not None
+    return item
+
+
+async def _tab(session: Session, uri: str, cursor: types.Position, item: types.InlineCompletionItem) -> None:
+    """The user presses Tab: the editor inserts the text, then runs the item's command."""
+    assert isinstance(item.insert_text, str) and item.command is not None
+    session.insert(uri, cursor, item.insert_text)
+    await session.client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=item.command.command, arguments=item.command.arguments)
+    )
 
 
 async def test_finished_completion_is_served_from_the_cache_after_moving_away(
@@ -65,15 +83,9 @@ async def test_accepting_a_suggestion_prefetches_what_follows(tmp_path: pathlib.
     async with serve(tmp_path, "vscode", options=fast_model(sim.base_url, max_tokens=8)) as session:
         uri = session.open("sample.py", before)
         cursor = session.position_at_end(before)
-        result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
-        assert isinstance(result, types.InlineCompletionList)
-        [item] = result.items
-        assert item.insert_text == "fibonacci(n - 2)" and item.command is not None
-        # The user presses Tab: the editor inserts the text, then runs the item's command.
-        session.insert(uri, cursor, "fibonacci(n - 2)")
-        await session.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command=item.command.command, arguments=item.command.arguments)
-        )
+        item = await _the_suggestion(session, uri, cursor)
+        assert item.insert_text == "fibonacci(n - 2)"
+        await _tab(session, uri, cursor, item)
         await _until(lambda: any(r["kind"] == "prefetch" for r in session.records()))
         end = types.Position(line=cursor.line, character=cursor.character + len("fibonacci(n - 2)"))
         session.insert(uri, end, "\n")
@@ -94,10 +106,8 @@ async def test_a_partial_acceptance_is_traced_with_its_length(tmp_path: pathlib.
     async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
         uri = session.open("sample.py", before)
         cursor = session.position_at_end(before)
-        result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
-        assert isinstance(result, types.InlineCompletionList)
-        [item] = result.items
-        assert item.command is not None
+        item = await _the_suggestion(session, uri, cursor)
+        assert item.command is not None  # narrowed for the notification below
         session.insert(uri, cursor, "fibonacci")
         # Copilot-style clients report a word accepted out of the suggestion.
         session.client.protocol.notify(
@@ -123,14 +133,9 @@ async def test_at_the_end_of_an_accepted_line_the_next_line_is_suggested(
     async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
         uri = session.open("sample.py", before)
         cursor = session.position_at_end(before)
-        result = await session.client.text_document_inline_completion_async(session.inline_params(uri, cursor))
-        assert isinstance(result, types.InlineCompletionList)
-        [item] = result.items
-        assert item.insert_text == " n" and item.command is not None
-        session.insert(uri, cursor, " n")
-        await session.client.workspace_execute_command_async(
-            types.ExecuteCommandParams(command=item.command.command, arguments=item.command.arguments)
-        )
+        item = await _the_suggestion(session, uri, cursor)
+        assert item.insert_text == " n"
+        await _tab(session, uri, cursor, item)
         end = session.position_at_end(before + " n")
         assert await session.inline(uri, end) == "\n    return fibonacci(n - 1) + fibonacci(n - 2)"
 
