@@ -67,10 +67,12 @@ def hunks(region: tuple[str, ...], rewrite: tuple[str, ...]) -> list[Hunk]:
     return [Hunk(i1, region[i1:i2], rewrite[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
 
 
-def settled_hunks(region: tuple[str, ...], partial: str, *, done: bool) -> list[Hunk]:
+def settled_hunks(region: tuple[str, ...], partial: str, *, done: bool, distinct: bool = False) -> list[Hunk]:
     """The hunks of a rewrite that has streamed as far as `partial` and cannot change any more: all of
     them when the stream is `done`; otherwise those followed by `SETTLE_LINES` lines that match the
-    region again (the model is copying the region once more)."""
+    region again (the model is copying the region once more) or, with `distinct`, by one matching line
+    that is distinctive (see `_distinctive`: a model writing it is copying the region, not writing a new
+    line that happens to look like it)."""
     if done:
         return hunks(region, rewrite_lines(partial))
     complete = partial[: partial.rfind("\n") + 1]
@@ -84,10 +86,29 @@ def settled_hunks(region: tuple[str, ...], partial: str, *, done: bool) -> list[
     for tag, i1, i2, j1, j2 in opcodes:
         if tag != "equal":
             pending.append(Hunk(i1, region[i1:i2], lines[j1:j2]))
-        elif i2 - i1 >= SETTLE_LINES and pending:
+        elif pending and (i2 - i1 >= SETTLE_LINES or (distinct and _distinctive(region, region[i1], lines))):
             settled += pending
             pending = []
     return settled
+
+
+def _distinctive(region: tuple[str, ...], line: str, rewrite: tuple[str, ...]) -> bool:
+    """A line long enough to be written by chance only rarely (eight or more characters besides indentation,
+    a letter among them) that occurs once in the region and once in the rewrite so far."""
+    text = line.strip()
+    if len(text) < 8 or not any(char.isalpha() for char in text):
+        return False
+    return region.count(line) == 1 and rewrite.count(line) == 1
+
+
+def ends_a_word(before_cursor: str) -> bool:
+    """Whether the text of the line before the cursor ends where a change often ends: after a character
+    that cannot continue an identifier (a space, a bracket, a colon, a quote...), or with only indentation
+    left of the cursor (a new line was begun, or a line emptied)."""
+    if not before_cursor.strip():
+        return True
+    last = before_cursor[-1]
+    return not (last.isalnum() or last == "_")
 
 
 @dataclass(frozen=True)

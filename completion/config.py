@@ -180,6 +180,12 @@ class NextEditConfig:
     # Wait for a pause in the typing (1.5 typing intervals), at most this long, before asking the model: a
     # request overtaken by the next key press costs its whole prompt (a newer keystroke cancels the wait).
     debounce_ms: int = 250
+    # When to ask: "interval" (after the pause above), "typed" (at once after a key press that ends a word,
+    # a line or a statement; after the pause otherwise), "none" (at once after every edit).
+    pause: Literal["interval", "typed", "none"] = "interval"
+    # When a streaming hunk counts as complete: "two-lines" (two lines after it match the region again) or
+    # "distinct-line" (also one matching line, when that line is distinctive).
+    settle: Literal["two-lines", "distinct-line"] = "two-lines"
     deadline_s: float = 5.0
     # Ask for the next edit at once when one is accepted (Tab, Tab, Tab costs no wait).
     prefetch_on_accept: bool = True

@@ -96,6 +96,9 @@ RULES: dict[str, Rule] = {
     # The raw form sends the same material as the chat form, in another layout.
     "next_edit.prompt": _FREE,
     "next_edit.debounce_ms": _AT_LEAST,
+    # Asking only after a pause spends the fewest tokens.
+    "next_edit.pause": Rule("one_of", allowed=("interval",)),
+    "next_edit.settle": _FREE,
     "next_edit.deadline_s": _AT_MOST,
     "next_edit.prefetch_on_accept": _ONLY_OFF,
     "edit.max_tokens": _AT_MOST,

@@ -18,35 +18,24 @@ type, the speculation token budget, the tracer.
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import dataclasses
 import logging
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
 from tandem.cache.edit_history import EditHistory, Lines, render
-from tandem.cache.edit_region import (
-    CharEdit,
-    Hunk,
-    LastEdit,
-    Region,
-    char_edit,
-    judge,
-    region_bounds,
-    settled_hunks,
-)
+from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region, ends_a_word, region_bounds
 from tandem.completion.backends.base import ModelRequest
 from tandem.completion.debounce import AdaptiveDebounce
-from tandem.completion.edits.validate import balance_issues
 from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
-from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt, read_rewrite
+from tandem.completion.next_edit_hunks import first_hunk, holds
+from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
 from tandem.completion.request import Ticket
 from tandem.completion.streams import Stream
 from tandem.completion.trace import TraceRecord
@@ -61,8 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CHARS_PER_TOKEN = 4
-# Documents larger than this are not parsed to check a suggestion (the check would cost more than it saves).
-_PARSE_CHECK_CHARS = 400_000
 # A pause this many typing intervals long ends a burst of typing (the lognormal spread of a typist's gaps puts
 # about one gap in eight beyond 1.5 intervals, against one in three beyond 1.2).
 _PAUSE_GAPS = 1.5
@@ -248,7 +235,7 @@ class NextEdits:
         record.route_reasons = ["next edit: the fast model rewrites the region around the cursor"]
         if tier.holding_off():
             return done("error", tier.hold_reason())
-        delay_s = 0.0 if request.prefetch else self._delay_s()
+        delay_s = 0.0 if request.prefetch else self._delay_s(request)
         if delay_s > 0:
             with ticket.waiting():
                 await anyio.sleep(delay_s)
@@ -306,55 +293,47 @@ class NextEdits:
     async def _first_hunk(
         self, request: NextEditRequest, region: Region, stream: Stream, record: NextEditRecord
     ) -> tuple[Hunk, CharEdit] | None:
-        """Wait for the first settled hunk that may be shown; None when the rewrite ends without one."""
         last_edit = self.history.last(request.uri, request.document)
         last = LastEdit(last_edit.start, last_edit.old, last_edit.new) if last_edit is not None else None
-        lines = request.document
-        before = tuple(lines.line_content(i) for i in range(max(0, region.start - 3), region.start))
-        after = tuple(lines.line_content(i) for i in range(region.end, min(lines.line_count, region.end + 3)))
-        judged = 0
-        while True:
-            rewrite, finished = read_rewrite(stream.text, done=stream.done)
-            settled = settled_hunks(region.lines, rewrite, done=finished or stream.done)
-            for hunk in settled[judged:]:
-                judged += 1
-                reason = judge(hunk, region, last=last, before=before, after=after)
-                edit = char_edit(hunk, region, line_count=lines.line_count) if not reason else None
-                if edit is not None and not self._parses(request, edit):
-                    reason = "parse"
-                if reason:
-                    record.refused.append(reason)
-                    continue
-                assert edit is not None
-                record.hunks = judged
-                record.mark("first_line")
-                return hunk, edit
-            record.hunks = judged
-            if finished or stream.done:
-                return None
+
+        def judged(count: int) -> None:
+            record.hunks = count
+
+        def waited() -> None:
             record.waited_for_model = True
-            await stream.changed()
 
-    def _delay_s(self) -> float:
-        """A rewrite of the region takes longer than a typing interval, so a request made mid-typing would
-        be overtaken by the next key press and its prompt paid for nothing: wait for a pause of half as long
-        again as the user's typing interval (at most `debounce_ms`). Until the rhythm is known, ask at once."""
+        found = await first_hunk(
+            document=request.document,
+            path=request.path,
+            region=region,
+            stream=stream,
+            last=last,
+            refused=record.refused,
+            distinct=self.config.next_edit.settle == "distinct-line",
+            judged=judged,
+            waited=waited,
+        )
+        if found is not None:
+            record.mark("first_line")
+        return found
+
+    def _delay_s(self, request: NextEditRequest) -> float:
+        """How long to wait before asking, by `[next_edit] pause`. "interval": a rewrite of the region takes
+        longer than a typing interval, so a request made mid-typing would be overtaken by the next key press
+        and its prompt paid for nothing: wait for a pause of half as long again as the user's typing interval
+        (at most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
+        press that ends a word, a line or a statement (the text before the cursor ends in a character that
+        cannot continue an identifier, or only indentation is left of it) asks at once: a change usually
+        ends there, and waiting for the pause would put the pause in the user's wait. "none": always at once."""
+        settings = self.config.next_edit
+        if settings.pause == "none":
+            return 0.0
+        if settings.pause == "typed" and 0 <= request.line < request.document.line_count:
+            if ends_a_word(request.document.line_content(request.line)[: request.character]):
+                return 0.0
         gap_s = self._debounce.typing_gap_s
-        ceiling_s = self.config.next_edit.debounce_ms / 1000
+        ceiling_s = settings.debounce_ms / 1000
         return 0.0 if gap_s is None else min(ceiling_s, _PAUSE_GAPS * gap_s)
-
-    def _parses(self, request: NextEditRequest, edit: CharEdit) -> bool:
-        """False when the edit breaks a file that parsed (Python) or unbalances its brackets (others)."""
-        lines = request.document
-        if lines.line_count * 80 > _PARSE_CHECK_CHARS:
-            return True
-        before = [lines.line_content(i) for i in range(lines.line_count)]
-        old_text, new_text = "\n".join(before), "\n".join(edit.apply(before))
-        if len(old_text) > _PARSE_CHECK_CHARS:
-            return True
-        if request.path.endswith((".py", ".pyi")):
-            return not (_parses(old_text) and not _parses(new_text))
-        return balance_issues(new_text, request.path) <= balance_issues(old_text, request.path)
 
     # -- the prompt ------------------------------------------------------------------------------
 
@@ -483,7 +462,7 @@ class NextEdits:
             and suggestion.trace_id == trace_id
             and current is not None
             and current[0] > suggestion.version
-            and _holds(current[1], suggestion.edit)
+            and holds(current[1], suggestion.edit)
         )
         if record is not None:
             self._write_fate(record, "accepted" if fresh else "stale")
@@ -564,33 +543,6 @@ class NextEdits:
         self._prefetched.clear()
         for uri in list(self._open_records):
             self._settle(uri, "")
-
-
-def _parses(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
-
-
-def _holds(lines: Lines, edit: CharEdit) -> bool:
-    """Whether the document holds `edit.text` where the edit put it (the edit was applied as suggested)."""
-    parts = edit.text.split("\n")
-    for offset, part in enumerate(parts):
-        index = edit.start_line + offset
-        if index >= lines.line_count:
-            return False
-        line = lines.line_content(index)
-        column = edit.start_char if offset == 0 else 0
-        segment = line[column:]
-        if offset < len(parts) - 1 and segment != part:
-            return False
-        if offset == len(parts) - 1 and not segment.startswith(part):
-            return False
-    return True
 
 
 def _log_failure(task: asyncio.Task[NextEditResult]) -> None:

@@ -9,6 +9,7 @@ from tandem.cache.edit_region import (
     LastEdit,
     Region,
     char_edit,
+    ends_a_word,
     hunks,
     judge,
     region_bounds,
@@ -81,6 +82,62 @@ def test_a_streaming_hunk_is_settled_once_the_rewrite_is_back_in_step() -> None:
     assert settled_hunks(region, "a\nB\nc\n", done=False) == []
     assert settled_hunks(region, "a\nB\nc\nd\n", done=False) == [Hunk(1, ("b",), ("B",))]
     assert settled_hunks(region, "a\nB\nc\nd\nE", done=True) == [Hunk(1, ("b",), ("B",)), Hunk(4, ("e",), ("E",))]
+
+
+def test_with_distinct_a_hunk_settles_after_one_distinctive_matching_line() -> None:
+    region = ("def f(a):", "    total = a + 1", ")", "    return total", "", "x = 1")
+    changed = "def f(b):\n    total = a + 1\n"
+    assert settled_hunks(region, changed, done=False) == []
+    first = [Hunk(0, ("def f(a):",), ("def f(b):",))]
+    assert settled_hunks(region, changed, done=False, distinct=True) == first
+    # A short line, or one the region holds twice, could be a new line that looks like it: two lines needed.
+    assert settled_hunks(region, "def f(a):\n    total = b + 1\n)\n", done=False, distinct=True) == []
+    twice = ("a = 1", "    value = compute()", "b = 2", "    value = compute()")
+    assert settled_hunks(twice, "a = 2\n    value = compute()\n", done=False, distinct=True) == []
+    assert settled_hunks(twice, "a = 2\n    value = compute()\nb = 2\n", done=False, distinct=True) == [
+        Hunk(0, ("a = 1",), ("a = 2",))
+    ]
+
+
+def test_a_change_often_ends_where_a_word_a_line_or_a_statement_ends() -> None:
+    assert ends_a_word("    return f(a, ")
+    assert ends_a_word("    x = y)")
+    assert ends_a_word("        ")  # Enter and the new line's indentation
+    assert ends_a_word("")
+    assert not ends_a_word("    retur")
+    assert not ends_a_word("    x = y_2")
+
+
+def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
+    import dataclasses
+
+    from tandem.completion.config import Config
+    from tandem.completion.next_edit import NextEditRequest, NextEdits
+
+    buffer = LineBuffer("def f(a):\n    return a\n")
+
+    def waits(pause: str, character: int) -> float:
+        config = Config()
+        config = dataclasses.replace(config, next_edit=dataclasses.replace(config.next_edit, pause=pause))
+        # Only the wait is computed: no model, tracer or budget is reached.
+        edits = NextEdits(
+            tiers=None,  # type: ignore[arg-type]
+            tracer=None,  # type: ignore[arg-type]
+            budget=None,  # type: ignore[arg-type]
+            config=config,
+            documents=lambda uri: (1, buffer),
+            history=EditHistory(),
+        )
+        for at_s in (0.0, 0.1, 0.2, 0.3):  # a key press every 100 ms
+            edits._debounce.keystroke("u", at_s)
+        request = NextEditRequest(uri="u", version=1, line=1, character=character, document=buffer, path="m.py")
+        return edits._delay_s(request)
+
+    after_word, mid_word = 11, 9  # "    return| a" and "    retu|rn a"
+    assert round(waits("interval", after_word), 3) == round(waits("interval", mid_word), 3) == 0.15
+    assert waits("typed", after_word) == 0.0
+    assert round(waits("typed", mid_word), 3) == 0.15
+    assert waits("none", mid_word) == 0.0
 
 
 def test_judge_refuses_reversals_and_rewrites_past_the_region() -> None:

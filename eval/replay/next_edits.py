@@ -59,6 +59,19 @@ def add_next_edit_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="next edits: only files a commit changes in at least N separate places (default 2)",
     )
+    parser.add_argument(
+        "--next-edit-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="next edits: a [next_edit] setting for the server, as TOML (e.g. pause='typed'); repeatable",
+    )
+    parser.add_argument(
+        "--next-edit-strategies",
+        default=",".join(STRATEGIES),
+        metavar="LIST",
+        help=f"next edits: the strategies to run, comma-separated (default {','.join(STRATEGIES)})",
+    )
 
 
 @dataclass
@@ -271,6 +284,7 @@ async def _run_strategy(
     seed: int,
     workdir: Path,
     trace_base: Path | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> Tally:
     trace = (
         trace_base.with_name(f"{trace_base.stem}-{strategy}{trace_base.suffix or '.jsonl'}")
@@ -281,7 +295,7 @@ async def _run_strategy(
     client = ReplayClient(trace_path=trace)
     options = {
         "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}},
-        "next_edit": {"prefetch_on_accept": strategy.endswith("+prefetch")},
+        "next_edit": {**(settings or {}), "prefetch_on_accept": strategy.endswith("+prefetch")},
         # Measure what next edits spend, not what a budget lets them spend.
         "prefetch": {"tokens_per_minute": 100_000_000},
         "trace": {"path": str(trace)},
@@ -450,6 +464,16 @@ def run_next_edits(args: argparse.Namespace) -> int:
     if not tasks:
         sys.stderr.write(f"tandem replay: error: no commit among {looked} makes several small changes to one file\n")
         return 1
+    try:
+        settings = _settings(args.next_edit_setting)
+    except ValueError as error:
+        sys.stderr.write(f"tandem replay: error: --next-edit-setting: {error}\n")
+        return 1
+    strategies = [name.strip() for name in str(args.next_edit_strategies).split(",") if name.strip()]
+    unknown = [name for name in strategies if name not in STRATEGIES]
+    if unknown or not strategies:
+        sys.stderr.write(f"tandem replay: error: --next-edit-strategies: one or more of {', '.join(STRATEGIES)}\n")
+        return 1
     rhythm = Rhythm(chars_per_s=args.cps, time_scale=args.time_scale)
     # Without next edits the user types every later change: the same key presses at the same rhythm.
     baseline_keys = 0
@@ -467,13 +491,17 @@ def run_next_edits(args: argparse.Namespace) -> int:
         "simulated": "model output comes from tandem sim (spark profile, real speed), answering from the commit",
         "typing": f"{args.cps:g} chars/s x time scale {args.time_scale:g}",
         "baseline": {"later_keys_typed": baseline_keys, "keys_saved": 0},
+        "next_edit_settings": settings,
+        "strategies": strategies,
     }
     with (
         tempfile.TemporaryDirectory(prefix="tandem-next-edits-") as scratch,
         start_in_thread(SimSettings(profile="spark", seed=args.seed, error_rate=args.error_rate)) as sim,
     ):
-        for strategy in STRATEGIES:
-            tally = asyncio.run(_run_strategy(strategy, tasks, sim, rhythm, args.seed, Path(scratch), args.trace))
+        for strategy in strategies:
+            tally = asyncio.run(
+                _run_strategy(strategy, tasks, sim, rhythm, args.seed, Path(scratch), args.trace, settings)
+            )
             results[strategy] = summarise(tally, baseline_keys)
     if sys.stderr.isatty():
         sys.stderr.write("\n")
@@ -490,7 +518,9 @@ def render(results: dict[str, Any]) -> str:
         f"(SIMULATED model: {results['simulated']}; typing {results['typing']})",
         f"  baseline (no next edits): {results['baseline']['later_keys_typed']} key presses for the later changes",
     ]
-    for strategy in STRATEGIES:
+    if results.get("next_edit_settings"):
+        lines.append(f"  [next_edit] settings: {results['next_edit_settings']}")
+    for strategy in results.get("strategies", STRATEGIES):
         r = results[strategy]
         ms, acc, srv, hi = r["after_change_ms"], r["after_accept_ms"], r["server_ms_p50"], r["server_ms_p95"]
         lines += [
@@ -515,6 +545,22 @@ def render(results: dict[str, Any]) -> str:
             f" {r['tokens_per_accepted_char']}",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _settings(pairs: list[str]) -> dict[str, Any]:
+    """`NAME=VALUE` pairs (VALUE in TOML) as a `[next_edit]` table."""
+    import tomllib
+
+    table: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{pair!r} is not NAME=VALUE")
+        try:
+            table.update(tomllib.loads(f"{name.strip()} = {value.strip()}"))
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"{pair!r}: {error}") from None
+    return table
 
 
 def _share(value: float | None) -> str:
