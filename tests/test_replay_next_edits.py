@@ -75,13 +75,15 @@ def test_replay_next_edits_reports_every_figure_beside_the_baseline(repo: pathli
 def test_replay_next_edits_runs_the_strategies_and_settings_asked_for(repo: pathlib.Path) -> None:
     args = ["--next-edits", "--repo", str(repo), "--json", "--time-scale", "0.1", "--error-rate", "0"]
     chosen = ["--next-edit-strategies", "next-edits", "--next-edit-setting", "pause='typed'"]
-    chosen += ["--next-edit-setting", "settle='distinct-line'"]
+    chosen += ["--next-edit-setting", "settle='distinct-line'", "--next-edit-order", "bottom-up"]
     done = subprocess.run(
         [sys.executable, "-P", "-m", "tandem", "replay", *args, *chosen], capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["strategies"] == ["next-edits"] and "next-edits+prefetch" not in data
+    # Bottom-up: the user renames the last use first, and the two changes above it are suggested.
+    assert data["order"] == "bottom-up" and data["baseline"]["later_keys_typed"] > 0
     assert data["next_edit_settings"] == {"pause": "typed", "settle": "distinct-line"}
     assert (data["next-edits"]["suggested_exactly"], data["next-edits"]["later_changes"]) == (2, 2)
     wrong = subprocess.run(

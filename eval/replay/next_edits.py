@@ -67,6 +67,13 @@ def add_next_edit_arguments(parser: argparse.ArgumentParser) -> None:
         help="next edits: a [next_edit] setting for the server, as TOML (e.g. pause='typed'); repeatable",
     )
     parser.add_argument(
+        "--next-edit-order",
+        choices=("top-down", "bottom-up"),
+        default="top-down",
+        help="next edits: the user types the first remaining change from the top of the file (default) or from"
+        " the bottom (then every later change lies above the cursor)",
+    )
+    parser.add_argument(
         "--next-edit-strategies",
         default=",".join(STRATEGIES),
         metavar="LIST",
@@ -174,9 +181,12 @@ def _plain(value: Any) -> Any:
 
 
 class _Runner:
-    def __init__(self, client: ReplayClient, sim: SimHandle, rhythm: Rhythm, seed: int, root: Path) -> None:
+    def __init__(
+        self, client: ReplayClient, sim: SimHandle, rhythm: Rhythm, seed: int, root: Path, order: str = "top-down"
+    ) -> None:
         self.client, self.sim, self.rhythm, self.root = client, sim, rhythm, root
         self.rng = random.Random(seed)
+        self.order = order
 
     async def task(self, task: NextEditTask, tally: Tally) -> None:
         self.sim.set_next_edit_truth({task.path: task.after})
@@ -187,8 +197,9 @@ class _Runner:
         moves = 0
         while (remaining := _remaining(doc.lines, truth)) and moves < 3 * task.hunks:
             moves += 1
-            # The user types the first remaining change, asking for a next edit after every key press.
-            hunk = remaining[0]
+            # The user types the first remaining change (from the top, or from the bottom), asking for a next
+            # edit after every key press.
+            hunk = remaining[0] if self.order == "top-down" else remaining[-1]
             edit = char_edit(hunk, Region(0, tuple(doc.lines)), line_count=len(doc.lines))
             if not first:
                 tally.later_changes += 1
@@ -285,6 +296,7 @@ async def _run_strategy(
     workdir: Path,
     trace_base: Path | None = None,
     settings: dict[str, Any] | None = None,
+    order: str = "top-down",
 ) -> Tally:
     trace = (
         trace_base.with_name(f"{trace_base.stem}-{strategy}{trace_base.suffix or '.jsonl'}")
@@ -303,7 +315,7 @@ async def _run_strategy(
     tally = Tally()
     await client.start(options)
     try:
-        runner = _Runner(client, sim, rhythm, seed, workdir / "workspace")
+        runner = _Runner(client, sim, rhythm, seed, workdir / "workspace", order)
         for index, task in enumerate(tasks):
             _progress(f"{strategy}: task {index + 1}/{len(tasks)}")
             await runner.task(task, tally)
@@ -480,9 +492,10 @@ def run_next_edits(args: argparse.Namespace) -> int:
     for task in tasks:
         lines = task.before.split("\n")
         truth = tuple(task.after.split("\n"))
-        for index, hunk in enumerate(_remaining(lines, truth)):
-            if index:
-                baseline_keys += _keys(char_edit(hunk, Region(0, tuple(lines)), line_count=len(lines)))
+        remaining = _remaining(lines, truth)
+        later = remaining[1:] if args.next_edit_order == "top-down" else remaining[:-1]
+        for hunk in later:
+            baseline_keys += _keys(char_edit(hunk, Region(0, tuple(lines)), line_count=len(lines)))
     results: dict[str, Any] = {
         "repo": str(repo),
         "commits_scanned": looked,
@@ -493,6 +506,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
         "baseline": {"later_keys_typed": baseline_keys, "keys_saved": 0},
         "next_edit_settings": settings,
         "strategies": strategies,
+        "order": args.next_edit_order,
     }
     with (
         tempfile.TemporaryDirectory(prefix="tandem-next-edits-") as scratch,
@@ -500,7 +514,9 @@ def run_next_edits(args: argparse.Namespace) -> int:
     ):
         for strategy in strategies:
             tally = asyncio.run(
-                _run_strategy(strategy, tasks, sim, rhythm, args.seed, Path(scratch), args.trace, settings)
+                _run_strategy(
+                    strategy, tasks, sim, rhythm, args.seed, Path(scratch), args.trace, settings, args.next_edit_order
+                )
             )
             results[strategy] = summarise(tally, baseline_keys)
     if sys.stderr.isatty():
