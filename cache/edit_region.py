@@ -101,14 +101,17 @@ def _distinctive(region: tuple[str, ...], line: str, rewrite: tuple[str, ...]) -
     return region.count(line) == 1 and rewrite.count(line) == 1
 
 
-def ends_a_word(before_cursor: str) -> bool:
-    """Whether the text of the line before the cursor ends where a change often ends: after a character
-    that cannot continue an identifier (a space, a bracket, a colon, a quote...), or with only indentation
-    left of the cursor (a new line was begun, or a line emptied)."""
+def ends_a_clause(before_cursor: str) -> bool:
+    """Whether the text of the line before the cursor ends where a change often ends: after a closing
+    bracket or quote, a colon, a comma or a semicolon, or with only indentation left of the cursor (a new
+    line was begun, or a line emptied). Not after a space, an opening bracket, a dot or an operator (what
+    follows them is still to be typed) nor inside a word (the word may go on)."""
     if not before_cursor.strip():
         return True
-    last = before_cursor[-1]
-    return not (last.isalnum() or last == "_")
+    return before_cursor[-1] in _CLAUSE_ENDS
+
+
+_CLAUSE_ENDS = frozenset(")]}:,;\"'`")
 
 
 @dataclass(frozen=True)

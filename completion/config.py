@@ -180,8 +180,9 @@ class NextEditConfig:
     # Wait for a pause in the typing (1.5 typing intervals), at most this long, before asking the model: a
     # request overtaken by the next key press costs its whole prompt (a newer keystroke cancels the wait).
     debounce_ms: int = 250
-    # When to ask: "interval" (after the pause above), "typed" (at once after a key press that ends a word,
-    # a line or a statement; after the pause otherwise), "none" (at once after every edit).
+    # When to ask: "interval" (after the pause above), "typed" (at once after a key press that closes a
+    # bracket or a quote, types `:`, `,` or `;`, or begins a line; after the pause otherwise), "none" (at
+    # once after every edit).
     pause: Literal["interval", "typed", "none"] = "interval"
     # When a streaming hunk counts as complete: "two-lines" (two lines after it match the region again) or
     # "distinct-line" (also one matching line, when that line is distinctive).

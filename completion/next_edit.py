@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 from tandem.cache.edit_history import EditHistory, Lines, render
-from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region, ends_a_word, region_bounds
+from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region, ends_a_clause, region_bounds
 from tandem.completion.backends.base import ModelRequest
 from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.errors import describe
@@ -322,14 +322,14 @@ class NextEdits:
         longer than a typing interval, so a request made mid-typing would be overtaken by the next key press
         and its prompt paid for nothing: wait for a pause of half as long again as the user's typing interval
         (at most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
-        press that ends a word, a line or a statement (the text before the cursor ends in a character that
-        cannot continue an identifier, or only indentation is left of it) asks at once: a change usually
-        ends there, and waiting for the pause would put the pause in the user's wait. "none": always at once."""
+        press that ends a clause (`ends_a_clause`: a closing bracket or quote, `:`, `,`, `;`, or a new line
+        begun) asks at once: a change often ends there, and waiting for the pause would put the pause in the
+        user's wait. "none": always at once."""
         settings = self.config.next_edit
         if settings.pause == "none":
             return 0.0
         if settings.pause == "typed" and 0 <= request.line < request.document.line_count:
-            if ends_a_word(request.document.line_content(request.line)[: request.character]):
+            if ends_a_clause(request.document.line_content(request.line)[: request.character]):
                 return 0.0
         gap_s = self._debounce.typing_gap_s
         ceiling_s = settings.debounce_ms / 1000

@@ -9,7 +9,7 @@ from tandem.cache.edit_region import (
     LastEdit,
     Region,
     char_edit,
-    ends_a_word,
+    ends_a_clause,
     hunks,
     judge,
     region_bounds,
@@ -99,13 +99,12 @@ def test_with_distinct_a_hunk_settles_after_one_distinctive_matching_line() -> N
     ]
 
 
-def test_a_change_often_ends_where_a_word_a_line_or_a_statement_ends() -> None:
-    assert ends_a_word("    return f(a, ")
-    assert ends_a_word("    x = y)")
-    assert ends_a_word("        ")  # Enter and the new line's indentation
-    assert ends_a_word("")
-    assert not ends_a_word("    retur")
-    assert not ends_a_word("    x = y_2")
+def test_a_change_often_ends_where_a_clause_or_a_line_ends() -> None:
+    for before in ("    return f(a,", "    x = y)", "    d = {'a': 1}", "def f(a):", "    s = 'x'", "        ", ""):
+        assert ends_a_clause(before), before
+    # Inside a word, or after what must be followed by more: a space, an opening bracket, a dot, an operator.
+    for before in ("    retur", "    x = y_2", "    return f(a, ", "    f(", "    self.", "    x ="):
+        assert not ends_a_clause(before), before
 
 
 def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
@@ -114,7 +113,7 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     from tandem.completion.config import Config
     from tandem.completion.next_edit import NextEditRequest, NextEdits
 
-    buffer = LineBuffer("def f(a):\n    return a\n")
+    buffer = LineBuffer("def f(a):\n    return f(a)\n")
 
     def waits(pause: str, character: int) -> float:
         config = Config()
@@ -133,9 +132,9 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
         request = NextEditRequest(uri="u", version=1, line=1, character=character, document=buffer, path="m.py")
         return edits._delay_s(request)
 
-    after_word, mid_word = 11, 9  # "    return| a" and "    retu|rn a"
-    assert round(waits("interval", after_word), 3) == round(waits("interval", mid_word), 3) == 0.15
-    assert waits("typed", after_word) == 0.0
+    after_clause, mid_word = 15, 9  # "    return f(a)|" and "    retu|rn f(a)"
+    assert round(waits("interval", after_clause), 3) == round(waits("interval", mid_word), 3) == 0.15
+    assert waits("typed", after_clause) == 0.0
     assert round(waits("typed", mid_word), 3) == 0.15
     assert waits("none", mid_word) == 0.0
 
