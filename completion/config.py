@@ -184,6 +184,9 @@ class NextEditConfig:
     # bracket or a quote, types `:`, `,` or `;`, or begins a line; after the pause otherwise), "none" (at
     # once after every edit).
     pause: Literal["interval", "typed", "none"] = "interval"
+    # The pause that ends a burst of typing, in typing intervals (a typist's lognormal spread puts about one
+    # gap in eight beyond 1.5 intervals, one in three beyond 1.2, one in forty beyond 2.0, one in 200 beyond 2.5).
+    pause_gaps: float = 1.5
     # When a streaming hunk counts as complete: "two-lines" (two lines after it match the region again) or
     # "distinct-line" (also one matching line, when that line is distinctive).
     settle: Literal["two-lines", "distinct-line"] = "two-lines"

@@ -50,9 +50,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CHARS_PER_TOKEN = 4
-# A pause this many typing intervals long ends a burst of typing (the lognormal spread of a typist's gaps puts
-# about one gap in eight beyond 1.5 intervals, against one in three beyond 1.2).
-_PAUSE_GAPS = 1.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,8 +317,8 @@ class NextEdits:
     def _delay_s(self, request: NextEditRequest) -> float:
         """How long to wait before asking, by `[next_edit] pause`. "interval": a rewrite of the region takes
         longer than a typing interval, so a request made mid-typing would be overtaken by the next key press
-        and its prompt paid for nothing: wait for a pause of half as long again as the user's typing interval
-        (at most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
+        and its prompt paid for nothing: wait for a pause of `pause_gaps` typing intervals (1.5 by default; at
+        most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
         press that ends a clause (`ends_a_clause`: a closing bracket or quote, `:`, `,`, `;`, or a new line
         begun) asks at once: a change often ends there, and waiting for the pause would put the pause in the
         user's wait. "none": always at once."""
@@ -333,7 +330,7 @@ class NextEdits:
                 return 0.0
         gap_s = self._debounce.typing_gap_s
         ceiling_s = settings.debounce_ms / 1000
-        return 0.0 if gap_s is None else min(ceiling_s, _PAUSE_GAPS * gap_s)
+        return 0.0 if gap_s is None else min(ceiling_s, settings.pause_gaps * gap_s)
 
     # -- the prompt ------------------------------------------------------------------------------
 

@@ -115,9 +115,10 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
 
     buffer = LineBuffer("def f(a):\n    return f(a)\n")
 
-    def waits(pause: str, character: int) -> float:
+    def waits(pause: str, character: int, gaps: float = 1.5) -> float:
         config = Config()
-        config = dataclasses.replace(config, next_edit=dataclasses.replace(config.next_edit, pause=pause))
+        settings = dataclasses.replace(config.next_edit, pause=pause, pause_gaps=gaps)
+        config = dataclasses.replace(config, next_edit=settings)
         # Only the wait is computed: no model, tracer or budget is reached.
         edits = NextEdits(
             tiers=None,  # type: ignore[arg-type]
@@ -136,6 +137,8 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     assert round(waits("interval", after_clause), 3) == round(waits("interval", mid_word), 3) == 0.15
     assert waits("typed", after_clause) == 0.0
     assert round(waits("typed", mid_word), 3) == 0.15
+    assert round(waits("typed", mid_word, gaps=2.0), 3) == 0.2
+    assert waits("typed", mid_word, gaps=3.0) == 0.25  # never longer than debounce_ms
     assert waits("none", mid_word) == 0.0
 
 
