@@ -93,3 +93,17 @@ def test_replay_next_edits_runs_the_strategies_and_settings_asked_for(repo: path
         timeout=60,
     )
     assert wrong.returncode == 1 and "NAME=VALUE" in wrong.stderr
+
+
+def test_replay_next_edits_can_run_under_a_speculation_budget(repo: pathlib.Path) -> None:
+    args = ["--next-edits", "--repo", str(repo), "--json", "--time-scale", "0.1", "--error-rate", "0"]
+    args += ["--next-edit-strategies", "next-edits", "--tokens-per-minute", "100"]
+    done = subprocess.run(
+        [sys.executable, "-P", "-m", "tandem", "replay", *args], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    run = data["next-edits"]
+    # No prompt fits in 100 tokens a minute: nothing is asked, nothing suggested, the user types it all.
+    assert data["tokens_per_minute"] == 100 and run["model_requests"] == 0 and run["outcomes"].get("skipped", 0) > 0
+    assert run["suggested_exactly"] == 0 and run["keys_saved"] == 0

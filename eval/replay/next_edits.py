@@ -74,6 +74,14 @@ def add_next_edit_arguments(parser: argparse.ArgumentParser) -> None:
         " the bottom (then every later change lies above the cursor)",
     )
     parser.add_argument(
+        "--tokens-per-minute",
+        type=int,
+        default=0,
+        metavar="N",
+        help="next edits: the speculation token budget ([prefetch] tokens_per_minute) the server gets;"
+        " default 0: unlimited, to measure what next edits spend rather than what a budget lets them spend",
+    )
+    parser.add_argument(
         "--next-edit-strategies",
         default=",".join(STRATEGIES),
         metavar="LIST",
@@ -297,6 +305,7 @@ async def _run_strategy(
     trace_base: Path | None = None,
     settings: dict[str, Any] | None = None,
     order: str = "top-down",
+    tokens_per_minute: int = 0,
 ) -> Tally:
     trace = (
         trace_base.with_name(f"{trace_base.stem}-{strategy}{trace_base.suffix or '.jsonl'}")
@@ -308,8 +317,8 @@ async def _run_strategy(
     options = {
         "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}},
         "next_edit": {**(settings or {}), "prefetch_on_accept": strategy.endswith("+prefetch")},
-        # Measure what next edits spend, not what a budget lets them spend.
-        "prefetch": {"tokens_per_minute": 100_000_000},
+        # Unless a budget is asked for: measure what next edits spend, not what a budget lets them spend.
+        "prefetch": {"tokens_per_minute": tokens_per_minute or 100_000_000},
         "trace": {"path": str(trace)},
     }
     tally = Tally()
@@ -507,6 +516,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
         "next_edit_settings": settings,
         "strategies": strategies,
         "order": args.next_edit_order,
+        "tokens_per_minute": args.tokens_per_minute or "unlimited",
     }
     with (
         tempfile.TemporaryDirectory(prefix="tandem-next-edits-") as scratch,
@@ -515,7 +525,16 @@ def run_next_edits(args: argparse.Namespace) -> int:
         for strategy in strategies:
             tally = asyncio.run(
                 _run_strategy(
-                    strategy, tasks, sim, rhythm, args.seed, Path(scratch), args.trace, settings, args.next_edit_order
+                    strategy,
+                    tasks,
+                    sim,
+                    rhythm,
+                    args.seed,
+                    Path(scratch),
+                    args.trace,
+                    settings,
+                    args.next_edit_order,
+                    args.tokens_per_minute,
                 )
             )
             results[strategy] = summarise(tally, baseline_keys)
