@@ -190,6 +190,10 @@ class NextEditConfig:
     # When a streaming hunk counts as complete: "two-lines" (two lines after it match the region again) or
     # "distinct-line" (also one matching line, when that line is distinctive).
     settle: Literal["two-lines", "distinct-line"] = "two-lines"
+    # Ask for the region in two parts at once, from the cursor's line down and from the region's top to the
+    # cursor's line, so that a change below the cursor settles without the lines above being copied first
+    # (each part costs a prompt: twice the prompt tokens).
+    split: bool = False
     deadline_s: float = 5.0
     # Ask for the next edit at once when one is accepted (Tab, Tab, Tab costs no wait).
     prefetch_on_accept: bool = True

@@ -100,6 +100,7 @@ RULES: dict[str, Rule] = {
     "next_edit.pause": Rule("one_of", allowed=("interval",)),
     "next_edit.settle": _FREE,
     "next_edit.pause_gaps": _AT_LEAST,
+    "next_edit.split": _ONLY_OFF,
     "next_edit.deadline_s": _AT_MOST,
     "next_edit.prefetch_on_accept": _ONLY_OFF,
     "edit.max_tokens": _AT_MOST,

@@ -36,6 +36,7 @@ from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.next_edit_hunks import first_hunk, holds
 from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
+from tandem.completion.next_edit_split import first_of, split
 from tandem.completion.request import Ticket
 from tandem.completion.streams import Stream
 from tandem.completion.trace import TraceRecord
@@ -99,8 +100,11 @@ class NextEditRecord(TraceRecord):
     shown: bool = False
     # accepted | dismissed | superseded | stale (accept refused: the document moved on) | "" (unknown)
     fate: str = ""
-    # The model stream behind the record (not written): the record is written once it has ended.
-    stream: Stream | None = field(default=None, repr=False, compare=False)
+    # The model streams behind the record (not written; two when the region is split): the record is
+    # written once they have ended.
+    streams: list[Stream] = field(default_factory=list, repr=False, compare=False)
+    # How many parts the region was asked in (1, or 2 with `[next_edit] split`).
+    parts: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
@@ -110,6 +114,7 @@ class NextEditRecord(TraceRecord):
             "hunks": self.hunks,
             "refused": self.refused,
             "shown": self.shown,
+            "parts": self.parts,
             "fate": self.fate,
         }
         return data
@@ -201,12 +206,20 @@ class NextEdits:
         return result
 
     def _write(self, record: NextEditRecord) -> None:
-        """Write `record` now, or when its stream has ended (so that it carries the stream's usage)."""
-        stream = record.stream
-        if stream is not None and not stream.done:
-            stream.on_done(lambda _: self.tracer.write(record))
-        else:
+        """Write `record` now, or when its streams have ended (so that it carries their usage)."""
+        running = [stream for stream in record.streams if not stream.done]
+        if not running:
             self.tracer.write(record)
+            return
+        left = [len(running)]
+
+        def ended(_: Stream) -> None:
+            left[0] -= 1
+            if not left[0]:
+                self.tracer.write(record)
+
+        for stream in running:
+            stream.on_done(ended)
 
     async def _suggest(self, request: NextEditRequest, record: NextEditRecord, ticket: Ticket) -> NextEditResult:
         settings = self.config.next_edit
@@ -242,40 +255,64 @@ class NextEdits:
 
         region, prompt, record.history_edits, sources = self._context(request)
         record.region_lines = len(region.lines)
-        model_request = self._model_request(tier, prompt)
-        verdict = self.gate.admit(Outbound(request=model_request, document=request.uri, snippet_paths=sources))
-        if not verdict:
-            return done("refused", verdict.reason)
-        text = model_request.raw_prompt or "".join(content for _, content in model_request.messages)
-        record.prompt_chars = len(text)
-        tokens_in = self._count(text)
-        record.context_tokens = tokens_in
-        if not self.budget.allows(tokens_in + settings.max_tokens):
+        # The whole region in one request, or (`split`) its part from the cursor down and its part above,
+        # asked at once: a change below the cursor then settles without the lines above being copied.
+        parts = (split(region, prompt, request.line) if settings.split else []) or [(region, prompt)]
+        asks: list[tuple[Region, ModelRequest, int]] = []
+        for part_region, part_prompt in parts:
+            model_request = self._model_request(tier, part_prompt)
+            verdict = self.gate.admit(Outbound(request=model_request, document=request.uri, snippet_paths=sources))
+            if not verdict:
+                return done("refused", verdict.reason)
+            text = model_request.raw_prompt or "".join(content for _, content in model_request.messages)
+            record.prompt_chars += len(text)
+            asks.append((part_region, model_request, self._count(text)))
+        cost = sum(tokens for _, _, tokens in asks) + len(asks) * settings.max_tokens
+        if len(asks) > 1 and not self.budget.allows(cost):
+            # Not enough budget left for both parts: the whole region in one request, if that fits.
+            region_request = self._model_request(tier, prompt)
+            text = region_request.raw_prompt or "".join(content for _, content in region_request.messages)
+            record.prompt_chars = len(text)
+            asks = [(region, region_request, self._count(text))]
+            cost = asks[0][2] + settings.max_tokens
+        record.context_tokens = sum(tokens for _, _, tokens in asks)
+        record.parts = len(asks)
+        if not self.budget.allows(cost):
             return done("skipped", "speculation token budget spent for this minute")
-        self.budget.charge(tokens_in + settings.max_tokens)
+        self.budget.charge(cost)
         record.mark("context_built")
 
-        stream = Stream(
-            uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
-        )
-        record.source, record.stream_id, record.stream = "model", stream.id, stream
-        stream.run(tier.run(stream, model_request, remember=lambda _: None))
-        stream.on_done(self._trace_usage(record))
+        streams: list[Stream] = []
+        for _, model_request, _ in asks:
+            stream = Stream(
+                uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
+            )
+            stream.run(tier.run(stream, model_request, remember=lambda _: None))
+            streams.append(stream)
+        record.source, record.stream_id, record.streams = "model", streams[0].id, streams
+        self._trace_usage(record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)])
         found: tuple[Hunk, CharEdit] | None = None
         try:
             with ticket.waiting():
                 try:
                     with anyio.fail_after(settings.deadline_s):
-                        found = await self._first_hunk(request, region, stream, record)
+                        found = await first_of(
+                            [
+                                self._first_hunk(request, part_region, stream, record)
+                                for (part_region, _, _), stream in zip(asks, streams, strict=True)
+                            ]
+                        )
                 except TimeoutError:
                     record.error = f"no settled edit within {settings.deadline_s:g} s"
         finally:
-            stream.cancel()  # the rest of the rewrite is not needed
+            for stream in streams:
+                stream.cancel()  # the rest of the rewrite is not needed
         if ticket.superseded:
             return done("superseded")
         if found is None:
-            if stream.error is not None and not stream.cancelled and not record.refused:
-                return done("error", describe(stream.error))
+            errors = [stream.error for stream in streams if stream.error is not None and not stream.cancelled]
+            if errors and not record.refused:
+                return done("error", describe(errors[0]))
             if record.refused:
                 return done("rejected", record.refused[0])
             return done("empty", record.error)
@@ -293,8 +330,10 @@ class NextEdits:
         last_edit = self.history.last(request.uri, request.document)
         last = LastEdit(last_edit.start, last_edit.old, last_edit.new) if last_edit is not None else None
 
+        earlier = record.hunks  # judged in the other part of a split region
+
         def judged(count: int) -> None:
-            record.hunks = count
+            record.hunks = max(record.hunks, earlier + count)
 
         def waited() -> None:
             record.waited_for_model = True
@@ -513,12 +552,31 @@ class NextEdits:
         self._tickets[uri] = ticket
         return ticket
 
-    def _trace_usage(self, record: NextEditRecord) -> Callable[[Stream], None]:
-        def ended(stream: Stream) -> None:
-            counter = self.workspace.counter if self.workspace is not None else None
-            record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
+    def _trace_usage(self, record: NextEditRecord, streams: list[tuple[Stream, int]]) -> None:
+        """Fill in `record` from its streams once all have ended: the phases from the first (the part
+        nearest the cursor), the tokens of all of them. `streams`: each with its prompt's token count."""
+        counter = self.workspace.counter if self.workspace is not None else None
+        count = counter.count if counter is not None else None
+        left = [len(streams)]
 
-        return ended
+        def ended(_: Stream) -> None:
+            left[0] -= 1
+            if left[0]:
+                return
+            context_tokens = record.context_tokens
+            record.context_tokens = streams[0][1]
+            record.stream_ended(streams[0][0], count_tokens=count)
+            for stream, tokens in streams[1:]:
+                part = NextEditRecord(kind="next_edit", received_ns=record.received_ns, context_tokens=tokens)
+                part.stream_ended(stream, count_tokens=count)
+                record.tokens_in += part.tokens_in
+                record.tokens_out += part.tokens_out
+                record.tokens_cached += part.tokens_cached
+                record.tokens_estimated = record.tokens_estimated or part.tokens_estimated
+            record.context_tokens = context_tokens
+
+        for stream, _ in streams:
+            stream.on_done(ended)
 
     def document_closed(self, uri: str) -> None:
         self._settle(uri, "")

@@ -272,3 +272,51 @@ async def test_cursor_motion_asks_nothing_and_the_speculation_budget_applies(
         [record] = [r for r in session.records() if r["kind"] == "next_edit"]
         assert record["outcome"] == "skipped" and "budget" in record["error"]
     assert _model_requests(sim) == asked
+
+
+SPLIT_BEFORE = "".join(f"value_{i} = compute({i})\n" for i in range(12))
+# The user's change is on line 5 ("compute" -> "evaluate"); the truth makes it on lines 2 and 9 as well.
+SPLIT_TRUTH = "".join(f"value_{i} = {'evaluate' if i in (2, 5, 9) else 'compute'}({i})\n" for i in range(12))
+
+
+async def test_a_split_region_asks_both_parts_and_suggests_from_either(tmp_path: pathlib.Path) -> None:
+    """With `[next_edit] split`, the region is asked in two parts at once (the cursor's line down, and the
+    region's top to it): the change below the cursor and the one above are both suggested, one after the
+    other, and each record counts both parts' tokens."""
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
+        sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
+        options = {**fast_model(sim.base_url), "next_edit": {"split": True}}
+        async with serve(tmp_path, "vscode", options=options) as session:
+            uri = session.open("split.py", SPLIT_BEFORE)
+            text = SPLIT_BEFORE
+            session.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(
+                                start=types.Position(line=5, character=10), end=types.Position(line=5, character=17)
+                            ),
+                            text="evaluate",
+                        )
+                    ],
+                )
+            )
+            text = text.replace("value_5 = compute", "value_5 = evaluate")
+            version = 2
+            for _ in range(2):
+                [edit] = await _ask(session, uri, version, 5, 18)
+                text = _apply(text, edit)
+                version += 1
+                _change(session, uri, version, edit)
+                await session.client.workspace_execute_command_async(
+                    types.ExecuteCommandParams(
+                        command=edit["command"]["command"], arguments=edit["command"]["arguments"]
+                    )
+                )
+            assert text == SPLIT_TRUTH
+            await _until(lambda: sum(r.get("next_edit", {}).get("fate") == "accepted" for r in session.records()) == 2)
+            accepted = [r for r in session.records() if r.get("next_edit", {}).get("fate") == "accepted"]
+            assert [r["next_edit"]["parts"] for r in accepted] == [2, 2]
+            # Both parts' prompts are paid for: the provider's usage adds up to the two prompts counted.
+            assert all(r["tokens"]["in"] >= 0.9 * r["context_tokens"] > 0 for r in accepted)

@@ -142,6 +142,27 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     assert waits("none", mid_word) == 0.0
 
 
+def test_a_split_region_moves_only_the_markers() -> None:
+    from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages
+    from tandem.completion.next_edit_split import split
+
+    lines = tuple(f"line {i}" for i in range(10, 20))
+    region = Region(10, lines)
+    marked = list(lines)
+    marked[4] = "line " + CURSOR + "14"
+    prompt = NextEditPrompt(path="m.py", history="h", before="line 9\n", region="\n".join(marked), after="line 20")
+    (lower_region, lower), (upper_region, upper) = split(region, prompt, cursor_line=14)
+    assert (lower_region.start, lower_region.lines) == (14, lines[4:])
+    assert (upper_region.start, upper_region.lines) == (10, lines[:5])
+    # The same excerpt, the markers moved: both parts hold the cursor's line, and the cursor.
+    strip = lambda text: text.replace("<|editable_region_start|>\n", "").replace("\n<|editable_region_end|>", "")  # noqa: E731
+    assert strip(lower.excerpt()) == strip(upper.excerpt()) == strip(prompt.excerpt())
+    assert CURSOR in lower.region and CURSOR in upper.region
+    assert chat_messages(lower)[0] == chat_messages(prompt)[0]
+    # Too near an edge for two parts worth their prompts.
+    assert split(region, prompt, cursor_line=11) == [] and split(region, prompt, cursor_line=18) == []
+
+
 def test_judge_refuses_reversals_and_rewrites_past_the_region() -> None:
     region = Region(5, ("def f(arg):", "    return a"))
     last = LastEdit(5, ("def f(a):",), ("def f(arg):",))
