@@ -18,6 +18,9 @@ JSON object) with the same shape:
     force = ""   # "fast" | "accurate"  max_tokens = 16384
     large_selection_lines = 30          deadline_s = 300.0
     span_files = 2.0 ...                context_files = 4
+                                        strategy = "banded"   # "route"
+                                        hedge_from = 0.0
+                                        accurate_from = 1.01
 
 A workspace's tandem.toml comes from whoever wrote the repository: unless the user trusts it, it may only
 make tandem cheaper, quieter or more private (`completion.config_trust`). Trusted or not, its trace path
@@ -159,6 +162,15 @@ class EditConfig:
     # Other files shown to the model beside the one being edited (the route's cross-file reach).
     context_files: int = 4
     context_chars: int = 60_000
+    # Where an edit goes (`completion.edit_flow`). "banded": by the router's score, the fast model first
+    # (an answer that fails its checks is re-run on the accurate model) below `hedge_from`; both models at
+    # once from `hedge_from` up to `accurate_from` (hedged: the accurate stream is cancelled when the fast
+    # answer passes its checks, and serves when it does not); the accurate model alone at `accurate_from`
+    # or above. "route": the router's tier (`[router] accurate_score`) with escalation, as before hedging.
+    # A tier asked for by the user or by `[router] force` is asked alone, either way.
+    strategy: Literal["banded", "route"] = "banded"
+    hedge_from: float = 0.0
+    accurate_from: float = 1.01
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -107,6 +107,10 @@ RULES: dict[str, Rule] = {
     "edit.deadline_s": _AT_MOST,
     "edit.context_files": _AT_MOST,
     "edit.context_chars": _AT_MOST,
+    # Hedging pays for an accurate prompt beside the fast one: a workspace may turn it off or narrow it.
+    "edit.strategy": Rule("one_of", allowed=("route",)),
+    "edit.hedge_from": _AT_LEAST,
+    "edit.accurate_from": Rule("never", "moves edits between models"),
     "trace.enabled": _ONLY_OFF,
     "trace.path": _FREE,  # confined by merge_layers
     "trace.max_mb": _AT_MOST,

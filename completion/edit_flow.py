@@ -1,8 +1,8 @@
 """The path of one edit, top to bottom: `EditFlow.run`. No LSP here: plain dataclasses in and out.
 
-    route -> context -> prompt -> stream -> parse -> validate -> rebase -> outcome
-                                   ^                   |
-                                   +--- escalate ------+   (fast answer unusable: ask the accurate model)
+    route -> plan -> context -> prompt -> stream -> parse -> validate -> rebase -> outcome
+                                          ^                   |
+                                          +--- escalate ------+   (fast answer unusable: ask the accurate model)
 
 1. Route: `completion.router` decides from what it can see before generating (selection, instruction,
    cross-file reach from the symbol index, the user's change in progress); the user's or the project's
@@ -19,6 +19,14 @@
    that is down hands the edit to the other, and the user is told once. An edit the user typed over is
    refused, never escalated: the answer was fine, the text moved.
 
+The plan (`[edit] strategy`, `EditFlow.plan`) says how the models are asked. "fast-first" is 3-5 from the
+fast model; "accurate" is 3-4 from the accurate model alone; "hedged" asks both at once: the fast answer
+is checked while the accurate one streams; if it passes, the accurate stream is cancelled (its tokens so
+far are counted), and if it does not, the accurate answer, already on its way, is checked and used. The
+default strategy bands the router's score: fast-first where it is confident the edit is easy, the accurate
+model alone where it is confident it is hard, hedged in between; the user's or the project's choice of a
+tier is asked alone.
+
 The caller applies `EditOutcome.edits` and then calls `EditFlow.finish`, which writes the one trace
 record of the edit (`kind: "edit"`).
 """
@@ -31,8 +39,10 @@ import functools
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import anyio
+from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.completion.backends.base import ModelRequest, StreamStats
 from tandem.completion.config import Config
 from tandem.completion.edit_types import (
@@ -45,10 +55,12 @@ from tandem.completion.edit_types import (
     EditTraceRecord,
     ModelSource,
     ModelTier,
+    Plan,
     ProgressSink,
 )
 from tandem.completion.edits import (
     AnswerParseError,
+    CheckedEdit,
     EditConflict,
     EditError,
     EditInvalid,
@@ -89,11 +101,32 @@ log = logging.getLogger(__name__)
 _PROGRESS_EVERY_CHARS = 400
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Ask:
+    """What every attempt of one edit shares."""
+
+    messages: tuple[tuple[str, str], ...]
+    target: EditTarget
+    request: EditRequest
+    decision: RouteDecision
+    inputs: EditInputs
+    record: EditTraceRecord
+    progress: ProgressSink
+    deadline_s: float
+    started_ns: int
+
+
 def _other(tier: Tier) -> Tier:
     return "accurate" if tier == "fast" else "fast"
 
 
+class _Cancelled(CompletionError):
+    """A hedged attempt stopped because the other answer was used."""
+
+
 def _classify(error: CompletionError) -> AttemptOutcome:
+    if isinstance(error, _Cancelled):
+        return "cancelled"
     if isinstance(error, EditConflict):
         return "conflict"
     if isinstance(error, AnswerParseError):
@@ -147,6 +180,18 @@ class EditFlow:
         override: Tier | None = request.override or (self.config.router.force or None)
         return route(features, thresholds, override=override, weights=self.weights)
 
+    def plan(self, decision: RouteDecision) -> Plan:
+        """How the edit asks its models: a tier chosen by the user or the project is asked alone (the
+        fast one first, escalating); otherwise `[edit] strategy` decides (see the module docstring)."""
+        edit = self.config.edit
+        if decision.overridden or edit.strategy == "route":
+            return "accurate" if decision.tier == "accurate" else "fast-first"
+        if decision.score >= edit.accurate_from:
+            return "accurate"
+        if decision.score >= edit.hedge_from:
+            return "hedged"
+        return "fast-first"
+
     async def run(
         self, request: EditRequest, inputs: EditInputs, *, on_progress: ProgressSink | None = None
     ) -> EditOutcome:
@@ -161,9 +206,13 @@ class EditFlow:
             mode="edit",
         )
         decision = self.decide(request, inputs)
+        plan = self.plan(decision)
+        if plan == "hedged" and (self.models.get("fast") is None or self.models.get("accurate") is None):
+            plan = "fast-first"  # one model to ask: the sequence below hands over to whichever is there
         record.route_score, record.features = decision.score, decision.trace_features()
         record.route_reasons = list(decision.reasons)
-        progress(EditProgress(message=decision.message(), tier=decision.tier))
+        record.plan = plan
+        progress(_plan_progress(plan, decision))
         context = self._context(request, decision, inputs)
         record.context_files = len(context)
         first, end = selection_lines(request.text, request.start, request.end)
@@ -184,12 +233,24 @@ class EditFlow:
             primary=request.path,
             selection=(request.start, request.end) if request.end > request.start else None,
         )
-        deadline_s = time.monotonic() + self.config.edit.deadline_s
+        ask = _Ask(
+            messages=messages,
+            target=target,
+            request=request,
+            decision=decision,
+            inputs=inputs,
+            record=record,
+            progress=progress,
+            deadline_s=time.monotonic() + self.config.edit.deadline_s,
+            started_ns=time.perf_counter_ns(),
+        )
         attempts: list[Attempt] = []
         notices: list[str] = []
         escalation = ""
-        tier_name: Tier = decision.tier
+        tier_name: Tier = "accurate" if plan == "accurate" else "fast"
         try:
+            if plan == "hedged":
+                return await self._hedged(ask, plan, attempts, notices)
             while True:
                 tier = self.models.get(tier_name)
                 other = _other(tier_name)
@@ -202,24 +263,10 @@ class EditFlow:
                     escalation = escalation or f"no {tier_name} model configured: the {other} model served"
                     tier_name = other
                     continue
-                attempt, checked = await self._attempt(
-                    tier_name, tier, messages, target, request, decision, inputs, record, progress, deadline_s
-                )
+                attempt, checked = await self._attempt(tier_name, tier, ask)
                 attempts.append(attempt)
                 if checked is not None:
-                    edits, current, rebased = checked
-                    record.tier, record.model = tier_name, tier.label
-                    return EditOutcome(
-                        decision=decision,
-                        edits=edits,
-                        current=current,
-                        tier=tier_name,
-                        attempts=tuple(attempts),
-                        rebased=rebased,
-                        notices=tuple(notices),
-                        escalation=escalation,
-                        record=self._close(record, attempts, escalation, "ready"),
-                    )
+                    return self._ready(ask, plan, tier_name, tier, attempt, checked, attempts, notices, escalation)
                 tried_other = any(a.tier == other for a in attempts)
                 other_tier = self.models.get(other)
                 if attempt.outcome == "conflict":
@@ -251,6 +298,77 @@ class EditFlow:
             self._close(record, attempts, escalation, "cancelled")
             self.tracer.write(record)
             raise
+
+    async def _hedged(self, ask: _Ask, plan: Plan, attempts: list[Attempt], notices: list[str]) -> EditOutcome:
+        """Both models at once: the fast answer if it passes its checks (the accurate stream is then
+        cancelled), the accurate one otherwise (it was already on its way)."""
+        fast, accurate = self.models.get("fast"), self.models.get("accurate")
+        assert fast is not None and accurate is not None
+        stop_accurate = anyio.CancelScope()
+        pending = asyncio.ensure_future(self._attempt("accurate", accurate, ask, cancel=stop_accurate))
+        record, decision = ask.record, ask.decision
+        try:
+            attempt, checked = await self._attempt("fast", fast, ask)
+            attempts.append(attempt)
+            if checked is not None:
+                stop_accurate.cancel()
+                attempts.append((await pending)[0])
+                return self._ready(ask, plan, "fast", fast, attempt, checked, attempts, notices, "")
+            if attempt.outcome in ("conflict", "refused"):
+                stop_accurate.cancel()
+                attempts.append((await pending)[0])
+                if attempt.outcome == "conflict":
+                    return self._failed(record, decision, attempts, notices, "", attempt.error, conflict=True)
+                why = f"not sent to a model: {attempt.error}"
+                return self._failed(record, decision, attempts, notices, "", why, plain=True)
+            if attempt.outcome == "unavailable":
+                notices += self._tell_once("fast", f"the fast model is unavailable ({attempt.error})")
+            escalation = (
+                f"fast answer rejected ({attempt.outcome}: {attempt.error}): the accurate model's answer served"
+            )
+            why = "its answer was not an edit" if attempt.outcome == "unparsable" else attempt.error
+            message = f"the accurate model's answer is on its way (fast answer rejected: {why})"
+            ask.progress(EditProgress(message=message, tier="accurate"))
+            second, checked = await pending
+            attempts.append(second)
+            if checked is not None:
+                return self._ready(ask, plan, "accurate", accurate, second, checked, attempts, notices, escalation)
+            if second.outcome == "conflict":
+                return self._failed(record, decision, attempts, notices, escalation, second.error, conflict=True)
+            return self._failed(record, decision, attempts, notices, escalation, second.error)
+        finally:
+            if not pending.done():
+                # Cancelled from outside (the user, the server stopping): the accurate stream stops too.
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pending
+
+    def _ready(
+        self,
+        ask: _Ask,
+        plan: Plan,
+        tier_name: Tier,
+        tier: ModelTier,
+        used: Attempt,
+        checked: tuple[tuple[FileEdit, ...], Mapping[str, str], bool],
+        attempts: list[Attempt],
+        notices: list[str],
+        escalation: str,
+    ) -> EditOutcome:
+        edits, current, rebased = checked
+        ask.record.tier, ask.record.model = tier_name, tier.label
+        return EditOutcome(
+            decision=ask.decision,
+            edits=edits,
+            current=current,
+            tier=tier_name,
+            attempts=tuple(attempts),
+            rebased=rebased,
+            notices=tuple(notices),
+            escalation=escalation,
+            record=self._close(ask.record, attempts, escalation, "ready", used=used),
+            plan=plan,
+        )
 
     def finish(self, outcome: EditOutcome, *, applied: bool = False, error: str = "") -> None:
         """Write the edit's trace record, once the caller knows whether its edits were applied (call it
@@ -286,19 +404,12 @@ class EditFlow:
         return context
 
     async def _attempt(
-        self,
-        tier_name: Tier,
-        tier: ModelTier,
-        messages: tuple[tuple[str, str], ...],
-        target: EditTarget,
-        request: EditRequest,
-        decision: RouteDecision,
-        inputs: EditInputs,
-        record: EditTraceRecord,
-        progress: ProgressSink,
-        deadline_s: float,
+        self, tier_name: Tier, tier: ModelTier, ask: _Ask, *, cancel: anyio.CancelScope | None = None
     ) -> tuple[Attempt, tuple[tuple[FileEdit, ...], Mapping[str, str], bool] | None]:
-        """Ask `tier`, then check its answer; (what happened, (edits, current texts, rebased) or None)."""
+        """Ask `tier`, then check its answer; (what happened, (edits, current texts, rebased) or None).
+        `cancel`, when cancelled, stops the attempt wherever it is (a hedged accurate answer no longer
+        needed): it then ends as "cancelled", with the tokens spent until then."""
+        request, record, progress = ask.request, ask.record, ask.progress
         model_request = ModelRequest(
             prefix="",
             suffix="",
@@ -307,7 +418,7 @@ class EditFlow:
             max_tokens=self.config.edit.max_tokens,
             temperature=tier.config.temperature,
             instruction=request.instruction,
-            messages=messages,
+            messages=ask.messages,
         )
         stats = StreamStats()
         parts: list[str] = []
@@ -316,31 +427,26 @@ class EditFlow:
         where = f"{tier_name} model ({tier.config.model or tier.label})"
         progress(EditProgress(message=f"{where}: asking", tier=tier_name))
         error: CompletionError | None = None
-        received = reported = 0
-        try:
-            outbound = Outbound(request=model_request, document=request.uri, files=target.originals)
-            verdict = self.gate.admit(outbound)
-            if not verdict:
-                raise NotSent(verdict.reason)
-            if time.perf_counter() < tier.not_before_s:
-                raise RateLimited("waiting out the provider's Retry-After")
-            with anyio.fail_after(max(0.0, deadline_s - time.monotonic())):
-                chunks = tier.backend.stream(model_request, stats)
-                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                    async for chunk in chunks:
-                        parts.append(chunk)
-                        received += len(chunk)
-                        if received - reported >= _PROGRESS_EVERY_CHARS:
-                            reported = received
-                            lines = sum(part.count("\n") for part in parts)
-                            progress(EditProgress(message=f"{where}: {lines} lines received", tier=tier_name))
-        except TimeoutError:
-            error = BackendTimeout(f"no complete answer within {self.config.edit.deadline_s:g} s")
-        except RateLimited as exc:
-            error = exc
-            tier.not_before_s = max(tier.not_before_s, time.perf_counter() + min(exc.retry_after_s or 1.0, 60.0))
-        except CompletionError as exc:
-            error = exc
+        checked = None
+        changed = 0
+        scope = cancel or anyio.CancelScope()
+        with scope:
+            error = await self._stream(tier_name, tier, model_request, stats, parts, ask, where)
+            if error is None:
+                progress(EditProgress(message=f"{where}: checking the answer", tier=tier_name))
+                try:
+                    result, current = await self._check("".join(parts), tier_name, ask)
+                except CompletionError as exc:
+                    error = exc
+                else:
+                    changed = result.validation.changed_lines
+                    checked = (result.edits, dict(current), result.rebased)
+        estimated = False
+        if scope.cancelled_caught:
+            error, checked = _Cancelled("not needed: the fast answer passed its checks"), None
+            if not stats.usage.input_tokens and not stats.usage.output_tokens:
+                stats.usage.input_tokens, stats.usage.output_tokens = await self._count_tokens(ask.messages, parts)
+                estimated = True
         record.mark("request_sent", stats.request_sent_ns)
         record.mark("first_token", stats.first_token_ns)
         record.mark("answered")
@@ -359,35 +465,8 @@ class EditFlow:
             tokens_cached=stats.usage.cached_tokens,
         )
         answer = "".join(parts)
-        record.chars = len(answer)
-        checked = None
-        changed = 0
-        if error is None:
-            progress(EditProgress(message=f"{where}: checking the answer", tier=tier_name))
-            # Read on the loop (the versions recorded are those of these texts); checked in a worker
-            # thread: parsing and name-checking a large file takes a noticeable time, and completions
-            # must not wait for it.
-            current = inputs.current_texts(list(target.originals))
-            check = functools.partial(
-                checked_edits,
-                answer,
-                target,
-                current=current,
-                # Only the fast model's answers are held to the predicted size and to defined names: it is
-                # the one that rambles or guesses when a task is beyond it, and its rejected answer has
-                # somewhere to go.
-                predicted_lines=decision.features.expected_lines() if tier_name == "fast" else None,
-                check_names=tier_name == "fast",
-            )
-            try:
-                result = await anyio.to_thread.run_sync(check)
-                if tier_name == "fast":
-                    await self._check_references(result.edits, current, inputs)
-            except CompletionError as exc:
-                error = exc
-            else:
-                changed = result.validation.changed_lines
-                checked = (result.edits, dict(current), result.rebased)
+        if not estimated:
+            record.chars = len(answer)
         attempt = Attempt(
             tier=tier_name,
             model=tier.label,
@@ -396,10 +475,81 @@ class EditFlow:
             answer_chars=len(answer),
             changed_lines=changed,
             elapsed_ms=round((time.perf_counter_ns() - started_ns) / 1e6, 3),
+            started_ms=round((started_ns - ask.started_ns) / 1e6, 3),
             tokens_in=stats.usage.input_tokens,
             tokens_out=stats.usage.output_tokens,
+            tokens_estimated=estimated,
         )
         return attempt, checked
+
+    async def _stream(
+        self,
+        tier_name: Tier,
+        tier: ModelTier,
+        model_request: ModelRequest,
+        stats: StreamStats,
+        parts: list[str],
+        ask: _Ask,
+        where: str,
+    ) -> CompletionError | None:
+        """Stream `tier`'s answer into `parts`, reporting progress; the error that ended it, if any."""
+        received = reported = 0
+        try:
+            outbound = Outbound(request=model_request, document=ask.request.uri, files=ask.target.originals)
+            verdict = self.gate.admit(outbound)
+            if not verdict:
+                raise NotSent(verdict.reason)
+            if time.perf_counter() < tier.not_before_s:
+                raise RateLimited("waiting out the provider's Retry-After")
+            with anyio.fail_after(max(0.0, ask.deadline_s - time.monotonic())):
+                chunks = tier.backend.stream(model_request, stats)
+                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                    async for chunk in chunks:
+                        parts.append(chunk)
+                        received += len(chunk)
+                        if received - reported >= _PROGRESS_EVERY_CHARS:
+                            reported = received
+                            lines = sum(part.count("\n") for part in parts)
+                            ask.progress(EditProgress(message=f"{where}: {lines} lines received", tier=tier_name))
+        except TimeoutError:
+            return BackendTimeout(f"no complete answer within {self.config.edit.deadline_s:g} s")
+        except RateLimited as exc:
+            tier.not_before_s = max(tier.not_before_s, time.perf_counter() + min(exc.retry_after_s or 1.0, 60.0))
+            return exc
+        except CompletionError as exc:
+            return exc
+        return None
+
+    async def _check(self, answer: str, tier_name: Tier, ask: _Ask) -> tuple[CheckedEdit, Mapping[str, str]]:
+        """Check `answer` against the files as they are now; (the checked edits, the texts they apply to).
+        Raises the check's `CompletionError`."""
+        # Read on the loop (the versions recorded are those of these texts); checked in a worker thread:
+        # parsing and name-checking a large file takes a noticeable time, and completions must not wait.
+        current = ask.inputs.current_texts(list(ask.target.originals))
+        check = functools.partial(
+            checked_edits,
+            answer,
+            ask.target,
+            current=current,
+            # Only the fast model's answers are held to the predicted size and to defined names: it is the
+            # one that rambles or guesses when a task is beyond it, and its rejected answer has somewhere to go.
+            predicted_lines=ask.decision.features.expected_lines() if tier_name == "fast" else None,
+            check_names=tier_name == "fast",
+        )
+        result = await anyio.to_thread.run_sync(check)
+        if tier_name == "fast":
+            await self._check_references(result.edits, current, ask.inputs)
+        return result, current
+
+    async def _count_tokens(self, messages: tuple[tuple[str, str], ...], parts: list[str]) -> tuple[int, int]:
+        """(prompt tokens, answer tokens so far) counted here, for a stream cut before its usage arrived."""
+        prompt = "".join(content for _, content in messages)
+        answer = "".join(parts)
+        try:
+            counter = get_counter(self.config.context.encoding)
+        except EncodingUnavailable:
+            return len(prompt) // 4, len(answer) // 4
+        return await anyio.to_thread.run_sync(lambda: (counter.count(prompt), counter.count(answer)))
 
     async def _check_references(
         self, edits: tuple[FileEdit, ...], current: Mapping[str, str], inputs: EditInputs
@@ -429,7 +579,13 @@ class EditFlow:
         return [f"tandem: {why}; the {_other(tier)} model serves edits instead."]
 
     def _close(
-        self, record: EditTraceRecord, attempts: list[Attempt], escalation: str, outcome: str
+        self,
+        record: EditTraceRecord,
+        attempts: list[Attempt],
+        escalation: str,
+        outcome: str,
+        *,
+        used: Attempt | None = None,
     ) -> EditTraceRecord:
         record.attempts = [
             {
@@ -438,8 +594,10 @@ class EditFlow:
                 "error": a.error[:300],
                 "answer_chars": a.answer_chars,
                 "changed_lines": a.changed_lines,
+                "started_ms": a.started_ms,
                 "ms": a.elapsed_ms,
-                "tokens": {"in": a.tokens_in, "out": a.tokens_out},
+                "tokens": {"in": a.tokens_in, "out": a.tokens_out, "estimated": a.tokens_estimated},
+                "used": a is used,
             }
             for a in attempts
         ]
@@ -476,7 +634,21 @@ class EditFlow:
             notices=tuple(notices),
             escalation=escalation,
             record=record,
+            plan="hedged" if record.plan == "hedged" else "accurate" if record.plan == "accurate" else "fast-first",
         )
+
+
+def _plan_progress(plan: Plan, decision: RouteDecision) -> EditProgress:
+    """The first progress line: where the edit goes, and why."""
+    if plan == "hedged":
+        why = "; ".join(decision.reasons[:2]) or "no signal"
+        return EditProgress(
+            message=f"fast and accurate at once (router unsure, score {decision.score:.2f}): {why}", tier="fast"
+        )
+    tier: Tier = "accurate" if plan == "accurate" else "fast"
+    if tier == decision.tier:
+        return EditProgress(message=decision.message(), tier=tier)
+    return EditProgress(message=f"{tier}: router score {decision.score:.2f}", tier=tier)
 
 
 def _in_words(attempt: Attempt) -> str:

@@ -39,7 +39,12 @@ class ModelSource(Protocol):
     def get(self, name: str) -> ModelTier | None: ...
 
 
-AttemptOutcome = Literal["ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "refused", "failed"]
+AttemptOutcome = Literal[
+    "ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "refused", "failed", "cancelled"
+]
+# How an edit asks its models (`completion.edit_flow`): one after the other starting with the fast one,
+# both at once, or the accurate one alone.
+Plan = Literal["fast-first", "hedged", "accurate"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,8 +95,13 @@ class Attempt:
     answer_chars: int = 0
     changed_lines: int = 0
     elapsed_ms: float = 0.0
+    # When the request was started, from the edit's start (hedged attempts overlap).
+    started_ms: float = 0.0
     tokens_in: int = 0
     tokens_out: int = 0
+    # The provider reports usage at the end of a stream: for a stream cancelled before it, the tokens are
+    # counted here from the prompt and the answer received (tiktoken), and this says so.
+    tokens_estimated: bool = False
 
 
 @dataclass(kw_only=True)
@@ -104,6 +114,7 @@ class EditTraceRecord(TraceRecord):
     escalation: str = ""
     context_files: int = 0
     applied_files: int = 0
+    plan: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
@@ -112,6 +123,7 @@ class EditTraceRecord(TraceRecord):
             "features": self.features,
             "attempts": self.attempts,
             "escalation": self.escalation,
+            "plan": self.plan,
             "context_files": self.context_files,
             "applied_files": self.applied_files,
         }
@@ -137,6 +149,7 @@ class EditOutcome:
     notices: tuple[str, ...] = ()
     escalation: str = ""
     record: EditTraceRecord | None = None
+    plan: Plan = "fast-first"
 
     @property
     def ok(self) -> bool:

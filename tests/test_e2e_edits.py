@@ -218,14 +218,18 @@ async def test_code_action_runs_an_edit_and_the_client_applies_it(
         assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
         progress = [v for reports in session.client.progress_reports.values() for v in reports]
         messages = [getattr(v, "message", "") or "" for v in progress]
-        assert any(m.startswith("fast: ") for m in messages), messages
+        # The default plan asks both models at once (hedged), and says so first.
+        assert any(m.startswith("fast and accurate at once") for m in messages), messages
         # Then short reports a status bar can hold: the model at work and what it is doing.
         assert "fast model (sim-spark): asking" in messages, messages
         assert isinstance(progress[-1], types.WorkDoneProgressEnd)
-        # The server's copy followed the client's: a second edit on the new text works from it.
-        assert edit_requests(fast) == 1 and edit_requests(accurate) == 0
+        # The fast answer passed its checks: it is the one applied; the accurate request beside it (sent at
+        # once, or cancelled before it went out) was not used.
+        assert edit_requests(fast) == 1 and edit_requests(accurate) <= 1
     [record] = edit_records(session)
     assert record["outcome"] == "applied" and record["tier"] == "fast" and record["edit"]["applied_files"] == 1
+    assert record["edit"]["plan"] == "hedged"
+    assert [a["tier"] for a in record["edit"]["attempts"] if a["used"]] == ["fast"]
 
 
 async def test_multi_file_edit_goes_accurate_and_changes_every_file(
@@ -256,11 +260,14 @@ async def test_multi_file_edit_goes_accurate_and_changes_every_file(
             assert editor.texts[uri] == renamed[name], name
         [received] = editor.received
         assert len(received.edit.document_changes or []) == 3
-        assert edit_requests(fast) == 0 and edit_requests(accurate) == 1
+        # Hedged (the default): the fast model, which has no answer for this edit, was asked beside it.
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 1
         progress = [getattr(v, "message", "") or "" for r in session.client.progress_reports.values() for v in r]
-        assert any(m.startswith("accurate: ") for m in progress), progress
+        assert any(m.startswith("fast and accurate at once") for m in progress), progress
         [record] = edit_records(session)
-        assert "reaches 2 other files (urls.py, views.py)" in record["route_reasons"]
+        # The two files it reaches are in its features; the fitted weights give files the instruction names
+        # almost no weight, so they are not a reason of their own.
+        assert record["edit"]["features"]["mentioned_files"] == 2
 
 
 async def test_an_edit_is_refused_when_the_user_typed_over_its_range(tmp_path: pathlib.Path) -> None:
@@ -426,3 +433,99 @@ async def test_an_editor_refusing_with_an_error_reply_is_told_and_traced(
         assert len(refused) == 1
     [record] = edit_records(session)
     assert record["outcome"] != "applied" and "refused" in record["error"]
+
+
+# -- hedged edits: both models at once, over real loopback HTTP ---------------------------------------------
+
+# Every edit hedged (the band from score 0 up), whatever the default band is.
+HEDGED = {"edit": {"strategy": "banded", "hedge_from": 0.0, "accurate_from": 1.01}}
+
+
+def progress_messages(session: Session) -> list[str]:
+    return [getattr(v, "message", "") or "" for r in session.client.progress_reports.values() for v in r]
+
+
+async def test_hedged_the_accurate_request_is_cancelled_when_the_fast_answer_passes(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    fast, accurate = sims
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+    set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+    # The accurate model sends its first token and then nothing, holding the connection open (300 s): the
+    # edit ends now only if tandem cancels that request.
+    accurate.arm_fault("stall")
+    async with serve(tmp_path, "vscode", options={**two_models(fast, accurate), **HEDGED}) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        result = await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"})
+        assert result["applied"] is True and result["tier"] == "fast", result
+        assert editor.texts[uri] == SAMPLE_TYPED
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 1
+        assert any(m.startswith("fast and accurate at once") for m in progress_messages(session))
+        # Nothing holds a connection any more: the accurate stream was closed, not left streaming.
+        health = await session.client.protocol.send_request_async("tandem/health", None)
+        pool = health["pool"] if isinstance(health, dict) else health.pool
+        active, orphaned = (
+            (pool["active"], pool["orphaned"]) if isinstance(pool, dict) else (pool.active, pool.orphaned)
+        )
+        assert (active, orphaned) == (0, 0), pool
+    [record] = edit_records(session)
+    attempts = record["edit"]["attempts"]
+    assert record["edit"]["plan"] == "hedged" and record["tier"] == "fast"
+    assert [(a["tier"], a["outcome"], a["used"]) for a in attempts] == [
+        ("fast", "ok", True),
+        ("accurate", "cancelled", False),
+    ]
+    # The cancelled request's tokens are counted (the provider's usage never came: counted by tandem).
+    assert attempts[1]["tokens"]["estimated"] is True and attempts[1]["tokens"]["in"] > 0
+
+
+async def test_hedged_a_fast_answer_that_fails_is_replaced_by_the_accurate_one_on_its_way(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    fast, accurate = sims
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED}, errors="syntax")  # every fast answer breaks the file
+    set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "neovim", options={**two_models(fast, accurate), **HEDGED}) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        result = await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"})
+        assert result["applied"] is True and result["tier"] == "accurate", result
+        assert editor.texts[uri] == SAMPLE_TYPED
+        # One request each: the accurate answer used is the one started beside the fast one.
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 1
+    [record] = edit_records(session)
+    attempts = record["edit"]["attempts"]
+    assert [(a["tier"], a["outcome"], a["used"]) for a in attempts] == [
+        ("fast", "invalid", False),
+        ("accurate", "ok", True),
+    ]
+    assert attempts[1]["tokens"]["estimated"] is False and attempts[1]["tokens"]["out"] > 0
+    assert record["edit"]["escalation"].startswith("fast answer rejected (invalid")
+
+
+async def test_hedged_the_users_newer_text_is_never_overwritten(tmp_path: pathlib.Path) -> None:
+    # The accurate model is slow to start: the user types over the range after the fast answer failed and
+    # before the accurate one is checked.
+    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex", ttft_ms=1500.0)) as accurate:
+        set_truth(fast, {"invoice.py": SAMPLE_TYPED}, errors="syntax")
+        set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+        async with serve(tmp_path, "helix", options={**two_models(fast, accurate), **HEDGED}) as session:
+            editor = Editor(session)
+            uri = editor.open("invoice.py", SAMPLE)
+            argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"}
+            pending = asyncio.ensure_future(execute(session, argument))
+            await _until(
+                lambda: any(
+                    m.startswith("the accurate model's answer is on its way") for m in progress_messages(session)
+                )
+            )
+            typed = SAMPLE.replace("def total(items):", "def total(items, tax):")
+            editor.type(uri, typed)
+            result = await pending
+            assert result["applied"] is False and "you changed line 4" in result["message"], result
+            assert editor.received == [] and editor.texts[uri] == typed
+            assert edit_requests(accurate) == 1
+        [record] = edit_records(session)
+        assert record["outcome"] == "conflict"
+        assert [a["outcome"] for a in record["edit"]["attempts"]] == ["invalid", "conflict"]

@@ -6,6 +6,7 @@ same path against the real simulator over loopback is in test_e2e_edits.py."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import pathlib
 from collections.abc import AsyncIterator, Callable, Collection, Mapping
@@ -17,7 +18,7 @@ from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConf
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditRequest
 from tandem.completion.edit_types import EditOutcome, EditProgress
 from tandem.completion.edits import apply_all, read_edit_prompt
-from tandem.completion.router import SymbolIndex, WorkingDiff
+from tandem.completion.router import RouteDecision, SymbolIndex, WorkingDiff
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
 
@@ -62,12 +63,22 @@ class Provider:
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=sse(answer))
 
 
-def config(*, fast: bool = True, accurate: bool = True, force: str = "") -> Config:
+def config(
+    *,
+    fast: bool = True,
+    accurate: bool = True,
+    force: str = "",
+    strategy: str = "route",
+    band: tuple[float, float] = (0.0, 1.01),
+) -> Config:
+    """Two tiers on MockTransport hosts. The escalation tests ask for the router's tier with escalation
+    (`strategy = "route"`), the path a chosen tier takes under any strategy; the hedged ones say so."""
     models = ModelsConfig(
         fast=ModelConfig(base_url="http://fast.test/v1", model="sim-spark") if fast else None,
         accurate=ModelConfig(base_url="http://accurate.test/v1", model="sim-codex") if accurate else None,
     )
-    return Config(models=models, router=RouterConfig(force=force), edit=EditConfig(deadline_s=30.0))  # type: ignore[arg-type]
+    edit = EditConfig(deadline_s=30.0, strategy=strategy, hedge_from=band[0], accurate_from=band[1])  # type: ignore[arg-type]
+    return Config(models=models, router=RouterConfig(force=force), edit=edit)  # type: ignore[arg-type]
 
 
 class Files:
@@ -251,7 +262,9 @@ async def test_cross_file_edit_routes_accurate_with_reasons_and_shows_the_files(
     assert outcome.ok and outcome.tier == "accurate"
     assert {e.path for e in outcome.edits} == {"models.py", "views.py"}
     assert seen[0].message.startswith("accurate: broad instruction ('everywhere')")
-    assert "reaches 2 other files (urls.py, views.py)" in record["route_reasons"]
+    # The files it reaches are in its features and its prompt; the fitted weights give files the instruction
+    # names almost no weight (0.04 log-odds here), so they are not a reason of their own.
+    assert "instruction asks to rename" in record["route_reasons"]
     shown = read_edit_prompt(provider.bodies[0]["messages"])  # type: ignore[arg-type]
     assert shown is not None and set(shown.context) == {"views.py", "urls.py"}
     assert record["edit"]["features"]["mentioned_files"] == 2 and record["edit"]["context_files"] == 2
@@ -338,3 +351,149 @@ async def test_a_fast_rename_forgotten_in_an_importing_file_escalates(tmp_path: 
     )
     assert outcome.ok and outcome.tier == "accurate"
     assert "invoice_total" in apply_all(files.texts, outcome.edits)["views.py"]
+
+
+# -- hedged: both models at once ---------------------------------------------------------------------------
+
+
+class HeldAccurate:
+    """A provider whose fast answers come at once and whose accurate stream is held until `release` is set:
+    the fast answer is checked while the accurate one is still on its way, as with real model speeds."""
+
+    def __init__(self, fast: str, accurate: str) -> None:
+        self.fast, self.accurate = fast, accurate
+        self.asked: list[str] = []
+        self.accurate_started = asyncio.Event()
+        self.release = asyncio.Event()
+        # Set when the accurate stream's body is closed by the client (a cancelled request).
+        self.accurate_closed = asyncio.Event()
+
+    async def __call__(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.host.split(".")[0]
+        self.asked.append(host)
+        if host == "fast":
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=sse(self.fast))
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=self._held())
+
+    async def _held(self) -> AsyncIterator[bytes]:
+        body = sse(self.accurate)
+        try:
+            # The first chunk goes out at once (the model started answering), the rest when released.
+            cut = body.index(b"\n\n") + 2
+            yield body[:cut]
+            self.accurate_started.set()
+            await self.release.wait()
+            yield body[cut:]
+        finally:
+            self.accurate_closed.set()
+
+
+async def run_hedged(
+    provider: HeldAccurate, files: Files, tmp_path: pathlib.Path, *, while_held: Callable[[], None] | None = None
+) -> tuple[EditOutcome, dict[str, Any], list[EditProgress]]:
+    """One edit under the hedged plan (hedge from score 0: every edit); `while_held` runs (then the accurate
+    stream is released) once the fast answer has failed its checks."""
+    cfg = config(strategy="banded", band=(0.0, 1.01))
+    seen: list[EditProgress] = []
+
+    def on_progress(report: EditProgress) -> None:
+        seen.append(report)
+        if report.message.startswith("the accurate model's answer is on its way"):
+            if while_held is not None:
+                while_held()
+            provider.release.set()
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(provider)) as client:
+        models = Tiers(client, {})
+        models.configure(cfg.models)
+        tracer = Tracer(tmp_path / "trace.jsonl")
+        flow = EditFlow(models=models, tracer=tracer, config=cfg)
+        outcome = await flow.run(small_request(), files.inputs(), on_progress=on_progress)
+        flow.finish(outcome, applied=outcome.ok)
+        tracer.close()
+    [record] = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    return outcome, record, seen
+
+
+async def test_the_plan_bands_the_routers_score(tmp_path: pathlib.Path) -> None:
+    files = Files({"views.py": VIEWS})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(Provider({}))) as client:
+        flow = EditFlow(
+            models=Tiers(client, {}), tracer=Tracer(None), config=config(strategy="banded", band=(0.3, 0.7))
+        )
+        decision = flow.decide(small_request(), files.inputs())
+
+        def at(score: float, **fields: object) -> RouteDecision:
+            return dataclasses.replace(decision, score=score, **fields)  # type: ignore[arg-type]
+
+        assert [flow.plan(at(s)) for s in (0.1, 0.29, 0.3, 0.69, 0.7, 0.99)] == [
+            "fast-first",
+            "fast-first",
+            "hedged",
+            "hedged",
+            "accurate",
+            "accurate",
+        ]
+        # A tier the user (or the project) chose is asked alone, whatever the score.
+        assert flow.plan(at(0.5, tier="fast", overridden=True)) == "fast-first"
+        assert flow.plan(at(0.5, tier="accurate", overridden=True)) == "accurate"
+        # The old behaviour: the router's tier, escalating.
+        flow.config = config(strategy="route")
+        assert flow.plan(at(0.5, tier="fast")) == "fast-first" and flow.plan(at(0.9, tier="accurate")) == "accurate"
+
+
+async def test_hedged_a_fast_answer_that_passes_cancels_the_accurate_stream(tmp_path: pathlib.Path) -> None:
+    provider = HeldAccurate(fast=GOOD, accurate=GOOD)
+    files = Files({"views.py": VIEWS})
+    outcome, record, _ = await run_hedged(provider, files, tmp_path)
+    assert outcome.ok and outcome.tier == "fast" and outcome.plan == "hedged" and not outcome.escalation
+    assert apply_all(files.texts, outcome.edits)["views.py"] == FIXED
+    assert sorted(provider.asked) == ["accurate", "fast"]
+    # The accurate stream was started, then closed by tandem before its answer was complete.
+    assert provider.accurate_started.is_set() and provider.accurate_closed.is_set() and not provider.release.is_set()
+    fast, accurate = record["edit"]["attempts"]
+    assert record["edit"]["plan"] == "hedged" and record["tier"] == "fast"
+    assert (fast["tier"], fast["outcome"], fast["used"]) == ("fast", "ok", True)
+    assert (accurate["tier"], accurate["outcome"], accurate["used"]) == ("accurate", "cancelled", False)
+    # Its usage never arrived: the tokens sent and received were counted here, and the trace says so.
+    assert accurate["tokens"]["estimated"] is True and accurate["tokens"]["in"] > 100 and accurate["tokens"]["out"] > 0
+    assert record["tokens"]["in"] == fast["tokens"]["in"] + accurate["tokens"]["in"]
+
+
+async def test_hedged_a_fast_answer_that_fails_is_replaced_by_the_accurate_one(tmp_path: pathlib.Path) -> None:
+    provider = HeldAccurate(fast=BROKEN_SYNTAX, accurate=GOOD)
+    files = Files({"views.py": VIEWS})
+    outcome, record, seen = await run_hedged(provider, files, tmp_path)
+    assert outcome.ok and outcome.tier == "accurate" and outcome.plan == "hedged"
+    assert apply_all(files.texts, outcome.edits)["views.py"] == FIXED
+    # Asked once each: the accurate answer was the one already streaming, not a second request.
+    assert sorted(provider.asked) == ["accurate", "fast"]
+    fast, accurate = record["edit"]["attempts"]
+    assert (fast["outcome"], fast["used"], accurate["outcome"], accurate["used"]) == ("invalid", False, "ok", True)
+    assert accurate["tokens"]["estimated"] is False and accurate["started_ms"] < fast["started_ms"] + fast["ms"]
+    assert record["edit"]["escalation"].startswith("fast answer rejected (invalid")
+    assert seen[0].message.startswith("fast and accurate at once")
+
+
+async def test_hedged_the_users_newer_text_is_never_overwritten(tmp_path: pathlib.Path) -> None:
+    files = Files({"views.py": VIEWS})
+
+    def user_types_inside() -> None:
+        files.texts["views.py"] = VIEWS.replace("invoice.total\n", "invoice.total + tax\n", 1)
+
+    outcome, record, _ = await run_hedged(
+        HeldAccurate(fast=BROKEN_SYNTAX, accurate=GOOD), files, tmp_path, while_held=user_types_inside
+    )
+    assert not outcome.ok and outcome.conflict and "you changed line 2" in outcome.message
+    assert record["outcome"] == "conflict"
+
+    files = Files({"views.py": VIEWS})
+
+    def user_types_above() -> None:
+        files.texts["views.py"] = "import os\n" + VIEWS
+
+    outcome, _, _ = await run_hedged(
+        HeldAccurate(fast=BROKEN_SYNTAX, accurate=GOOD), files, tmp_path / "2", while_held=user_types_above
+    )
+    assert outcome.ok and outcome.rebased and outcome.tier == "accurate"
+    assert apply_all(outcome.current, outcome.edits)["views.py"] == "import os\n" + FIXED
