@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,11 +49,19 @@ import httpx
 from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import apply_all
-from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights
+from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights, route
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
 from tandem.eval.code_label import code_files
-from tandem.eval.edit_hedging import RunFacts, TierSpeed, draft_check, hedged, totals
+from tandem.eval.edit_hedging import (
+    Band,
+    RunFacts,
+    TierSpeed,
+    banded,
+    draft_check,
+    hedged,
+    totals,
+)
 from tandem.eval.edit_runs import (
     TARGET_KEEP,
     TARGET_TIME,
@@ -62,12 +70,17 @@ from tandem.eval.edit_runs import (
     knowing_hard,
     operating_points,
     oracle_bound,
+    silent_what_if,
 )
 from tandem.eval.history import EditTask, GitError, git, scan_history
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols
 
-Strategy = Literal["router", "fast-first", "always-fast", "always-accurate"]
-STRATEGIES: tuple[Strategy, ...] = ("router", "fast-first", "always-fast", "always-accurate")
+Strategy = Literal["router", "fast-first", "always-fast", "always-accurate", "default (run)"]
+# The shipped `[edit]` strategy as `EditFlow` runs it (the defaults: both models at once for every edit),
+# beside the derivation of the same strategy from the other runs, which it should match task by task
+# (same prompts, same simulator dice).
+DEFAULT_RUN: Strategy = "default (run)"
+STRATEGIES: tuple[Strategy, ...] = ("router", "fast-first", "always-fast", "always-accurate", DEFAULT_RUN)
 
 SetTruth = Callable[[str, Mapping[str, str]], None]
 
@@ -142,6 +155,11 @@ class EditEvalResult:
     # The router at other `[router] accurate_score` settings (`operating_points`).
     operating_points: tuple[OperatingPoint, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # The accurate profile's real speed (what the derived strategies are computed at).
+    accurate_speed: TierSpeed = field(default_factory=lambda: TierSpeed(ttft_s=0.6, tokens_per_s=65.0))
+    # router-banded's edges, and where they were chosen ("" until `with_banded`).
+    band: Band | None = None
+    band_source: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,6 +213,7 @@ _FORCE: dict[Strategy, Literal["", "fast", "accurate"]] = {
     "fast-first": "fast",
     "always-fast": "fast",
     "always-accurate": "accurate",
+    DEFAULT_RUN: "",
 }
 
 
@@ -206,12 +225,18 @@ def _config(models: Models, strategy: Strategy) -> Config:
         "fast-first": ModelsConfig(fast=fast, accurate=accurate),
         "always-fast": ModelsConfig(fast=fast),
         "always-accurate": ModelsConfig(accurate=accurate),
+        DEFAULT_RUN: ModelsConfig(fast=fast, accurate=accurate),
     }[strategy]
     # The baselines pin their tier (as a project's `[router] force` does), so the route never asks for a
     # tier they do not have; fast-first pins the fast tier and keeps the accurate one to escalate to.
     force = _FORCE[strategy]
     # Generous deadline: a slow accurate answer is part of the accurate model's time, not a failure.
-    return Config(models=chosen, router=RouterConfig(force=force), edit=EditConfig(deadline_s=3600.0))
+    if strategy == DEFAULT_RUN:
+        edit = replace(EditConfig(), deadline_s=3600.0)
+    else:
+        # "router" is the router's tier with escalation: the strategy before hedging.
+        edit = EditConfig(deadline_s=3600.0, strategy="route")
+    return Config(models=chosen, router=RouterConfig(force=force), edit=edit)
 
 
 def _judge(prepared: _Prepared, outcome: EditOutcome) -> str:
@@ -232,18 +257,19 @@ async def evaluate_edits(
     trace_path: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
     weights: RouterWeights = DEFAULT_WEIGHTS,
+    strategies: Sequence[Strategy] = STRATEGIES,
 ) -> EditEvalResult:
     """Run every task of `repo`'s history (up to `limit`) through the edit path, once per strategy; the
     router uses `weights` (an evaluation on a held-out history passes weights fitted without it)."""
     scan = scan_history(repo, limit=limit)
     skipped = dict(scan.skipped)
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=200_000)
-    figures: dict[str, StrategyFigures] = {name: StrategyFigures(name=name) for name in STRATEGIES}
+    figures: dict[str, StrategyFigures] = {name: StrategyFigures(name=name) for name in strategies}
     runs: list[TaskRun] = []
     tracer = Tracer(trace_path)
     async with httpx.AsyncClient(timeout=httpx.Timeout(3600.0, connect=10.0)) as client:
         flows: dict[Strategy, EditFlow] = {}
-        for strategy in STRATEGIES:
+        for strategy in strategies:
             config = _config(models, strategy)
             tiers = Tiers(client, {})
             tiers.configure(config.models)
@@ -259,8 +285,10 @@ async def evaluate_edits(
                 continue
             runs.append(await _run_task(repo, prepared, flows, figures, models, set_truth, trees))
     tracer.close()
-    figures.update(_derived_figures(runs, models))
-    router, accurate = figures["router"], figures["always-accurate"]
+    if "fast-first" in figures and "always-accurate" in figures:
+        figures.update(_derived_figures(runs, models))
+    none = StrategyFigures(name="")
+    router, accurate = figures.get("router", none), figures.get("always-accurate", none)
     keeps = router.correct / accurate.correct if accurate.correct else None
     time_share = router.simulated_s / accurate.simulated_s if accurate.simulated_s else None
     meets = keeps is not None and time_share is not None and keeps >= TARGET_KEEP and time_share <= TARGET_TIME
@@ -281,7 +309,65 @@ async def evaluate_edits(
         knowing_hard_keeps=hard_correct / accurate.correct if accurate.correct else None,
         knowing_hard_time_share=hard_s / accurate.simulated_s if accurate.simulated_s else None,
         operating_points=points,
+        accurate_speed=_accurate_speed(models),
     )
+
+
+def rescored(runs: Sequence[TaskRun], weights: RouterWeights) -> list[tuple[float, RunFacts]]:
+    """Each task's router score under `weights` (from the features the router saw), with its runs."""
+    thresholds = RouterConfig()
+    return [
+        (route(run.features, thresholds, weights=weights).score, run.facts)
+        for run in runs
+        if run.features is not None and run.facts is not None
+    ]
+
+
+def with_banded(result: EditEvalResult, band: Band, source: str) -> EditEvalResult:
+    """`result` with router-banded's figures (derived from the runs at the router's own scores) beside the
+    others; `source` says where the edges were chosen."""
+    derived = [
+        banded(run.facts, run.score, band, result.accurate_speed) for run in result.runs if run.facts is not None
+    ]
+    correct, wait_s, spent = totals(derived)
+    figure = StrategyFigures(
+        name="router-banded",
+        tasks=len(derived),
+        correct=correct,
+        wrong=sum(1 for d in derived if d.result == "wrong"),
+        refused=sum(1 for d in derived if d.result == "refused"),
+        simulated_s=wait_s,
+        tokens=spent,
+        derived=True,
+    )
+    strategies = {**result.strategies, "router-banded": figure}
+    return replace(result, strategies=strategies, band=band, band_source=source)
+
+
+def shipped_band() -> Band:
+    """The band of the shipped `[edit]` defaults (`strategy = "route"` would be no band at all)."""
+    shipped = EditConfig()
+    return Band(hedge_from=shipped.hedge_from, accurate_from=shipped.accurate_from)
+
+
+def default_agreement(result: EditEvalResult) -> tuple[int, int] | None:
+    """(tasks where `DEFAULT_RUN`'s verdict is the one derived for the same band from the other runs,
+    tasks with both), or None without the run."""
+    if DEFAULT_RUN not in result.strategies:
+        return None
+    band = shipped_band()
+    same = total = 0
+    for run in result.runs:
+        if run.facts is None or DEFAULT_RUN not in run.results:
+            continue
+        total += 1
+        same += banded(run.facts, run.score, band, result.accurate_speed).result == run.results[DEFAULT_RUN]
+    return same, total
+
+
+def _accurate_speed(models: Models) -> TierSpeed:
+    ttft_ms, rate = models.accurate_speed
+    return TierSpeed(ttft_s=ttft_ms / 1000, tokens_per_s=rate)
 
 
 async def _run_task(
@@ -318,6 +404,7 @@ async def _run_task(
     outcomes: dict[str, EditOutcome] = {}
     route = ""
     score = 0.0
+    features = None
     for strategy, flow in flows.items():
         # Setting the truth restarts the attempt counts: every strategy meets the same dice.
         set_truth(models.fast_url, prepared.truth)
@@ -340,8 +427,9 @@ async def _run_task(
         tokens[strategy], outcomes[strategy] = spent, outcome
         results[strategy], seconds[strategy] = verdict, round(simulated_s, 3)
         served[strategy] = outcome.tier or ""
-        if strategy == "router":
+        if strategy in ("router", DEFAULT_RUN) and not route:
             route, score = outcome.decision.summary(), outcome.decision.score
+            features = outcome.decision.features
     return TaskRun(
         commit=task.commit[:10],
         instruction=task.instruction,
@@ -355,6 +443,7 @@ async def _run_task(
         served_by=served,
         tokens=tokens,
         facts=_facts(outcomes, results, seconds, tokens, models),
+        features=features,
     )
 
 
@@ -387,8 +476,7 @@ def _facts(
 
 def _derived_figures(runs: Sequence[TaskRun], models: Models) -> dict[str, StrategyFigures]:
     """hedged and draft-check (`edit_hedging`), from the runs of fast-first and always-accurate."""
-    ttft_ms, rate = models.accurate_speed
-    speed = TierSpeed(ttft_s=ttft_ms / 1000, tokens_per_s=rate)
+    speed = _accurate_speed(models)
     facts = [run.facts for run in runs if run.facts is not None]
     figures: dict[str, StrategyFigures] = {}
     for name, derive in (("hedged", hedged), ("draft-check", draft_check)):
@@ -408,8 +496,11 @@ def _derived_figures(runs: Sequence[TaskRun], models: Models) -> dict[str, Strat
 
 
 def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
-    """The edit's time at the profiles' real speeds: each call's model time unscaled, tandem's own as measured."""
-    model_s = sum(models.model_s(a.tier, a.tokens_out) for a in outcome.attempts)
+    """The edit's time at the profiles' real speeds: each call's model time unscaled, tandem's own as measured.
+    Hedged calls overlap: the user waits for the longer of those whose answer was waited for (a cancelled
+    one was not)."""
+    times = [models.model_s(a.tier, a.tokens_out) for a in outcome.attempts if a.outcome != "cancelled"]
+    model_s = max(times, default=0.0) if outcome.plan == "hedged" else sum(times)
     scaled_model_s = model_s / models.time_scale
     return model_s + max(0.0, wall_s - scaled_model_s)
 
@@ -449,6 +540,32 @@ def render_text(result: EditEvalResult) -> str:
         "MODELLED on them (the accurate model keeps a correct draft in a few tokens and replaces a wrong one with "
         "its own answer: an upper estimate)"
     )
+    if result.band is not None:
+        lines.append(
+            f"  router-banded: fast-first below score {result.band.hedge_from:g}, hedged from there, the accurate "
+            f"model alone from {result.band.accurate_from:g} (derived exactly like hedged; edges {result.band_source})"
+        )
+    if result.band is not None:
+        band = result.band
+
+        def plan(score: float) -> str:
+            return "accurate" if score >= band.accurate_from else "hedged" if score >= band.hedge_from else "fast-first"
+
+        for share in (0.5, 1.0):
+            what_if = silent_what_if(list(result.runs), share, [run.score for run in result.runs], plan)
+            lines.append(
+                f"  what-if (derived): {share:.0%} of the fast mistakes the checks caught had passed them, wrong: "
+                + "; ".join(f"{name} {c} correct {w} wrong {s:.0f} s" for name, (c, w, s) in what_if.figures.items())
+            )
+    agreement = default_agreement(result)
+    if agreement is not None:
+        band = shipped_band()
+        lines.append(
+            f"  {DEFAULT_RUN}: the shipped [edit] strategy run through EditFlow (banded, hedge from score "
+            f"{band.hedge_from:g}, accurate alone from {band.accurate_from:g}: both models at once, the accurate "
+            f"stream cancelled when the fast answer passes); its verdict is the one derived for that band on "
+            f"{agreement[0]} of {agreement[1]} tasks"
+        )
     for hard in (False, True):
         subset = [run for run in result.runs if run.hard == hard]
         if not subset:
@@ -486,6 +603,9 @@ def render_text(result: EditEvalResult) -> str:
 
 def result_json(result: EditEvalResult) -> dict[str, Any]:
     data = asdict(result)
+    for run in data["runs"]:
+        run.pop("features", None)
+    data["default_agreement"] = default_agreement(result)
     for name, figure in result.strategies.items():
         data["strategies"][name]["correct_per_hour"] = round(figure.correct_per_hour, 1)
         data["strategies"][name]["seconds_per_correct"] = figure.seconds_per_correct

@@ -14,6 +14,10 @@ whether it passed its checks, always-accurate's answer, each with its model time
                  is assumed to keep every correct draft and to replace a wrong one with the answer it
                  would have written itself (always-accurate's); real checkers are worse than that, so its
                  figures are an upper estimate. A draft that fails the checks escalates as in fast-first.
+    banded       the router's score picks one of three: fast-first below `Band.hedge_from`, hedged from
+                 there up to `Band.accurate_from`, the accurate model alone at or above it. Exact, given the
+                 runs and the score. `choose_band` sets the edges on some histories' runs (never on the
+                 history the policy is then judged on).
 
 Times are at the profiles' real speeds (time to first token plus tokens at the profile's rate).
 """
@@ -109,4 +113,110 @@ def totals(derived: Sequence[Derived]) -> tuple[int, float, int]:
         sum(1 for d in derived if d.result == "correct"),
         sum(d.wait_s for d in derived),
         sum(d.tokens for d in derived),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Band:
+    """The router-banded policy's edges on the router's score (`RouteDecision.score`): fast-first below
+    `hedge_from`, hedged from it up to `accurate_from`, the accurate model alone at `accurate_from` or above."""
+
+    hedge_from: float
+    accurate_from: float
+
+
+def banded(run: RunFacts, score: float, band: Band, accurate: TierSpeed) -> Derived:
+    if score >= band.accurate_from:
+        return Derived(
+            result=run.accurate_result,
+            wait_s=run.accurate_s,
+            tokens=run.accurate_tokens_in + run.accurate_tokens_out,
+        )
+    if score >= band.hedge_from:
+        return hedged(run, accurate)
+    return Derived(result=run.first_result, wait_s=run.first_s, tokens=run.first_tokens)
+
+
+# Edges are judged by correct edits first, then the user's wait, then tokens, each within this share of the
+# best (so that one task does not move an edge, and a wait saved by a hair does not buy many tokens). Set
+# before any router-banded figure was seen; one share for every fold.
+BAND_TOLERANCE = 0.01
+# An edge above every score: nothing goes that way.
+NOBODY = 1.01
+
+
+@dataclass(frozen=True, kw_only=True)
+class BandChoice:
+    """The chosen edges and what they gave on the runs they were chosen on."""
+
+    band: Band
+    tasks: int
+    correct: int
+    wait_s: float
+    tokens: int
+
+    @property
+    def correct_per_hour(self) -> float:
+        return self.correct / (self.wait_s / 3600) if self.wait_s else 0.0
+
+
+def choose_band(
+    scored: Sequence[tuple[float, RunFacts]], accurate: TierSpeed, tolerance: float = BAND_TOLERANCE
+) -> BandChoice:
+    """The edges that do best over `scored` (the router's score and the runs of each task): the most
+    correct edits; of the edges within `tolerance` of that, the least total wait; of those within
+    `tolerance` of that, the fewest tokens. Every edge pair is tried: each falls half-way between two
+    neighbouring scores (or at 0, or above every score), so fast-first (both edges above every score),
+    hedged everywhere, the router at any boundary and always-accurate are all candidates.
+
+    Not correct edits per hour (correct / wait): it rewards a fast wrong answer over a slower right one
+    (5 right in 12 s "beats" 10 right in 46 s), so it would choose edges that leave edits undone."""
+    ordered = sorted(scored, key=lambda pair: pair[0])
+    n = len(ordered)
+    options = []
+    for score, run in ordered:
+        first = Derived(result=run.first_result, wait_s=run.first_s, tokens=run.first_tokens)
+        both = hedged(run, accurate)
+        alone = banded(run, score, Band(hedge_from=0.0, accurate_from=0.0), accurate)
+        options.append((first, both, alone))
+
+    def prefix(column: int) -> tuple[list[int], list[float], list[int]]:
+        correct, wait, tokens = [0], [0.0], [0]
+        for row in options:
+            d = row[column]
+            correct.append(correct[-1] + (d.result == "correct"))
+            wait.append(wait[-1] + d.wait_s)
+            tokens.append(tokens[-1] + d.tokens)
+        return correct, wait, tokens
+
+    sums = [prefix(column) for column in range(3)]
+    # Positions where an edge may fall: before the first task, between two different scores, after the last.
+    cuts = [k for k in range(n + 1) if k in (0, n) or ordered[k][0] != ordered[k - 1][0]]
+
+    def edge(k: int) -> float:
+        if k == 0:
+            return 0.0
+        if k == n:
+            return NOBODY
+        return (ordered[k - 1][0] + ordered[k][0]) / 2
+
+    candidates: list[tuple[int, float, int, int, int]] = []
+    for a, i in enumerate(cuts):
+        for j in cuts[a:]:
+            parts = ((0, 0, i), (1, i, j), (2, j, n))
+            correct = sum(sums[c][0][hi] - sums[c][0][lo] for c, lo, hi in parts)
+            wait = sum(sums[c][1][hi] - sums[c][1][lo] for c, lo, hi in parts)
+            tokens = sum(sums[c][2][hi] - sums[c][2][lo] for c, lo, hi in parts)
+            candidates.append((correct, wait, tokens, i, j))
+    most = max(c[0] for c in candidates)
+    right = [c for c in candidates if c[0] >= most * (1 - tolerance)]
+    least = min(c[1] for c in right)
+    quick = [c for c in right if c[1] <= least * (1 + tolerance)]
+    correct, wait, tokens, i, j = min(quick, key=lambda c: (c[2], c[1], -c[0]))
+    return BandChoice(
+        band=Band(hedge_from=round(edge(i), 6), accurate_from=round(edge(j), 6)),
+        tasks=n,
+        correct=correct,
+        wait_s=wait,
+        tokens=tokens,
     )

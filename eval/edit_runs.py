@@ -7,15 +7,17 @@ one that sends it accurate exactly always-accurate's. So, from the `TaskRun`s al
 - `operating_points`: the router at other decision boundaries (`[router] accurate_score`);
 - `knowing_hard`: a router whose score were the truth's "hard" label (ROC AUC 1.0);
 - `oracle_bound`: the least time to keep a share of always-accurate's correct edits if every answer
-  were known before asking (a bound, not a strategy).
+  were known before asking (a bound, not a strategy);
+- `silent_what_if`: the strategies had some of the fast model's caught mistakes gone unnoticed (how much
+  of fast-first's lead rests on the simulator's assumption of how the fast model errs).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tandem.completion.router import score_of_pressure
+from tandem.completion.router import RouteFeatures, score_of_pressure
 from tandem.eval.edit_hedging import RunFacts
 
 # The issue's target: the router keeps this share of always-accurate's correct edits ...
@@ -43,6 +45,8 @@ class TaskRun:
     tokens: dict[str, int] = field(default_factory=dict)
     # What the derived strategies (`edit_hedging`) need: fast-first's first attempt and always-accurate's.
     facts: RunFacts | None = None
+    # What the router saw, so that other weights can score the task again (`rescored`).
+    features: RouteFeatures | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,3 +128,60 @@ def oracle_bound(runs: Sequence[TaskRun], keep: float = TARGET_KEEP) -> float:
         correct += 1
         spent += extra
     return spent
+
+
+def _flips(commit: str, share: float) -> bool:
+    """Whether this task is among `share` of the tasks (chosen by the commit's hash, the same for every
+    strategy and every run)."""
+    return int(commit[:8], 16) % 1000 < share * 1000
+
+
+@dataclass(frozen=True, kw_only=True)
+class SilentWhatIf:
+    """What-if: a share of the fast answers that failed their checks had passed them (and were wrong)."""
+
+    share: float
+    # strategy -> (correct, wrong, wait in seconds)
+    figures: dict[str, tuple[int, int, float]]
+
+
+def silent_what_if(
+    runs: Sequence[TaskRun], share: float, band_scores: Sequence[float], band_of: Callable[[float], str]
+) -> SilentWhatIf:
+    """Strategies' outcomes had the simulator's fast model made `share` of its caught mistakes (a broken
+    file, an answer far too large: ~45% of its mistakes, an assumption of `tandem.sim.error_model`) in ways
+    no check catches. On the tasks picked (`_flips`) where fast-first's fast answer failed its checks, that
+    answer is applied instead, wrong, after the fast model's time: for fast-first, hedged, always-fast,
+    the router where it asked the fast model first, and router-banded outside its accurate-alone part
+    (`band_of(score)`: "fast-first" | "hedged" | "accurate"). Derived from the runs; nothing re-run."""
+    names = ("router", "fast-first", "hedged", "router-banded", "always-fast", "always-accurate")
+    tally = {name: [0, 0, 0.0] for name in names}
+    for run, score in zip(runs, band_scores, strict=True):
+        facts = run.facts
+        if facts is None:
+            continue
+        flip = not facts.fast_passed and _flips(run.commit, share)
+        plan = band_of(score)
+        outcome: dict[str, tuple[str, float]] = {
+            "fast-first": (facts.first_result, facts.first_s),
+            "hedged": (facts.first_result, facts.first_s)
+            if facts.fast_passed
+            else (facts.accurate_result, max(facts.fast_s, facts.accurate_s)),
+            "always-fast": (run.results.get("always-fast", ""), run.simulated_s.get("always-fast", 0.0)),
+            "always-accurate": (facts.accurate_result, facts.accurate_s),
+            "router": (run.results.get("router", ""), run.simulated_s.get("router", 0.0)),
+        }
+        outcome["router-banded"] = outcome[plan if plan != "accurate" else "always-accurate"]
+        silent = ("wrong", facts.fast_s)
+        if flip:
+            for name in ("fast-first", "hedged", "always-fast"):
+                outcome[name] = silent
+            if run.route.startswith("fast"):
+                outcome["router"] = silent
+            if plan != "accurate":
+                outcome["router-banded"] = silent
+        for name, (result, wait_s) in outcome.items():
+            tally[name][0] += result == "correct"
+            tally[name][1] += result == "wrong"
+            tally[name][2] += wait_s
+    return SilentWhatIf(share=share, figures={name: (int(c), int(w), float(s)) for name, (c, w, s) in tally.items()})

@@ -1,9 +1,21 @@
-"""Unit tests of the derived strategies: hedged (exact from the runs) and draft-check (modelled)."""
+"""Unit tests of the derived strategies: hedged (exact from the runs), draft-check (modelled), router-banded
+and the choice of its edges."""
 
 from __future__ import annotations
 
 import pytest
-from tandem.eval.edit_hedging import CHECK_TOKENS, RunFacts, TierSpeed, draft_check, hedged, totals
+from tandem.eval.edit_hedging import (
+    CHECK_TOKENS,
+    NOBODY,
+    Band,
+    RunFacts,
+    TierSpeed,
+    banded,
+    choose_band,
+    draft_check,
+    hedged,
+    totals,
+)
 
 ACCURATE = TierSpeed(ttft_s=0.6, tokens_per_s=65.0)
 
@@ -57,3 +69,33 @@ def test_totals() -> None:
     derived = [hedged(facts(passed=True, first="correct"), ACCURATE), hedged(facts(passed=False, first="x"), ACCURATE)]
     correct, wait_s, tokens = totals(derived)
     assert correct == 2 and wait_s == pytest.approx(9.2) and tokens == derived[0].tokens + derived[1].tokens
+
+
+def test_banded_is_fast_first_hedged_or_accurate_by_the_score() -> None:
+    run = facts(passed=False, first="refused", accurate="correct")
+    band = Band(hedge_from=0.3, accurate_from=0.7)
+    low, middle, high = (banded(run, score, band, ACCURATE) for score in (0.1, 0.5, 0.9))
+    assert (low.result, low.wait_s, low.tokens) == ("refused", 9.3, 3300)  # fast-first: escalated, in turn
+    assert (middle.result, middle.wait_s) == ("correct", 8.0)  # hedged: the slower of the two
+    assert (high.result, high.wait_s, high.tokens) == ("correct", 8.0, 1300 + 500)  # the accurate model alone
+
+
+def test_the_band_is_chosen_for_correct_edits_then_wait_then_tokens() -> None:
+    # Easy tasks (low scores): the fast answer passes and is right, so hedging them only costs tokens.
+    # Hard tasks (high scores): the fast answer passes but is wrong; only the accurate model is right.
+    easy = [(0.1 + i / 100, facts(passed=True, first="correct")) for i in range(5)]
+    hard = [(0.8 + i / 100, facts(passed=True, first="wrong", accurate="correct")) for i in range(5)]
+    choice = choose_band(easy + hard, ACCURATE)
+    # Fast-first for the easy ones, the accurate model alone for the hard ones (no band between): every
+    # task right, the easy ones at the fast answer's wait. Edges fall half-way between neighbouring scores.
+    assert choice.band == Band(hedge_from=pytest.approx(0.47), accurate_from=pytest.approx(0.47))
+    assert choice.correct == 10 and choice.wait_s == pytest.approx(5 * 1.2 + 5 * 8.0)
+    # Correct edits per hour would have chosen fast-first everywhere: 5 right in 12 s "beats" 10 in 46 s.
+    assert 5 / 12 > 10 / 46
+    # Fast answers that pass (right) and fail in turn, whatever the score: hedging everything waits least
+    # (the fast answer's time where it passes, the accurate one's, not both in turn, where it fails).
+    mixed = [(i / 10, facts(passed=i % 2 == 1, first="correct")) for i in range(10)]
+    assert choose_band(mixed, ACCURATE).band == Band(hedge_from=0.0, accurate_from=NOBODY)
+    # Fast answers that always fail: the accurate model alone, as soon (hedging would only add tokens).
+    failing = [(i / 10, facts(passed=False, first="correct")) for i in range(10)]
+    assert choose_band(failing, ACCURATE).band == Band(hedge_from=0.0, accurate_from=0.0)

@@ -102,8 +102,16 @@ def test_replay_edits_reports_router_figures_and_the_simulated_comparison(repo: 
     edits = data["edits"]
     assert edits["simulated"] is True and edits["tasks"] == 3 and edits["time_scale"] == pytest.approx(50.0)
     strategies = edits["strategies"]
-    assert set(strategies) == {"router", "fast-first", "always-fast", "always-accurate", "hedged", "draft-check"}
+    assert set(strategies) == {
+        "router", "fast-first", "always-fast", "always-accurate", "default (run)", "hedged", "draft-check",
+        "router-banded",
+    }  # fmt: skip
     assert strategies["hedged"]["derived"] and not strategies["router"]["derived"]
+    # The shipped strategy run through the edit path (both models at once) meets the verdicts derived for
+    # it from fast-first's and always-accurate's runs, task by task.
+    assert not strategies["default (run)"]["derived"] and edits["default_agreement"] == [3, 3]
+    assert strategies["default (run)"]["correct"] == strategies["hedged"]["correct"]
+    assert strategies["default (run)"]["tokens"] > strategies["fast-first"]["tokens"]
     # Hedging gets fast-first's right answers, and never makes the user wait longer than it.
     assert strategies["hedged"]["correct"] == strategies["fast-first"]["correct"]
     assert strategies["hedged"]["simulated_s"] <= strategies["fast-first"]["simulated_s"] + 1e-6
@@ -156,12 +164,29 @@ def test_leave_one_out_judges_each_history_on_weights_fitted_without_it(
     data = json.loads(done.stdout)["leave_one_out"]
     assert data["repos"] == ["repo", "other"]
     held = {(h["repo"], h["selection"]): h for h in data["held_out"]}
-    assert set(held) == {(r, s) for r in ("repo", "other") for s in ("changed", "user")}
+    assert set(held) == {(r, s) for r in ("repo", "other") for s in ("changed", "user", "largest")}
     assert held[("repo", "changed")]["tasks"] == 3 and held[("other", "changed")]["tasks"] == 2
     # The rename is the one hard task of each history and its instruction is broad: it ranks first.
     assert held[("repo", "changed")]["fitted_auc"] == 1.0 and held[("other", "changed")]["fitted_auc"] == 1.0
     alone = replay("--repo", str(repo), "--leave-one-out", "--router-only")
     assert alone.returncode == 1 and "at least two --repo" in alone.stderr
+
+
+def test_leave_one_out_chooses_router_banded_edges_without_the_held_out_history(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    commit(other, "start", {"a.py": MODELS, "b.py": VIEWS})
+    commit(other, "fix typo", {"a.py": MODELS.replace("total.", "total!")})
+    both = replay("--repo", str(repo), "--repo", str(other), "--leave-one-out", "--json", "--time-scale", "0.02")
+    assert both.returncode == 0, both.stderr
+    edits = json.loads(both.stdout)["edits"]
+    assert set(edits) == {"repo", "other"}
+    for name, other_name in (("repo", "other"), ("other", "repo")):
+        assert edits[name]["band"] is not None and "router-banded" in edits[name]["strategies"]
+        assert edits[name]["band_source"].startswith(f"chosen on {other_name} only")
 
 
 def test_simulated_edits_are_judged_on_the_code_the_commit_changed(tmp_path: pathlib.Path) -> None:

@@ -29,9 +29,18 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights
-from tandem.eval.edit_eval import STRATEGIES, EditEvalResult, Models, evaluate_edits
+from tandem.eval.edit_eval import (
+    STRATEGIES,
+    EditEvalResult,
+    Models,
+    evaluate_edits,
+    rescored,
+    shipped_band,
+    with_banded,
+)
 from tandem.eval.edit_eval import render_text as render_edits
 from tandem.eval.edit_eval import result_json as edits_json
+from tandem.eval.edit_hedging import choose_band
 from tandem.eval.history import GitError
 from tandem.eval.router_eval import evaluate_repo, render_text, result_json
 from tandem.eval.router_loo import evaluate_leave_one_out, weights_by_held_out
@@ -116,7 +125,9 @@ def run_edits(args: argparse.Namespace) -> int:
         return 1
     edits: EditEvalResult | None = None
     if not args.router_only:
-        edits = _simulate(args, repo, args.limit, DEFAULT_WEIGHTS)
+        edits = with_banded(
+            _simulate(args, repo, args.limit, DEFAULT_WEIGHTS), shipped_band(), "the shipped [edit] defaults"
+        )
     if args.json:
         data = {"router": result_json(router), "edits": edits_json(edits) if edits is not None else None}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
@@ -148,16 +159,62 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
                 continue
             say(f"simulated edits on {name}, the router fitted without it")
             simulated[name] = _simulate(args, repo, args.sim_limit or args.limit, held_out[name])
-            if not args.json:
+        simulated = _banded_held_out(simulated, held_out)
+        if not args.json:
+            for name, result in simulated.items():
                 sys.stdout.write(f"\nheld out: {name} (the router's weights fitted on the other histories)\n")
-                sys.stdout.write(render_edits(simulated[name]) + "\n")
-                sys.stdout.flush()
+                sys.stdout.write(render_edits(result) + "\n")
+            sys.stdout.write(_band_on_all(simulated) + "\n")
+            sys.stdout.flush()
     if args.json:
         data = {"leave_one_out": loo_json(loo), "edits": {name: edits_json(e) for name, e in simulated.items()}}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     elif args.router_only:
         sys.stdout.write(render_loo(loo) + "\n")
     return 0
+
+
+def _banded_held_out(
+    simulated: Mapping[str, EditEvalResult], held_out: Mapping[str, RouterWeights]
+) -> dict[str, EditEvalResult]:
+    """Each held-out history's results with router-banded beside them, its edges chosen on the other
+    simulated histories' runs, scored by the router fitted without the held-out one (in-sample scores for
+    those histories: that router was fitted on them)."""
+    out: dict[str, EditEvalResult] = {}
+    for name, result in simulated.items():
+        others = [other for other in simulated if other != name]
+        if not others:
+            out[name] = result
+            continue
+        scored = [pair for other in others for pair in rescored(simulated[other].runs, held_out[name])]
+        if not scored:
+            out[name] = result
+            continue
+        choice = choose_band(scored, result.accurate_speed)
+        source = (
+            f"chosen on {', '.join(others)} only ({choice.tasks} tasks scored by the router fitted without {name}: "
+            f"{choice.correct} correct, {choice.correct_per_hour:.0f} correct/h there)"
+        )
+        out[name] = with_banded(result, choice.band, source)
+    return out
+
+
+def _band_on_all(simulated: Mapping[str, EditEvalResult]) -> str:
+    """The edges chosen on every simulated history at once, under the shipped router's weights (what a
+    default would be set from; in-sample on each of them)."""
+    if not simulated:
+        return ""
+    scored = [pair for result in simulated.values() for pair in rescored(result.runs, DEFAULT_WEIGHTS)]
+    if not scored:
+        return ""
+    speed = next(iter(simulated.values())).accurate_speed
+    choice = choose_band(scored, speed)
+    return (
+        f"\nrouter-banded edges chosen on all simulated histories ({', '.join(simulated)}; {choice.tasks} tasks, "
+        f"the shipped router's weights; in-sample): hedge from score {choice.band.hedge_from:g}, accurate alone "
+        f"from {choice.band.accurate_from:g}: {choice.correct} correct, {choice.wait_s:.1f} s wait, "
+        f"{choice.correct_per_hour:.0f} correct/h, {choice.tokens} tokens"
+    )
 
 
 def _simulate(args: argparse.Namespace, repo: Path, limit: int, weights: RouterWeights) -> EditEvalResult:
