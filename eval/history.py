@@ -62,6 +62,8 @@ class EditTask:
     start: int
     end: int
     changes: tuple[FileChange, ...]
+    # The primary file's hunks: (first line of the hunk in parent_text, 0-based; lines removed plus added).
+    hunks: tuple[tuple[int, int], ...] = ()
 
     @property
     def selection(self) -> str:
@@ -90,6 +92,14 @@ class EditTask:
         or block enclosing the first changed line (`user_selection.enclosing_block`), which does not
         know how far the change goes."""
         first, end = enclosing_block(self.parent_text, self.first_line)
+        return line_offset(self.parent_text, first), line_offset(self.parent_text, end)
+
+    @property
+    def user_selection_at_largest_hunk(self) -> tuple[int, int]:
+        """Offsets [start, end) of the function or block enclosing the commit's largest hunk in the primary
+        file (the first of equals) instead of its first changed line, which is often an import line."""
+        anchor = max(self.hunks, key=lambda h: (h[1], -h[0]))[0] if self.hunks else self.first_line
+        first, end = enclosing_block(self.parent_text, anchor)
         return line_offset(self.parent_text, first), line_offset(self.parent_text, end)
 
 
@@ -139,18 +149,21 @@ def _numstat(repo: Path, parent: str, commit: str) -> list[FileChange]:
     return changes
 
 
-def _old_ranges(repo: Path, parent: str, commit: str, change: FileChange) -> list[tuple[int, int]]:
-    """The parent-side line ranges (0-based, end exclusive) of each hunk of one file's diff."""
+def _old_ranges(repo: Path, parent: str, commit: str, change: FileChange) -> list[tuple[int, int, int]]:
+    """The parent-side line ranges (0-based, end exclusive) of each hunk of one file's diff, each with the
+    hunk's changed lines (removed plus added)."""
     paths = [change.old_path, change.path] if change.old_path else [change.path]
     out = git(repo, "diff", "-U0", "--no-color", "-M", parent, commit, "--", *paths)
-    ranges: list[tuple[int, int]] = []
+    ranges: list[tuple[int, int, int]] = []
     for line in out.decode("utf-8", "replace").splitlines():
         if line.startswith("@@ -"):
-            old = line[4:].split(" ", 1)[0]
+            old, new = line[4:].split(" ", 2)[:2]
             start_s, _, count_s = old.partition(",")
             start, count = int(start_s), int(count_s) if count_s else 1
+            _, _, added_s = new.partition(",")
+            changed = count + (int(added_s) if added_s else 1)
             # "-N,0": nothing removed, the new lines go after line N.
-            ranges.append((start, start) if count == 0 else (start - 1, start - 1 + count))
+            ranges.append((start, start, changed) if count == 0 else (start - 1, start - 1 + count, changed))
     return ranges
 
 
@@ -213,7 +226,7 @@ def _task(
     primary = max(sources, key=lambda c: (file_role(c.path) == "source", c.added + c.deleted, c.path))
     old_path = primary.old_path or primary.path
     ranges = _old_ranges(repo, parent, commit, primary)
-    created = primary.deleted == 0 and ranges == [(0, 0)]
+    created = primary.deleted == 0 and [r[:2] for r in ranges] == [(0, 0)]
     try:
         parent_text = "" if created else _show(repo, parent, old_path)
     except GitError:
@@ -239,6 +252,7 @@ def _task(
             start=line_offset(parent_text, first),
             end=line_offset(parent_text, end),
             changes=tuple(changes),
+            hunks=tuple((r[0], r[2]) for r in ranges) if parent_text else (),
         ),
         "",
     )

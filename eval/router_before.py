@@ -7,14 +7,37 @@ the score is `score_of_pressure` of their sum.
 
 from __future__ import annotations
 
-from tandem.completion.router import RouteFeatures, RouterThresholds, score_of_pressure
+import dataclasses
+
+from tandem.completion.router import (
+    BROAD_SCOPE,
+    SMALL_SCOPE,
+    WHOLE_SELECTION,
+    WIDE_SCOPE,
+    RouteFeatures,
+    RouterThresholds,
+    score_of_pressure,
+)
+from tandem.completion.router import _phrases as phrases
 
 
 def before_score(features: RouteFeatures, thresholds: RouterThresholds) -> float:
     """The score the router before this change gave `features` (0 for inline completions)."""
     if features.mode == "inline":
         return 0.0
-    return score_of_pressure(sum(p for p, _ in before_terms(features, thresholds)))
+    return score_of_pressure(sum(p for p, _ in before_terms(before_words(features), thresholds)))
+
+
+def before_words(f: RouteFeatures) -> RouteFeatures:
+    """`f` with the instruction's scope words found as the router before this change found them: also
+    inside file paths and dotted names ("Delete scripts/migrate-black.py" was a broad instruction)."""
+    lowered = f.instruction.lower()
+    broad = phrases(lowered, BROAD_SCOPE)
+    wide = tuple(w for w in phrases(lowered, WIDE_SCOPE) if not any(w in b for b in broad))
+    whole = bool(broad or wide or phrases(lowered, WHOLE_SELECTION))
+    return dataclasses.replace(
+        f, broad_words=broad, wide_words=wide, small_words=phrases(lowered, SMALL_SCOPE), whole_selection=whole
+    )
 
 
 def before_terms(f: RouteFeatures, t: RouterThresholds) -> list[tuple[float, str]]:

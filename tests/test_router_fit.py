@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
 import pytest
 from tandem.completion.router import FEATURES, RouterWeights
 from tandem.eval.code_label import code_files, code_hard, file_role
-from tandem.eval.history import FileChange
-from tandem.eval.router_fit import Sample, fit_weights, leave_one_out, logit
+from tandem.eval.history import EditTask, FileChange
+from tandem.eval.router_fit import L2, L2_GRID, Sample, choose_l2, fit_weights, leave_one_out, logit
 from tandem.eval.user_selection import enclosing_block
 
 
@@ -158,3 +159,37 @@ def test_leave_one_out_scores_each_history_on_weights_fitted_without_it() -> Non
     # Each fold's weights differ: each is fitted without its own history.
     assert len({r.weights for r in results}) == 3
     assert not math.isnan(results[0].weights.bias)
+
+
+def test_the_penalty_is_chosen_from_the_training_histories_alone() -> None:
+    def history(seed: int, shift: float) -> list[Sample]:
+        return [
+            Sample(inputs={"changed": x}, before={"changed": 0.5}, hard=y, hard_old=y)
+            for x, y in synthetic(120, seed, shift)
+        ]
+
+    histories = {"a": history(6, 0.0), "b": history(7, 0.5), "c": history(8, -0.5)}
+    results = leave_one_out(histories, selection="changed")
+    for r in results:
+        training = {name: rows for name, rows in histories.items() if name != r.repo}
+        assert r.l2 in L2_GRID and r.l2 == choose_l2(training, selection="changed")
+        assert r.fitted_auc_fixed_l2 is not None
+    # Given the penalty, nothing is chosen and the fixed figure is the fitted one.
+    fixed = leave_one_out(histories, selection="changed", l2=L2)
+    assert all(r.l2 == L2 and r.fitted_auc == r.fitted_auc_fixed_l2 for r in fixed)
+    assert choose_l2({"a": histories["a"]}) == L2  # one history: nothing to leave out
+
+
+def test_the_users_block_at_the_largest_hunk() -> None:
+    # The commit adds an import (line 0) and rewrites the body of m (line 14): the first changed line's
+    # block is the import paragraph, the largest hunk's is the method.
+    task = EditTask(
+        commit="c", parent="p", instruction="x", path="a.py", parent_text=SOURCE, truth_text=SOURCE,
+        first_line=0, end_line=15, start=0, end=0, changes=(), hunks=((0, 1), (14, 6)),
+    )  # fmt: skip
+    lines = SOURCE.splitlines(keepends=True)
+    start, end = task.user_selection
+    assert SOURCE[start:end] == lines[0]
+    start, end = task.user_selection_at_largest_hunk
+    assert SOURCE[start:end] == "".join(lines[12:15])
+    assert dataclasses.replace(task, hunks=()).user_selection_at_largest_hunk == task.user_selection
