@@ -42,6 +42,13 @@ SYMBOLS_AFTER_EDIT_S = 2.0
 
 
 @dataclass
+class ScanProgress:
+    """How far a running scan has got (written by the scan's thread, read on the event loop)."""
+
+    files: int = 0
+
+
+@dataclass
 class ScanResult:
     symbols: SymbolIndex
     privacy: PrivacyFilter
@@ -50,10 +57,12 @@ class ScanResult:
     seconds: float = 0.0
 
 
-def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int) -> ScanResult:
+def scan_workspace(
+    root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int, progress: ScanProgress | None = None
+) -> ScanResult:
     """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules. Linked
     directories are not walked; a linked file that leads out of the workspace is not read unless the user
-    opted its path in."""
+    opted its path in. Only regular files are read (a named pipe would block the scan for good)."""
     started = time.perf_counter()
     folders = Folders([root])
     privacy = PrivacyFilter(policy=policy)
@@ -85,6 +94,8 @@ def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int)
             data = b""
             if verdict and path.is_symlink():
                 verdict = link_verdict(folders, privacy, path, relative)
+            if verdict and not path.is_file():
+                verdict = Verdict(allowed=False, reason="not a regular file")
             if verdict:
                 try:
                     if path.stat().st_size > policy.max_file_bytes:
@@ -100,6 +111,8 @@ def scan_workspace(root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int)
                 continue
             symbols.update(relative, data.decode("utf-8"))
             result.files += 1
+            if progress is not None:
+                progress.files = result.files
     result.seconds = time.perf_counter() - started
     return result
 
@@ -146,11 +159,36 @@ class WorkspaceIndex:
         self.scan: ScanResult | None = None
         self._builder: ContextBuilder | None = None
         self._docs: dict[str, _Open] = {}
+        # The background scan: whether one is coming, how far it has got, and its end (set however it ends).
+        self.will_scan = root is not None and context.scan_workspace and root.is_dir()
+        self.scan_progress = ScanProgress()
+        self._scanned = asyncio.Event()
 
     # -- start-up -------------------------------------------------------------------------------
 
+    @property
+    def scanning(self) -> bool:
+        """True until the background scan has ended (False at once when there is none to run)."""
+        return self.will_scan and not self._scanned.is_set()
+
+    async def wait_for_scan(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the background scan to end; True if it has."""
+        if not self.scanning:
+            return True
+        try:
+            await asyncio.wait_for(self._scanned.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     async def start(self) -> list[str]:
         """Load the tokenizer and scan the workspace off the event loop; returns problems to show."""
+        try:
+            return await self._start()
+        finally:
+            self._scanned.set()
+
+    async def _start(self) -> list[str]:
         problems: list[str] = []
         try:
             self.counter = await asyncio.to_thread(get_counter, self.settings.encoding)
@@ -161,9 +199,15 @@ class WorkspaceIndex:
         for uri, doc in self._docs.items():
             if doc.verdict and doc.index is None and doc.pending is None:
                 self._index_later(uri, doc)
-        if self.root is not None and self.settings.scan_workspace and self.root.is_dir():
+        if self.root is not None and self.will_scan:
             policy = self.privacy.policy
-            scan = await asyncio.to_thread(scan_workspace, self.root, policy=policy, max_files=self.settings.max_files)
+            scan = await asyncio.to_thread(
+                scan_workspace,
+                self.root,
+                policy=policy,
+                max_files=self.settings.max_files,
+                progress=self.scan_progress,
+            )
             self.scan, self.symbols, self.gate.privacy = scan, scan.symbols, scan.privacy
             self._judge_again()
             self._builder = self._make_builder()

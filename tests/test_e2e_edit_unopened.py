@@ -15,6 +15,8 @@ from test_e2e_server import _until
 
 pytestmark = pytest.mark.e2e
 
+# Files in the start-up test that the scan reads before it reaches views.py.
+SCANNED_FIRST = 3000
 DOCUMENTED = VIEWS.replace("def show(invoice):\n", 'def show(invoice):\n    """The invoice\'s total, in euros."""\n')
 
 
@@ -76,3 +78,38 @@ async def test_an_edit_of_only_an_unopened_file_names_it_not_open(
     assert result["message"] in shown
     assert (workspace / "views.py").read_text(encoding="utf-8") == DOCUMENTED
     assert editor.texts[uri] == MODELS
+
+
+async def test_an_edit_asked_at_start_up_waits_for_the_workspace_scan(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    """Asked before the background scan has reached views.py, the edit waits for the scan (its progress says
+    so) and then sees the file; it had gone ahead without it and said nothing."""
+    fast, accurate = sims
+    for sim in (fast, accurate):
+        set_truth(sim, {"views.py": DOCUMENTED})
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "models.py").write_text(MODELS, encoding="utf-8")
+    (workspace / "views.py").write_text(VIEWS, encoding="utf-8")
+    # Enough other files that the scan (after the tokenizer's load) is still running when the edit comes,
+    # as in a real project; views.py sorts after them.
+    (workspace / "lib").mkdir()
+    for i in range(SCANNED_FIRST):
+        (workspace / "lib" / f"m{i:04d}.py").write_text(f"def f{i}(x):\n    return x + {i}\n", encoding="utf-8")
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate), extra_args=["--log-to-client"]) as session:
+        editor = DiskEditor(session)
+        uri = editor.open("models.py", MODELS)
+        result = await execute(
+            session, {"uri": uri, "range": whole(MODELS), "instruction": "document where compute_total is shown"}
+        )
+        progress = [getattr(v, "message", "") or "" for r in session.client.progress_reports.values() for v in r]
+        logged = [m.message for m in session.client.log_messages]
+    waited = [m for m in progress if m.startswith("waiting for the workspace scan")]
+    assert waited, (progress, logged, result)
+    scanned = next(m for m in logged if "workspace indexed" in m)
+    assert f"workspace indexed: {SCANNED_FIRST + 2} files" in scanned, scanned
+    assert result["applied"] is True, result
+    assert result["message"].endswith("edited views.py (+1 -0 lines, not open)"), result["message"]
+    assert result["all_files_indexed"] is True
+    assert (workspace / "views.py").read_text(encoding="utf-8") == DOCUMENTED

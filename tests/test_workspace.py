@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import pathlib
 
 from tandem.cache.lines import LineBuffer
@@ -134,3 +135,31 @@ def test_the_scan_never_reads_through_a_link_out_or_to_a_secret(tmp_path: pathli
     # The user (never the workspace) may opt a linked path in.
     opted = scan_workspace(root, policy=PrivacyPolicy(opt_in=("creds.py",)), max_files=100)
     assert "creds.py" in set(opted.symbols.paths())
+
+
+def test_the_scan_skips_a_named_pipe_instead_of_blocking_on_it(tmp_path: pathlib.Path) -> None:
+    """A FIFO named like source code (nobody writes to it) would block the scan's read for good, and with
+    it every edit waiting for the scan."""
+    from tandem.cache.privacy import PrivacyPolicy
+    from tandem.completion.workspace import ScanProgress, scan_workspace
+
+    os.mkfifo(tmp_path / "pipe.py")
+    (tmp_path / "real.py").write_text("def real():\n    pass\n")
+    progress = ScanProgress()
+    scan = scan_workspace(tmp_path, policy=PrivacyPolicy(), max_files=100, progress=progress)
+    assert sorted(scan.symbols.paths()) == ["real.py"]
+    assert scan.refused == {"not a regular file": 1}
+    assert progress.files == scan.files == 1
+
+
+async def test_the_index_says_while_its_scan_runs_and_waits_for_it_within_a_bound(tmp_path: pathlib.Path) -> None:
+    _workspace(tmp_path)
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
+    assert index.scanning  # from the start: an edit asked before `start` runs waits too
+    assert await index.wait_for_scan(0.0) is False
+    started = asyncio.ensure_future(index.start())
+    assert await index.wait_for_scan(60.0) is True
+    assert not index.scanning and index.scan is not None and index.scan_progress.files == index.scan.files
+    await started
+    unscanned = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
+    assert not unscanned.scanning and await unscanned.wait_for_scan(0.0) is True

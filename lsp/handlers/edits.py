@@ -34,6 +34,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import EditConflict, line_offset, rebase_edits
 from tandem.completion.working_diff import working_diff
+from tandem.completion.workspace import WorkspaceIndex
 from tandem.completion.workspace_symbols import IndexLookup, candidate_names
 from tandem.lsp import edit_report
 from tandem.lsp.edit_workspace import EditWorkspace
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EDIT_COMMAND = "tandem.edit"
+# An edit asked while the workspace scan is still running waits this long for it (a scan of 20,000 files
+# takes a few seconds), then goes ahead and says which files it could not see.
+SCAN_WAIT_S = 10.0
+_SCAN_REPORT_EVERY_S = 0.5
+NOT_INDEXED = "other files were not yet indexed (the workspace scan was still running), so the edit did not see them"
 # The VS Code extension's own command: it prompts for the instruction, then sends tandem.edit.
 PROMPT_COMMAND = "tandem.editSelection"
 # Clients whose tandem plugin implements PROMPT_COMMAND (asks for an instruction, then runs tandem.edit):
@@ -121,6 +127,10 @@ class _Progress:
         self._begun = False
 
     async def begin(self, message: str, on_cancel: Any) -> None:
+        """Begins the progress (once: begun already, it reports `message`)."""
+        if self._begun:
+            self.report(message)
+            return
         if not self.supported:
             return
         try:
@@ -143,6 +153,23 @@ class _Progress:
             self._ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
             self._ls.work_done_progress.tokens.pop(self.token, None)
             self._begun = False
+
+
+async def _wait_for_scan(index: WorkspaceIndex, progress: _Progress) -> bool:
+    """Waits at most SCAN_WAIT_S for the workspace scan, reporting the files it has indexed as it goes."""
+    deadline = time.monotonic() + SCAN_WAIT_S
+    shown = index.scan_progress.files
+    while (left := deadline - time.monotonic()) > 0:
+        if await index.wait_for_scan(min(left, _SCAN_REPORT_EVERY_S)):
+            return True
+        if index.scan_progress.files != shown:
+            shown = index.scan_progress.files
+            progress.report(_scan_words(shown))
+    return not index.scanning
+
+
+def _scan_words(files: int) -> str:
+    return f"waiting for the workspace scan ({files:,} files indexed so far)"
 
 
 def _show(ls: TandemServer, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
@@ -180,10 +207,39 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     instruction = args.instruction or await _ask_instruction(ls)
     if not instruction:
         raise JsonRpcInvalidParams(message="tandem.edit needs an instruction (what should change?)")
-    workspace = EditWorkspace(ls)
-    path = workspace.path_of(args.uri)
     text = document.buffer.text()
     start, end = _offsets(ls, text, document, args.range)
+    progress = _Progress(ls)
+    running: list[asyncio.Future[Any]] = []
+    stopped_by_user = False
+
+    def cancel() -> None:
+        nonlocal stopped_by_user
+        stopped_by_user = True
+        for future in running:
+            future.cancel()
+
+    # Right after start-up the workspace scan may still be running: the edit would not see the files it has
+    # not reached (what uses or defines the selection elsewhere). Wait for it, saying so, within a bound.
+    not_indexed = ""
+    index = ls.workspace_index
+    if index is not None and index.scanning:
+        await progress.begin(_scan_words(index.scan_progress.files), cancel)
+        waiting = asyncio.ensure_future(_wait_for_scan(index, progress))
+        running.append(waiting)
+        try:
+            scanned = await waiting
+        except asyncio.CancelledError:
+            progress.end("cancelled")
+            if not stopped_by_user:
+                raise
+            return _done(ls, False, "tandem: edit cancelled", show=False)
+        running.clear()
+        if not scanned:
+            not_indexed = f"; {NOT_INDEXED} ({index.scan_progress.files:,} files indexed so far)"
+            log.info("edit asked before the workspace scan ended: %s", NOT_INDEXED)
+    workspace = EditWorkspace(ls)
+    path = workspace.path_of(args.uri)
     flow = flow_of(ls)
     request = EditRequest(
         path=path,
@@ -208,21 +264,11 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     inputs = EditInputs(
         current_texts=workspace.current, read_text=workspace.read_text, symbols=lookup, working_diff=diff
     )
-    progress = _Progress(ls)
-    running: list[asyncio.Future[EditOutcome]] = []
-    stopped_by_user = False
-
-    def cancel() -> None:
-        nonlocal stopped_by_user
-        stopped_by_user = True
-        for future in running:
-            future.cancel()
-
     await progress.begin("routing the edit", cancel)
     task = asyncio.ensure_future(flow.run(request, inputs, on_progress=lambda p: progress.report(p.message)))
     running.append(task)
     try:
-        outcome = await task
+        outcome: EditOutcome = await task
     except asyncio.CancelledError:
         progress.end("cancelled")
         if not stopped_by_user:
@@ -233,18 +279,19 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     if not outcome.ok:
         progress.end("not applied")
         flow.finish(outcome)
-        return _done(ls, False, f"tandem: {outcome.message}", outcome=outcome)
+        return _done(ls, False, f"tandem: {outcome.message}{not_indexed}", outcome=outcome)
     applied, why = await _apply(ls, workspace, outcome, instruction)
     progress.end("applied" if applied else "not applied")
     flow.finish(outcome, applied=applied, error=why)
     if not applied:
-        return _done(ls, False, f"tandem: the edit was not applied: {why}", outcome=outcome)
+        return _done(ls, False, f"tandem: the edit was not applied: {why}{not_indexed}", outcome=outcome)
     configured = getattr(ls.config.models, outcome.tier or "", None)
     model = configured.model if configured is not None else ""
     files = edit_report.changes(outcome.edits, outcome.current, workspace.open_texts())
     message = edit_report.applied_message(outcome.tier or "", model, files, rebased=outcome.rebased)
-    result = _done(ls, True, message, outcome=outcome, kind=types.MessageType.Info)
+    result = _done(ls, True, message + not_indexed, outcome=outcome, kind=types.MessageType.Info)
     result.update(
+        all_files_indexed=not not_indexed,
         model=model,
         lines_added=sum(f.added for f in files),
         lines_removed=sum(f.removed for f in files),
