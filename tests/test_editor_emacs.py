@@ -162,7 +162,9 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
     for name, cut in cuts.items():
         path = work / f"{name}_textwrap.py"
         path.write_text(truth_text[: cut.typed_at], encoding="utf-8")
-        scenarios.append({"name": name, "path": str(path), "type": truth_text[cut.typed_at : cut.end]})
+        scenario = {"name": name, "path": str(path), "type": truth_text[cut.typed_at : cut.end]}
+        # After the word's line is completed: completion-at-point again at its end, with no RET.
+        scenarios.append(scenario | {"next_line": True} if name == "word" else scenario)
     edit_runs = (
         ("edit", {"instruction": "add a comment before the last line"}),
         ("code_action", {"action": "tandem: Add type hints"}),
@@ -279,6 +281,32 @@ def test_completion_at_point_completes_the_word_to_the_true_line(emacs_run: Emac
     assert record["new_texts"] == [word + rest], emacs_run.context(record)
     assert word + rest in record["candidates"]
     assert record["after"] == emacs_run.truth[: cut.end] + rest
+
+
+def _next_line(truth: str, at: int) -> str:
+    """From the end of `at`'s line through the next line with content (blank lines between included)."""
+    rest = truth[truth.find("\n", at) :]
+    start = len(rest) - len(rest.lstrip("\n \t"))
+    return rest[: rest.find("\n", start)]
+
+
+def test_at_the_end_of_a_completed_line_the_menu_offers_the_next_line(emacs_run: EmacsRun) -> None:
+    """Issue 16, item 12: after the word's line is completed, completion-at-point at its end (no RET)
+    offers the next line, and the real command inserts it."""
+    record = emacs_run.scenario("word")
+    cut = emacs_run.cuts["word"]
+    line_end = emacs_run.truth.find("\n", cut.end)
+    want = _next_line(emacs_run.truth, cut.end)
+    assert want.startswith("\n") and want.strip()
+    offered = record["next_line"]
+    word = re.search(r"\w+$", emacs_run.truth[:line_end])
+    assert word is not None
+    assert offered["new_texts"] == [word.group() + want], emacs_run.context(offered)
+    # The menu's label ends with the next line (after `↵`), so the user sees what comes.
+    assert any(c.startswith(word.group() + "↵") and c.endswith(want.strip()) for c in offered["candidates"]), offered
+    assert offered["after"] == emacs_run.truth[:line_end] + want
+    capture = (ROOT / "artifacts" / "emacs" / "emacs-word-next-line.txt").read_text()
+    assert want.strip() in capture
 
 
 def test_completion_at_point_inserts_a_multiline_block(emacs_run: EmacsRun) -> None:

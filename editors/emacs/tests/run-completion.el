@@ -91,7 +91,28 @@
           :new_texts (mapcar (lambda (i) (plist-get (plist-get i :textEdit) :newText)) tandem-items)
           :before before
           :after (buffer-substring-no-properties (point-min) (point-max))
+          ;; Last: it types on in the buffer.
+          :next_line (and (plist-get scenario :next_line) (tandem-test--next-line scenario))
           :done t)))
+
+(defun tandem-test--next-line (scenario)
+  "At the end of the line just completed, with no RET: what `completion-at-point' offers there, and
+the buffer after the real command inserts it."
+  (end-of-line)
+  (let* ((capf (eglot-completion-at-point))
+         (start (nth 0 capf))
+         (end (nth 1 capf))
+         (table (nth 2 capf))
+         (candidates (all-completions (buffer-substring-no-properties start end) table))
+         (items (mapcar (lambda (c) (get-text-property 0 'eglot--lsp-item c)) candidates))
+         (tandem-items (cl-remove-if-not (lambda (i) (equal (plist-get i :detail) "tandem")) items)))
+    (tandem-test--capture (concat (plist-get scenario :name) "-next-line")
+                          (concat "[completion candidates] " (mapconcat #'identity candidates " | ")))
+    (completion-at-point)
+    (tandem-test--capture (concat (plist-get scenario :name) "-next-line-accepted"))
+    (list :candidates candidates
+          :new_texts (mapcar (lambda (i) (plist-get (plist-get i :textEdit) :newText)) tandem-items)
+          :after (buffer-substring-no-properties (point-min) (point-max)))))
 
 (defun tandem-test--set-edit-truth (files)
   "Give every simulator of the spec the edit truth FILES (a plist: path, text after the edit)."
