@@ -13,6 +13,14 @@ See bench/bench_pool_cancel.py, which reproduces it on loopback and measures the
   is left half-open. The cancelled caller returns at once; the inner task finishes on its own and closes
   the response it gets (an HTTP/1.1 connection with an unread body is closed, which frees the slot). The
   phase is bounded by the connect and read timeouts.
+- **drops the connections nobody will use**: httpcore's pool hands a free slot to a waiting request by
+  making a connection for it (CONNECTING, nothing sent yet). When that request gives up at that moment,
+  its pool timeout (2 s) running out as the slot frees, or a cancel, httpcore forgets the request but keeps
+  the connection, which no other request can take (only its own request would ever connect it) and
+  which still counts against `max_connections`: a slot lost without any cancellation (1,500 streams at
+  once against 16 slots lost all 16). Whenever a request phase fails, and at each health check, the
+  connections that have sent nothing and that no waiting or running request holds are taken out of the
+  pool (`prune()`).
 - **checks its pool's health**: `health()` counts the slots in use, idle, stuck (NEW for longer than a
   request phase could take) and orphaned (in use, with more connections in use than requests the
   transport has open: a response whose close was interrupted, which httpcore never returns to the
@@ -25,6 +33,7 @@ See bench/bench_pool_cancel.py, which reproduces it on loopback and measures the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -78,12 +87,14 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         *,
         max_connections: int,
         shield: bool = True,
+        prune: bool = True,
         stuck_after_s: float = STUCK_AFTER_S,
     ) -> None:
         self._make_inner = make_inner
         self._inner = make_inner()
         self._max_connections = max_connections
         self._shield = shield
+        self._prune = prune
         self._stuck_after_s = stuck_after_s
         self._new_since: dict[int, float] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -91,12 +102,15 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         # Requests that may hold a connection: from their start until their response is closed.
         self._open = 0
         self.recycled = 0
+        # Connections taken out of the pool by `prune()`: made for a request that gave up first.
+        self.pruned = 0
         # Told of each response whose caller had gone (a superseded request): its status still counts.
         self.observers: list[Callable[[httpx.Response], None]] = []
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if time.monotonic() - self._checked_at > CHECK_EVERY_S:
             self._checked_at = time.monotonic()
+            await self.prune()
             health = self.health()
             if health.stuck or health.orphaned:
                 await self.recover()
@@ -107,6 +121,7 @@ class ResilientTransport(httpx.AsyncBaseTransport):
                 return self._counted(await inner.handle_async_request(request))
             except BaseException:
                 self._open -= 1
+                self._prune_soon()
                 raise
         task = asyncio.ensure_future(inner.handle_async_request(request))
         try:
@@ -117,6 +132,7 @@ class ResilientTransport(httpx.AsyncBaseTransport):
             raise
         except BaseException:
             self._open -= 1
+            self._prune_soon()
             raise
 
     def _counted(self, response: httpx.Response) -> httpx.Response:
@@ -133,6 +149,7 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         if task.cancelled() or task.exception() is not None:
             self._open -= 1
             self._background.discard(task)
+            self._prune_soon()
             return
         response: httpx.Response = self._counted(task.result())
         for observer in self.observers:
@@ -144,6 +161,32 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         self._background.add(closing)
         closing.add_done_callback(self._background.discard)
         self._background.discard(task)
+
+    async def prune(self) -> int:
+        """Take out of the pool the connections that have sent nothing and that no request holds (see the
+        module docstring); returns how many. Each is closed (one that never connected has nothing to close).
+        A transport made with `prune=False` (bench/bench_pool_cancel.py's comparison) leaves them."""
+        pool = getattr(self._inner, "_pool", None) if self._prune else None
+        connections: list[Any] | None = getattr(pool, "_connections", None)
+        requests: list[Any] | None = getattr(pool, "_requests", None)
+        if connections is None or requests is None:
+            return 0
+        held = {id(r.connection) for r in requests if getattr(r, "connection", None) is not None}
+        unused = [c for c in connections if id(c) not in held and _sent_nothing(c)]
+        for connection in unused:
+            connections.remove(connection)
+        self.pruned += len(unused)
+        for connection in unused:
+            with contextlib.suppress(Exception):
+                await connection.aclose()
+        return len(unused)
+
+    def _prune_soon(self) -> None:
+        """`prune()` in a task of its own: a failed request phase must not wait for it (nor a cancelled
+        caller be cancelled again inside it)."""
+        pruning = asyncio.ensure_future(self.prune())
+        self._background.add(pruning)
+        pruning.add_done_callback(self._background.discard)
 
     def health(self) -> PoolHealth:
         """The pool's state now (reads httpcore's public `connections` and `info()`)."""
@@ -196,6 +239,13 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         for task in list(self._background):
             task.cancel()
         await self._inner.aclose()
+
+
+def _sent_nothing(connection: Any) -> bool:
+    """A connection not yet carrying a request: never connected (httpcore says CONNECTING until its own
+    request connects it), or connected with nothing sent (NEW)."""
+    info = connection.info()
+    return "CONNECTING" in info or "NEW" in info
 
 
 def _connections(transport: httpx.AsyncBaseTransport) -> list[Any]:

@@ -142,3 +142,32 @@ async def test_health_check_finds_orphaned_connections_and_replaces_the_pool(sim
         assert transport.health().orphaned == 0 and transport.recycled == 1
         async with client.stream("POST", url, json=BODY) as response:
             assert response.status_code == 200 and await response.aread()
+
+
+async def test_a_request_that_gives_up_as_a_slot_frees_leaves_no_connection_behind(sim: SimHandle) -> None:
+    """httpcore hands a freed slot to a waiting request by making a connection for it. When that request
+    gives up right then (cancelled here; in the soak, its pool timeout ran out as the slot freed),
+    httpcore forgets the request and keeps the connection, which no other request can take: a slot lost.
+    The transport takes such connections out of the pool."""
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    transport = ResilientTransport(lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=1, shield=False)
+    client = httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0, pool=5.0))
+    url = sim.base_url + "/chat/completions"
+    pool = transport._inner._pool  # type: ignore[attr-defined]
+    async with client:
+        first = await client.send(client.build_request("POST", url, json=BODY), stream=True)  # the one slot
+        waiting = asyncio.create_task(client.send(client.build_request("POST", url, json=BODY), stream=True))
+        for _ in range(10_000):  # event-loop turns until the second request is queued behind the first
+            if len(pool._requests) == 2:
+                break
+            await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
+        await first.aclose()  # its body unread: the connection closes, and the pool makes one for `waiting`
+        assert [r.connection is not None for r in pool._requests] == [True]
+        waiting.cancel()  # before `waiting` runs again: it gives up holding a connection it never used
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
+        await transport.drain()
+        assert [c.info() for c in pool.connections] == [] and transport.pruned == 1
+        assert transport.health().usable == 1
+        async with client.stream("POST", url, json=BODY) as response:
+            assert response.status_code == 200 and await response.aread()
