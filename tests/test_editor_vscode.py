@@ -4,9 +4,13 @@ tests, and the real-editor test.
 The real-editor test (editors/vscode/test/e2e/run.mjs) runs VS Code as code-server in headless Chromium
 with the packaged .vsix, the real `tandem serve` and the simulator in truth mode: it types into a copy of a
 real file cut short, waits for the ghost text, checks it is the file's true continuation and that the status
-item shows the latency from `tandem/status`, accepts it with Tab and checks the saved file; then it selects a
-function, runs "tandem: Edit selection..." with an instruction and checks the saved file equals the edit
-truth. It is skipped, with the reason, when Node, Chromium or code-server is absent.
+item shows the latency from `tandem/status`, accepts it with Tab and checks the saved file. It types through
+the ghost text key by key, sampling at every animation frame that the ghost text stays on screen; at the end
+of a line it accepts with Tab and waits for the next line's ghost text (no Enter). It checks that a bare
+cursor gets no code action (no lightbulb) and a selection does, selects a function, runs "tandem: Edit
+selection..." with an instruction and checks the saved file equals the edit truth; then next edits, one
+near and one off screen (a marker at the cursor, Tab jumps, Tab applies). It is skipped, with the reason,
+when Node, Chromium or code-server is absent.
 """
 
 from __future__ import annotations
@@ -194,6 +198,18 @@ def test_ghost_text_in_code_server() -> None:
     assert "edit applied and saved: the file equals the edit truth" in stdout
     assert "next edit shown at its place" in stdout
     assert "two next edits accepted with Tab: the file equals the truth" in stdout
+    # Typed through, key by key (with the word list open, then without it): on screen at every frame.
+    assert re.search(
+        r'typed through \d+ keys of the ghost text \("\w+"\) with the word list open: ghost text missing in 0 ', stdout
+    )
+    assert "typed through the ghost text: on screen at every frame" in stdout
+    # Issue 16 item 12: after Tab at the end of a line, the next line is ghost text, no Enter pressed.
+    assert "next line suggested without Enter" in stdout
+    # Item 3: no code action (so no lightbulb) on a bare line, the lightbulb on a selection.
+    assert "bare line: no code action, no lightbulb" in stdout
+    assert "selection: the lightbulb shows" in stdout
+    # An off-screen next edit: a marker at the cursor, Tab jumps, Tab applies.
+    assert "off-screen next edit applied with the second Tab: the file equals the truth" in stdout
 
 
 @pytest.mark.editor

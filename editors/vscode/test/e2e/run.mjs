@@ -208,8 +208,9 @@ async function quickOpen(page, name) {
   await chord(page, "Control", "KeyP");
   await page.waitForSelector(".quick-input-widget input");
   await page.keyboard.type(name);
+  // Enter once the file's row is the focused one: with the row merely listed, Enter once left another file open.
   await page.waitForFunction(
-    (wanted) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.textContent.includes(wanted)),
+    (wanted) => document.querySelector(".quick-input-list .monaco-list-row.focused")?.textContent?.includes(wanted),
     { polling: 100 },
     name,
   );
@@ -269,6 +270,179 @@ async function closeWordList(page) {
     await page.waitForFunction(() => !document.querySelector(".editor-widget.suggest-widget.visible"), { polling: 50 });
   }
 }
+
+/** The ghost text on screen: the innermost elements whose class names hold "ghost-text", in order. */
+function ghostOnScreen() {
+  return [...document.querySelectorAll(".monaco-editor [class*=ghost-text]")]
+    .filter((el) => !el.querySelector("[class*=ghost-text]"))
+    .map((e) => e.textContent)
+    .join("")
+    .replace(/\u00a0/g, " ");
+}
+
+/**
+ * Starts sampling, at every animation frame, whether the ghost text on screen holds `tail` (tandem's
+ * suggestion beyond what is typed), from the next key press on.
+ */
+async function startGhostSampler(page, tail) {
+  await page.evaluate(
+    (source, wanted) => {
+      const ghost = new Function(`return (${source})()`);
+      const sampler = { frames: [], keys: [], on: true, first: undefined };
+      window.__tandemSampler = sampler;
+      sampler.onKey = (event) => {
+        sampler.first ??= performance.now();
+        sampler.keys.push([performance.now(), event.key]);
+      };
+      document.addEventListener("keydown", sampler.onKey, { capture: true });
+      const frame = () => {
+        const text = ghost();
+        const row = document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused");
+        sampler.frames.push([performance.now(), text.includes(wanted), text, row ? row.getAttribute("aria-label") : null]);
+        if (sampler.on) {
+          requestAnimationFrame(frame);
+        }
+      };
+      requestAnimationFrame(frame);
+    },
+    ghostOnScreen.toString(),
+    tail,
+  );
+}
+
+/**
+ * Ten more frames, then stops the sampler. Returns the frames counted from the first key press (or, with
+ * `fromShown`, from the first frame after it that showed the ghost text), how many of them lacked it, and
+ * the longest run of frames without it, in ms.
+ */
+async function stopGhostSampler(page, { fromShown = false } = {}) {
+  const mark = await page.evaluate(() => window.__tandemSampler.frames.length);
+  await page.waitForFunction((from) => window.__tandemSampler.frames.length >= from + 10, { polling: "raf" }, mark);
+  return page.evaluate((shown) => {
+    const sampler = window.__tandemSampler;
+    sampler.on = false;
+    document.removeEventListener("keydown", sampler.onKey, { capture: true });
+    let frames = sampler.frames.filter(([at]) => at >= sampler.first);
+    if (shown) {
+      const firstShown = frames.findIndex(([, present]) => present);
+      frames = firstShown < 0 ? [] : frames.slice(firstShown);
+    }
+    let longest = 0;
+    let blankFrom;
+    let blank = 0;
+    for (const [at, present] of frames) {
+      if (!present) {
+        blank++;
+        blankFrom ??= at;
+      } else if (blankFrom !== undefined) {
+        longest = Math.max(longest, at - blankFrom);
+        blankFrom = undefined;
+      }
+    }
+    if (blankFrom !== undefined) {
+      longest = Math.max(longest, frames.at(-1)[0] - blankFrom);
+    }
+    const span = frames.length > 1 ? frames.at(-1)[0] - frames[0][0] : 0;
+    // What the screen held frame by frame, and the key presses, relative to the first key (ms).
+    const zero = sampler.first ?? 0;
+    const timeline = [
+      ...sampler.keys.map(([at, key]) => `${(at - zero).toFixed(0)} key ${JSON.stringify(key)}`),
+      ...frames.map(([at, present, text, row]) => `${(at - zero).toFixed(0)} ${present ? "ghost" : "BLANK"} ${JSON.stringify(text.slice(0, 40))} list=${row === null ? "-" : JSON.stringify(row.slice(0, 30))}`),
+    ].sort((a, b) => parseFloat(a) - parseFloat(b));
+    return { frames: frames.length, blank, longestMs: longest, frameMs: frames.length > 1 ? span / (frames.length - 1) : 0, timeline };
+  }, fromShown);
+}
+
+/** `sampled` in words, for the log. */
+function blankWords(sampled) {
+  return (
+    `ghost text missing in ${sampled.blank} of ${sampled.frames} frames, longest blank ` +
+    `${sampled.longestMs.toFixed(1)} ms (a frame every ${sampled.frameMs.toFixed(1)} ms)`
+  );
+}
+
+/**
+ * Types `text` one key at a time, through the ghost text, sampling it at every frame (above): each key
+ * waits for the editor line to show it and for the ghost text to hold `tail` again.
+ */
+async function typeThroughSampled(page, text, lineBefore, tail) {
+  await startGhostSampler(page, tail);
+  let line = lineBefore;
+  for (const key of text) {
+    line += key;
+    await page.keyboard.type(key);
+    await page.waitForFunction(
+      (source, expected, wanted) => {
+        const ghost = new Function(`return (${source})()`);
+        const shown = [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((row) => {
+          const copy = row.cloneNode(true);
+          copy.querySelectorAll("[class*=ghost-text]").forEach((part) => part.remove());
+          return copy.textContent.replace(/\u00a0/g, " ").endsWith(expected);
+        });
+        return shown && ghost().includes(wanted);
+      },
+      { polling: "raf" },
+      ghostOnScreen.toString(),
+      line.trimStart(),
+      tail,
+    );
+  }
+  return stopGhostSampler(page);
+}
+
+/** Whether VS Code's lightbulb is on screen in the editor. */
+function lightbulbShown() {
+  return [...document.querySelectorAll(".monaco-editor .lightBulbWidget")].some((el) => {
+    const style = getComputedStyle(el);
+    const box = el.getBoundingClientRect();
+    return style.display !== "none" && style.visibility !== "hidden" && box.width > 0 && box.height > 0;
+  });
+}
+
+/**
+ * A line for the end-of-line scenario: a code line `    name = value` (no strings or comments, used
+ * once, brackets balanced) followed by a line of the same indentation. The file stops just after `name`;
+ * the user types a space, then `= ` through the ghost text (keys that open no word list), and Tab takes
+ * `value`. Returns where the file stops.
+ */
+function chooseLineCut(truth) {
+  const lines = truth.split("\n");
+  const counts = new Map();
+  for (const line of lines) {
+    counts.set(line, (counts.get(line) ?? 0) + 1);
+  }
+  const starts = [0];
+  for (const line of lines) {
+    starts.push(starts.at(-1) + line.length + 1);
+  }
+  const depth = (text) => [...text].reduce((sum, c) => sum + ("([{".includes(c) ? 1 : ")]}".includes(c) ? -1 : 0), 0);
+  const indent = (text) => /^\s*/.exec(text)[0];
+  const picks = [];
+  for (let i = 0; i + 1 < lines.length; i++) {
+    const line = lines[i];
+    const match = /^(\s+[\w.]+)( = )(\w.{5,})$/.exec(line);
+    const next = lines.slice(i + 1).find((later) => later.trim() !== "");
+    if (!match || counts.get(line) !== 1 || /["'#\\]/.test(line) || /[:,]$/.test(line) || depth(match[3]) !== 0) {
+      continue;
+    }
+    if (next === undefined || indent(next) !== indent(line)) {
+      continue;
+    }
+    const [, head, through, value] = match;
+    picks.push({ start: starts[i] + head.length, line, head, through, value, next });
+  }
+  if (picks.length === 0) {
+    fail("the truth file has no `name = value` line for the end-of-line scenario");
+  }
+  return picks[Math.floor(picks.length / 2)];
+}
+
+// The off-screen next edit: `w` renamed on the def line, its one use many lines below.
+const FAR_FILLER = Array.from({ length: 45 }, (_, i) => `    total += ${i + 1}\n`).join("");
+const FAR_BEFORE = `def scale(w, factor):\n    total = 0\n${FAR_FILLER}    return w * factor + total\n`;
+const FAR_TRUTH = FAR_BEFORE.replace("scale(w,", "scale(width,").replace("return w *", "return width *");
+// The region a next edit may rewrite must reach that far below the cursor (a setting a user may change).
+const FAR_REGION_BELOW = 60;
 
 const AREA_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n';
 const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n';
@@ -375,6 +549,12 @@ try {
   // written moments before it is asked (it answered "No matching results" for one, now and then).
   const area = path.join(dirs.workspace, "area.py");
   writeFileSync(area, AREA_BEFORE);
+  const far = path.join(dirs.workspace, "far.py");
+  writeFileSync(far, FAR_BEFORE);
+  // The end of a line: the file stops just after `name = ` of a line whose value the user will type.
+  const lineCut = chooseLineCut(truth);
+  const lineFile = path.join(dirs.workspace, `line${path.extname(truthPath) || ".py"}`);
+  writeFileSync(lineFile, truth.slice(0, lineCut.start));
   await setEditTruth([simUrl, accurateUrl], { [path.basename(edited)]: edit.after });
 
   // What a user gets from `pip install -e .`: a `tandem` executable, here a wrapper around this checkout.
@@ -408,6 +588,9 @@ try {
     "tandem.models.accurate.model": "sim-codex",
     "tandem.completion.debounceMs": 0,
     "tandem.trace.path": traceFile,
+    // The run asks for more suggestions in its minute than a user types: the speculation budget (next
+    // edits count against it) would refuse the last ones, as designed, so it is raised here.
+    "tandem.advanced": { next_edit: { region_below: FAR_REGION_BELOW }, prefetch: { tokens_per_minute: 200000 } },
   };
   mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
   writeFileSync(path.join(dirs["user-data"], "User", "settings.json"), JSON.stringify(settings, null, 2));
@@ -475,6 +658,9 @@ try {
   await page.keyboard.up("Control");
   step("file open, cursor at the end");
 
+  // Sampled from the first frame that shows tandem's suggestion (past the word) while the user types on.
+  const pastTheWord = /^\w*(.*)/s.exec(truth.slice(cut + typed.length))[1].split("\n")[0];
+  await startGhostSampler(page, pastTheWord);
   await page.keyboard.type(typed, { delay: 40 });
   const typedAt = Date.now();
   // With VS Code's default settings the word list opens too and previews its word as ghost text ("ap"
@@ -495,6 +681,11 @@ try {
   );
   const ghost = await ghostHandle.jsonValue();
   console.log(`[e2e] ghost text ${JSON.stringify(ghost)} appeared ${Date.now() - typedAt} ms after the last keystroke`);
+  const typingSampled = await stopGhostSampler(page, { fromShown: true });
+  console.log(`[e2e] while ${JSON.stringify(typed)} was typed (40 ms a key), from its first frame on: ${blankWords(typingSampled)}`);
+  if (typingSampled.blank > 0) {
+    console.log(`[e2e] frames and keys (ms from the first key):\n  ${typingSampled.timeline.join("\n  ")}`);
+  }
   await page.screenshot({ path: path.join(artifacts, "first-completion.png") });
   step("ghost text shown");
 
@@ -538,6 +729,17 @@ try {
   );
   console.log(`[e2e] VS Code's word list is open (${openedItself ? "by itself" : "Ctrl+Space"}) with the ghost text when Tab is pressed`);
   await page.screenshot({ path: path.join(artifacts, "word-list-and-ghost-text.png") });
+  // The rest of the word typed through, key by key, with the word list open: tandem's part of the ghost
+  // text (past the word) must stay on screen at every frame.
+  const pastWord = ghost.slice(wordRest.length);
+  const listSampled = await typeThroughSampled(page, wordRest, before.split("\n").pop(), pastWord);
+  console.log(
+    `[e2e] typed through ${wordRest.length} keys of the ghost text (${JSON.stringify(wordRest)}) with the word ` +
+      `list open: ${blankWords(listSampled)}`,
+  );
+  if (listSampled.blank > 0) {
+    fail(`the ghost text left the screen while the user typed what it shows (${listSampled.blank} frames)`);
+  }
   await page.keyboard.press("Tab");
   // The line as typed text, without ghost text (the next suggestion may already be showing after it).
   const expectedLine = (before + ghost).split("\n").pop();
@@ -557,6 +759,7 @@ try {
   await waitUntil(() => readFileSync(example, "utf8").length > before.length, "the saved file to grow");
   await page.screenshot({ path: path.join(artifacts, "accepted.png") });
   const saved = readFileSync(example, "utf8");
+  // What the user typed through and what Tab inserted, together.
   const accepted = saved.slice(before.length);
   if (!saved.startsWith(before) || !truth.startsWith(saved)) {
     fail(`after Tab and save the file is not a prefix of the truth; it ends with ${JSON.stringify(saved.slice(-120))}`);
@@ -564,12 +767,106 @@ try {
   if (!accepted.startsWith(ghost)) {
     fail(`Tab inserted ${JSON.stringify(accepted)}, which does not start with the ghost text ${JSON.stringify(ghost)}`);
   }
-  console.log(`[e2e] Tab accepted ${accepted.length} characters: ${JSON.stringify(accepted.slice(0, 80))}`);
+  console.log(
+    `[e2e] Tab accepted ${accepted.length - wordRest.length} characters after ${wordRest.length} typed: ` +
+      JSON.stringify(accepted.slice(0, 80)),
+  );
   step("accepted with Tab and saved");
 
   // The rest needs a trusted workspace: a workspace's settings (the wrong serverPath below) are
   // ignored in Restricted Mode, which is the point of the untrusted run.
   if (!untrusted) {
+    // The end of a line: the user types the first key of a line's value and then the rest of its first word
+    // key by key (the ghost text must stay on screen at every frame), Tab takes the rest of the line, and
+    // the next line follows as ghost text without Enter.
+    await quickOpen(page, path.basename(lineFile));
+    await chord(page, "Control", "End");
+    // A space after the name: tandem's ghost text `= value` follows.
+    await page.keyboard.type(" ");
+    await page.waitForFunction(
+      (source, text) => new Function(`return (${source})()`)().includes(text),
+      { polling: 50 },
+      ghostOnScreen.toString(),
+      lineCut.through.trimStart() + lineCut.value,
+    );
+    // Type `= ` through the ghost text, one key at a time, sampling the ghost text at every frame.
+    const through = lineCut.through.trimStart();
+    const sampled = await typeThroughSampled(page, through, `${lineCut.head} `, lineCut.value);
+    console.log(
+      `[e2e] typed through ${through.length} keys of the ghost text (${JSON.stringify(through)}): ${blankWords(sampled)}`,
+    );
+    await page.screenshot({ path: path.join(artifacts, "typed-through.png") });
+    if (sampled.blank > 0) {
+      fail(`the ghost text left the screen while the user typed what it shows (${sampled.blank} frames)`);
+    }
+    step("typed through the ghost text: on screen at every frame");
+    // One more key through the ghost text, a word character: VS Code's word list opens with it. A figure,
+    // not a check: VS Code then shows only inline suggestions asked for with the list's selected word, and
+    // asks for them after its own fixed 50 ms debounce.
+    const opener = lineCut.value[0];
+    await startGhostSampler(page, lineCut.value.slice(1));
+    await page.keyboard.type(opener);
+    await page.waitForFunction(
+      (source, wanted, value) => {
+        if (new Function(`return (${source})()`)().includes(wanted) && document.querySelector(".editor-widget.suggest-widget.visible")) {
+          return true;
+        }
+        const row = document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused");
+        const label = row?.querySelector(".label-name")?.textContent ?? "";
+        return label !== "" && !value.startsWith(label);
+      },
+      { polling: "raf" },
+      ghostOnScreen.toString(),
+      lineCut.value.slice(1),
+      lineCut.value,
+    );
+    const opened = await stopGhostSampler(page);
+    const selectedWord = await page.evaluate(
+      () => document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused .label-name")?.textContent ?? "",
+    );
+    console.log(
+      `[e2e] the key ${JSON.stringify(opener)} opened VS Code's word list (${JSON.stringify(selectedWord)} selected): ` +
+        `${blankWords(opened)}`,
+    );
+    if (opened.blank > 0) {
+      console.log(`[e2e] frames and keys (ms from the key):\n  ${opened.timeline.join("\n  ")}`);
+    }
+    await closeWordList(page);
+    await page.waitForFunction(
+      (source, wanted) => new Function(`return (${source})()`)().includes(wanted),
+      { polling: 50 },
+      ghostOnScreen.toString(),
+      lineCut.value.slice(1),
+    );
+    await page.keyboard.press("Tab");
+    await page.waitForFunction(
+      (expected) =>
+        [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((row) => {
+          const copy = row.cloneNode(true);
+          copy.querySelectorAll("[class*=ghost-text]").forEach((part) => part.remove());
+          return copy.textContent.replace(/\u00a0/g, " ") === expected;
+        }),
+      { polling: 50 },
+      lineCut.line,
+    );
+    // No Enter: the ghost text is the next line, drawn under the accepted one.
+    await page.waitForFunction(
+      (source, wanted) => new Function(`return (${source})()`)().includes(wanted),
+      { polling: 50 },
+      ghostOnScreen.toString(),
+      lineCut.next.trim(),
+    );
+    await page.screenshot({ path: path.join(artifacts, "next-line.png") });
+    console.log(`[e2e] after Tab at the end of the line, the next line is ghost text: ${JSON.stringify(lineCut.next.trim())}`);
+    step("next line suggested without Enter");
+    await page.keyboard.press("Escape");
+    await chord(page, "Control", "KeyS");
+    await waitUntil(() => readFileSync(lineFile, "utf8").length > lineCut.start, "the line file to be saved");
+    const lineSaved = readFileSync(lineFile, "utf8");
+    if (lineSaved !== truth.slice(0, lineCut.start + lineCut.through.length + lineCut.value.length)) {
+      fail(`after typing and Tab the line file ends with ${JSON.stringify(lineSaved.slice(-120))}`);
+    }
+
     // An edit: select the function's lines, "tandem: Edit selection...", type the instruction.
     await quickOpen(page, path.basename(edited));
     await chord(page, "Control", "KeyG");
@@ -577,11 +874,38 @@ try {
     await page.keyboard.type(String(edit.line1));
     await page.keyboard.press("Enter");
     await page.keyboard.press("Home");
+    // A bare cursor on a code line (no selection, no diagnostic): tandem offers no code action, so there
+    // is no lightbulb. Quick Fix (Ctrl+.) asks for every action there and must find none.
+    await chord(page, "Control", "Period");
+    const bareAnswer = await (
+      await page.waitForFunction(
+        () => {
+          const message = document.querySelector(".monaco-editor-overlaymessage");
+          if (message && /No code actions/.test(message.textContent)) {
+            return "none";
+          }
+          const menu = document.querySelector(".action-widget");
+          return menu && menu.offsetHeight > 0 ? `offered: ${menu.textContent}` : false;
+        },
+        { polling: 50 },
+      )
+    ).jsonValue();
+    const bareBulb = await page.evaluate(lightbulbShown);
+    await page.screenshot({ path: path.join(artifacts, "bare-line-no-lightbulb.png") });
+    if (bareAnswer !== "none" || bareBulb) {
+      fail(`on a bare line VS Code offers code actions (${bareAnswer}; lightbulb ${bareBulb ? "shown" : "not shown"})`);
+    }
+    await page.keyboard.press("Escape");
+    step("bare line: no code action, no lightbulb");
     await page.keyboard.down("Shift");
     for (let line = edit.line1; line <= edit.line2; line++) {
       await page.keyboard.press("ArrowDown");
     }
     await page.keyboard.up("Shift");
+    // With a selection the lightbulb shows (tandem's preset edits).
+    await page.waitForFunction(lightbulbShown, { polling: 50 });
+    await page.screenshot({ path: path.join(artifacts, "selection-lightbulb.png") });
+    step("selection: the lightbulb shows");
     await runCommand(page, "tandem: Edit selection...");
     await page.waitForFunction(
       () => document.querySelector(".quick-input-widget .quick-input-title")?.textContent?.includes("tandem: Edit selection"),
@@ -630,7 +954,7 @@ try {
     );
     await page.screenshot({ path: path.join(artifacts, "edit-result.png") });
     await chord(page, "Control", "KeyS");
-    await waitUntil(() => readFileSync(edited, "utf8") !== truth, "the edited file to be saved");
+    await waitUntil(() => ![truth, ""].includes(readFileSync(edited, "utf8")), "the edited file to be saved");
     await page.screenshot({ path: path.join(artifacts, "edit-applied.png") });
     const afterEdit = readFileSync(edited, "utf8");
     if (afterEdit !== edit.after) {
@@ -656,12 +980,49 @@ try {
     await closeWordList(page);
     await page.keyboard.press("Tab");
     await chord(page, "Control", "KeyS");
-    await waitUntil(() => readFileSync(area, "utf8") !== AREA_BEFORE, "the renamed file to be saved");
+    // (Read until it is whole: the save truncates the file before it writes it.)
+    await waitUntil(() => ![AREA_BEFORE, ""].includes(readFileSync(area, "utf8")), "the renamed file to be saved");
     const renamed = readFileSync(area, "utf8");
     if (renamed !== AREA_TRUTH) {
       fail(`after two next edits the file is ${JSON.stringify(renamed)}, not ${JSON.stringify(AREA_TRUTH)}`);
     }
     step("two next edits accepted with Tab: the file equals the truth");
+
+    // A next edit off screen: `w` renamed on the def line of far.py, its use 46 lines below. A marker at the
+    // cursor says where it is; Tab jumps there, Tab again applies it.
+    await setNextEditTruth(simUrl, { "far.py": FAR_TRUTH });
+    await quickOpen(page, "far.py");
+    await chord(page, "Control", "Home");
+    for (let i = 0; i < "def scale(w".length; i++) {
+      await page.keyboard.press("ArrowRight");
+    }
+    await page.keyboard.type("idth");
+    const farLine = FAR_TRUTH.split("\n").findIndex((line) => line.startsWith("    return width")) + 1;
+    await waitForNextEdit(page, "def scale(width", `next edit at line ${farLine}`);
+    const returnShown = await page.evaluate(() =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((line) =>
+        line.textContent.includes("return w"),
+      ),
+    );
+    if (returnShown) {
+      fail("far.py's edited line is on screen: the edit is not off screen");
+    }
+    await page.screenshot({ path: path.join(artifacts, "next-edit-jump-marker.png") });
+    step(`off-screen next edit: marker at the cursor names line ${farLine}`);
+    await closeWordList(page);
+    await page.keyboard.press("Tab");
+    await waitForNextEdit(page, "return w * factor", "idth");
+    await page.screenshot({ path: path.join(artifacts, "next-edit-jumped.png") });
+    step("Tab jumped to the next edit");
+    await closeWordList(page);
+    await page.keyboard.press("Tab");
+    await chord(page, "Control", "KeyS");
+    await waitUntil(() => ![FAR_BEFORE, ""].includes(readFileSync(far, "utf8")), "far.py to be saved with the edit");
+    const farSaved = readFileSync(far, "utf8");
+    if (farSaved !== FAR_TRUTH) {
+      fail(`after the jump and Tab far.py is not the truth: ${JSON.stringify(farSaved.split("\n").filter((l) => !l.includes("total +=")))}`);
+    }
+    step("off-screen next edit applied with the second Tab: the file equals the truth");
 
     const traces = existsSync(traceFile) ? readFileSync(traceFile, "utf8").trim().split("\n").filter(Boolean) : [];
     if (traces.length === 0) {
