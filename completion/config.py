@@ -18,7 +18,7 @@ JSON object) with the same shape:
     force = ""   # "fast" | "accurate"  max_tokens = 16384
     large_selection_lines = 30          deadline_s = 300.0
     span_files = 2.0 ...                context_files = 4
-                                        strategy = "banded"   # "route"
+                                        strategy = "banded"   # "route", "draft-check"
                                         hedge_from = 0.0
                                         accurate_from = 1.01
 
@@ -167,8 +167,10 @@ class EditConfig:
     # once from `hedge_from` up to `accurate_from` (hedged: the accurate stream is cancelled when the fast
     # answer passes its checks, and serves when it does not); the accurate model alone at `accurate_from`
     # or above. "route": the router's tier (`[router] accurate_score`) with escalation, as before hedging.
-    # A tier asked for by the user or by `[router] force` is asked alone, either way.
-    strategy: Literal["banded", "route"] = "banded"
+    # "draft-check": the fast model first; a fast answer that passes its checks is shown to the accurate
+    # model, which keeps it or writes its own (an experiment: see `tandem replay --edits`).
+    # A tier asked for by the user or by `[router] force` is asked alone, whatever the strategy.
+    strategy: Literal["banded", "route", "draft-check"] = "banded"
     hedge_from: float = 0.0
     accurate_from: float = 1.01
 

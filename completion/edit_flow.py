@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
 import time
@@ -120,6 +121,24 @@ def _other(tier: Tier) -> Tier:
     return "accurate" if tier == "fast" else "fast"
 
 
+# A draft shown to the accurate model to check, in a message after the edit prompt (the edit prompt's own
+# sections are `completion.edits.prompt`'s), and what it is asked.
+DRAFT_MARKER = "<|tandem:draft|>"
+END_MARKER = "<|tandem:end|>"
+KEEP_ANSWER = "KEEP"
+_CHECK_REQUEST = (
+    "A faster model answered the request above with the draft between the markers. If the draft makes the "
+    f"change the instruction asks for, correctly and completely, answer with the one word {KEEP_ANSWER}. "
+    "Otherwise answer with your own SEARCH/REPLACE blocks for the whole change, as asked above."
+)
+
+
+def _keeps(answer: str) -> bool:
+    """Whether a checker's answer keeps the draft: KEEP on its first line, and no blocks of its own."""
+    lines = answer.strip().splitlines()
+    return bool(lines) and lines[0].strip().strip(".").upper() == KEEP_ANSWER and "<<<<<<< SEARCH" not in answer
+
+
 class _Cancelled(CompletionError):
     """A hedged attempt stopped because the other answer was used."""
 
@@ -186,6 +205,8 @@ class EditFlow:
         edit = self.config.edit
         if decision.overridden or edit.strategy == "route":
             return "accurate" if decision.tier == "accurate" else "fast-first"
+        if edit.strategy == "draft-check":
+            return "draft-check"
         if decision.score >= edit.accurate_from:
             return "accurate"
         if decision.score >= edit.hedge_from:
@@ -248,6 +269,7 @@ class EditFlow:
         notices: list[str] = []
         escalation = ""
         tier_name: Tier = "accurate" if plan == "accurate" else "fast"
+        checker = self.models.get("accurate") if plan == "draft-check" else None
         try:
             if plan == "hedged":
                 return await self._hedged(ask, plan, attempts, notices)
@@ -265,6 +287,8 @@ class EditFlow:
                     continue
                 attempt, checked = await self._attempt(tier_name, tier, ask)
                 attempts.append(attempt)
+                if checked is not None and tier_name == "fast" and checker is not None:
+                    return await self._check_draft(ask, plan, tier, checker, attempt, checked, attempts, notices)
                 if checked is not None:
                     return self._ready(ask, plan, tier_name, tier, attempt, checked, attempts, notices, escalation)
                 tried_other = any(a.tier == other for a in attempts)
@@ -342,6 +366,42 @@ class EditFlow:
                 pending.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pending
+
+    async def _check_draft(
+        self,
+        ask: _Ask,
+        plan: Plan,
+        fast: ModelTier,
+        accurate: ModelTier,
+        draft: Attempt,
+        checked: tuple[tuple[FileEdit, ...], Mapping[str, str], bool],
+        attempts: list[Attempt],
+        notices: list[str],
+    ) -> EditOutcome:
+        """The accurate model checks a fast draft that passed tandem's checks: KEEP applies the draft
+        (checked again against the files as they are now), blocks of its own replace it. A check that
+        fails (no answer, an answer that fails its checks) leaves the draft, which passed them."""
+        message = f"{DRAFT_MARKER}\n{draft.answer.rstrip()}\n{END_MARKER}\n{_CHECK_REQUEST}"
+        check = dataclasses.replace(ask, messages=(*ask.messages, ("user", message)))
+        ask.progress(EditProgress(message="the accurate model checks the fast model's draft", tier="accurate"))
+        second, rewritten = await self._attempt("accurate", accurate, check)
+        if _keeps(second.answer):
+            attempts.append(dataclasses.replace(second, outcome="ok", error=""))
+            why = "the accurate model kept the fast model's draft"
+        elif rewritten is not None:
+            attempts.append(second)
+            why = "the accurate model replaced the fast model's draft"
+            return self._ready(ask, plan, "accurate", accurate, second, rewritten, attempts, notices, why)
+        else:
+            attempts.append(second)
+            why = f"the accurate model's check failed ({second.outcome}: {second.error}): the fast draft served"
+        try:
+            result, current = await self._check(draft.answer, "fast", ask)
+        except CompletionError as error:
+            conflict = isinstance(error, EditConflict)
+            return self._failed(ask.record, ask.decision, attempts, notices, why, str(error), conflict=conflict)
+        again = (result.edits, dict(current), result.rebased or checked[2])
+        return self._ready(ask, plan, "fast", fast, draft, again, attempts, notices, why)
 
     def _ready(
         self,
@@ -479,6 +539,7 @@ class EditFlow:
             tokens_in=stats.usage.input_tokens,
             tokens_out=stats.usage.output_tokens,
             tokens_estimated=estimated,
+            answer=answer,
         )
         return attempt, checked
 

@@ -43,8 +43,8 @@ AttemptOutcome = Literal[
     "ok", "unparsable", "invalid", "conflict", "unavailable", "timeout", "refused", "failed", "cancelled"
 ]
 # How an edit asks its models (`completion.edit_flow`): one after the other starting with the fast one,
-# both at once, or the accurate one alone.
-Plan = Literal["fast-first", "hedged", "accurate"]
+# both at once, the accurate one alone, or the fast one with the accurate one checking its draft.
+Plan = Literal["fast-first", "hedged", "accurate", "draft-check"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -102,6 +102,8 @@ class Attempt:
     # The provider reports usage at the end of a stream: for a stream cancelled before it, the tokens are
     # counted here from the prompt and the answer received (tiktoken), and this says so.
     tokens_estimated: bool = False
+    # The answer's text, for a later step of the same edit (a draft to check); never traced.
+    answer: str = field(default="", repr=False)
 
 
 @dataclass(kw_only=True)

@@ -75,12 +75,22 @@ from tandem.eval.edit_runs import (
 from tandem.eval.history import EditTask, GitError, git, scan_history
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols
 
-Strategy = Literal["router", "fast-first", "always-fast", "always-accurate", "default (run)"]
+Strategy = Literal["router", "fast-first", "always-fast", "always-accurate", "default (run)", "draft-check (run)"]
 # The shipped `[edit]` strategy as `EditFlow` runs it (the defaults: both models at once for every edit),
 # beside the derivation of the same strategy from the other runs, which it should match task by task
 # (same prompts, same simulator dice).
 DEFAULT_RUN: Strategy = "default (run)"
-STRATEGIES: tuple[Strategy, ...] = ("router", "fast-first", "always-fast", "always-accurate", DEFAULT_RUN)
+# Draft-check as `EditFlow` runs it (`[edit] strategy = "draft-check"`): the simulated checker keeps or
+# replaces the fast draft by its own assumption (`tandem.sim.edits`), beside the modelled upper estimate.
+DRAFT_CHECK_RUN: Strategy = "draft-check (run)"
+STRATEGIES: tuple[Strategy, ...] = (
+    "router",
+    "fast-first",
+    "always-fast",
+    "always-accurate",
+    DEFAULT_RUN,
+    DRAFT_CHECK_RUN,
+)
 
 SetTruth = Callable[[str, Mapping[str, str]], None]
 
@@ -214,6 +224,7 @@ _FORCE: dict[Strategy, Literal["", "fast", "accurate"]] = {
     "always-fast": "fast",
     "always-accurate": "accurate",
     DEFAULT_RUN: "",
+    DRAFT_CHECK_RUN: "",
 }
 
 
@@ -226,6 +237,7 @@ def _config(models: Models, strategy: Strategy) -> Config:
         "always-fast": ModelsConfig(fast=fast),
         "always-accurate": ModelsConfig(accurate=accurate),
         DEFAULT_RUN: ModelsConfig(fast=fast, accurate=accurate),
+        DRAFT_CHECK_RUN: ModelsConfig(fast=fast, accurate=accurate),
     }[strategy]
     # The baselines pin their tier (as a project's `[router] force` does), so the route never asks for a
     # tier they do not have; fast-first pins the fast tier and keeps the accurate one to escalate to.
@@ -233,6 +245,8 @@ def _config(models: Models, strategy: Strategy) -> Config:
     # Generous deadline: a slow accurate answer is part of the accurate model's time, not a failure.
     if strategy == DEFAULT_RUN:
         edit = replace(EditConfig(), deadline_s=3600.0)
+    elif strategy == DRAFT_CHECK_RUN:
+        edit = EditConfig(deadline_s=3600.0, strategy="draft-check")
     else:
         # "router" is the router's tier with escalation: the strategy before hedging.
         edit = EditConfig(deadline_s=3600.0, strategy="route")
@@ -538,7 +552,9 @@ def render_text(result: EditEvalResult) -> str:
         "  wait = the user's time from request to checked answer, summed; hedged is exact from fast-first's and "
         "always-accurate's runs (accurate started at once, cancelled when the fast answer passes); draft-check is "
         "MODELLED on them (the accurate model keeps a correct draft in a few tokens and replaces a wrong one with "
-        "its own answer: an upper estimate)"
+        "its own answer: an upper estimate); draft-check (run) is run through EditFlow against the simulator, "
+        "whose checker keeps a right draft and, where it could have written the edit itself, replaces a wrong one "
+        "(an assumption, kind to checking)"
     )
     if result.band is not None:
         lines.append(

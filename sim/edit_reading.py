@@ -9,6 +9,8 @@ closed by a line holding only the end marker:
     <|tandem:selection|> PATH lines A-B  the selected lines, numbered
     <|tandem:context|> PATH              another file shown for context (any number of these)
     <|tandem:instruction|>               what the user asked
+    <|tandem:draft|>                     another model's answer to check (SEARCH/REPLACE blocks), in a
+                                         later message: the model answers KEEP or its own blocks
 
 An answer is SEARCH/REPLACE blocks, each group after a line naming its file:
 
@@ -32,8 +34,11 @@ FILE_MARKER = "<|tandem:file|>"
 SELECTION_MARKER = "<|tandem:selection|>"
 CONTEXT_MARKER = "<|tandem:context|>"
 INSTRUCTION_MARKER = "<|tandem:instruction|>"
+DRAFT_MARKER = "<|tandem:draft|>"
 END_MARKER = "<|tandem:end|>"
-_OPENERS = (FILE_MARKER, SELECTION_MARKER, CONTEXT_MARKER, INSTRUCTION_MARKER)
+_OPENERS = (FILE_MARKER, SELECTION_MARKER, CONTEXT_MARKER, INSTRUCTION_MARKER, DRAFT_MARKER)
+# The answer that keeps a draft as it is.
+KEEP_ANSWER = "KEEP"
 
 SEARCH_LINE = "<<<<<<< SEARCH"
 DIVIDER_LINE = "======="
@@ -48,6 +53,8 @@ class EditTask:
     text: str
     context: Mapping[str, str] = field(default_factory=dict)
     instruction: str = ""
+    # A draft answer the request asks to check (None: write the edit).
+    draft: str | None = None
 
 
 class BlocksError(ValueError):
@@ -60,6 +67,7 @@ def read_edit_task(content: str) -> EditTask | None:
         return None
     lines = content.split("\n")
     path = text = instruction = ""
+    draft: str | None = None
     seen_file = False
     context: dict[str, str] = {}
     i = 0
@@ -82,10 +90,12 @@ def read_edit_task(content: str) -> EditTask | None:
             context[header] = body
         elif opener == INSTRUCTION_MARKER:
             instruction = body
+        elif opener == DRAFT_MARKER:
+            draft = body
         i = end + 1
     if not seen_file or not path:
         return None
-    return EditTask(path=path, text=text, context=context, instruction=instruction)
+    return EditTask(path=path, text=text, context=context, instruction=instruction, draft=draft)
 
 
 def apply_blocks(answer: str, files: Mapping[str, str]) -> dict[str, str]:

@@ -7,9 +7,18 @@ A file in the truth that the prompt did not show cannot be edited by SEARCH/REPL
 the answer is then incomplete (and counted as a harder edit: one more file).
 
 Whether the answer is right is drawn from `tandem.sim.error_model` (tier, true diff size, files,
-hunks); a wrong answer is one of its `Mistake`s. Every answer is checked by applying it back with the
-simulator's own reader (`edit_reading.apply_blocks`), so a right answer applies to exactly the truth (the
-one exception: a change of the final newline alone, which SEARCH/REPLACE blocks cannot express).
+hunks); a wrong answer is one of its `Mistake`s.
+
+A prompt that shows a draft to check (`EditTask.draft`) is answered KEEP or with the model's own blocks.
+The draft is applied with the simulator's reader and compared with the truth. One draw decides, with the
+probability the model would have written this edit right itself: a model that could have written it keeps
+a right draft and replaces a wrong one with the right edit; one that could not keeps the draft, right or
+wrong. An assumption, and a kind one: no published figure at hand says how well a model checks another's
+edit, and a real checker may also miss a mistake it would not have made, or rewrite a right draft.
+
+Every answer is checked by applying it back with the simulator's own reader (`edit_reading.apply_blocks`),
+so a right answer applies to exactly the truth (the one exception: a change of the final newline alone,
+which SEARCH/REPLACE blocks cannot express).
 """
 
 from __future__ import annotations
@@ -20,7 +29,15 @@ from dataclasses import dataclass, field
 
 from tandem.sim import edit_mistakes as mistakes
 from tandem.sim import error_model as em
-from tandem.sim.edit_reading import DIVIDER_LINE, REPLACE_LINE, SEARCH_LINE, BlocksError, EditTask, apply_blocks
+from tandem.sim.edit_reading import (
+    DIVIDER_LINE,
+    KEEP_ANSWER,
+    REPLACE_LINE,
+    SEARCH_LINE,
+    BlocksError,
+    EditTask,
+    apply_blocks,
+)
 
 # What an edit truth may say about errors: the calibrated model, never wrong, or always this mistake.
 ERROR_MODES: tuple[str, ...] = ("calibrated", "off", *(m.value for m in em.Mistake))
@@ -65,6 +82,9 @@ class EditDraw:
     # Does the answer, parsed and applied, give exactly the truth of every file it could reach?
     exact: bool
     endpoint: str = ""
+    # For a draft to check: whether the draft gives the truth, and whether the answer kept it.
+    draft_exact: bool | None = None
+    kept_draft: bool | None = None
     simulated: bool = True
 
 
@@ -98,6 +118,45 @@ def answer_edit(
         probability = 1.0
     after: dict[str, str] = changed
     mistake: em.Mistake | None = None
+    draft = getattr(prompt, "draft", None)  # (tests hand in other prompt types with the same fields)
+    if draft is not None:
+        draft_exact = _draft_gives_truth(draft, shown, changed) and not unseen
+        capable = not (changed and rng.random() < probability)
+        if draft_exact or not capable:
+            draw = EditDraw(
+                profile=profile,
+                attempt=attempt,
+                changed_lines=difficulty.changed_lines,
+                files=difficulty.files,
+                hunks=difficulty.hunks,
+                unseen_files=unseen,
+                mistake_probability=probability if changed or unseen else 0.0,
+                mistake=None,
+                breaks_syntax=False,
+                answer_changed_lines=0,
+                exact=draft_exact,
+                draft_exact=draft_exact,
+                kept_draft=True,
+            )
+            return KEEP_ANSWER, draw
+        # A wrong draft, seen for what it is: the model's own edit, right.
+        text, reached = render_answer(prompt.path, shown, changed)
+        draw = EditDraw(
+            profile=profile,
+            attempt=attempt,
+            changed_lines=difficulty.changed_lines,
+            files=difficulty.files,
+            hunks=difficulty.hunks,
+            unseen_files=unseen,
+            mistake_probability=probability if changed or unseen else 0.0,
+            mistake=None,
+            breaks_syntax=any(mistakes.breaks_syntax(p, shown[p], t) for p, t in reached.items()),
+            answer_changed_lines=sum(mistakes.changed_line_count(shown[p], t) for p, t in reached.items()),
+            exact=not unseen and all(reached.get(p, shown[p]) == t for p, t in changed.items()),
+            draft_exact=False,
+            kept_draft=False,
+        )
+        return text, draw
     if changed and rng.random() < probability:
         kinds = em.mistake_order(tier, rng)
         if truth.errors != "calibrated":
@@ -124,6 +183,18 @@ def answer_edit(
         exact=exact,
     )
     return text, draw
+
+
+def _draft_gives_truth(draft: str, shown: Mapping[str, str], changed: Mapping[str, str]) -> bool:
+    """Whether the draft, applied to the files shown, gives exactly the truth of each (and changes nothing
+    else)."""
+    try:
+        result = apply_blocks(draft, shown)
+    except BlocksError:
+        return False
+    if not changed:
+        return all(result[p] == shown.get(p) for p in result)
+    return all(result.get(p, shown.get(p)) == changed.get(p, shown.get(p)) for p in {*result, *changed})
 
 
 def render_answer(primary: str, shown: Mapping[str, str], after: Mapping[str, str]) -> tuple[str, dict[str, str]]:

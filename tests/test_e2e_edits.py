@@ -529,3 +529,30 @@ async def test_hedged_the_users_newer_text_is_never_overwritten(tmp_path: pathli
         [record] = edit_records(session)
         assert record["outcome"] == "conflict"
         assert [a["outcome"] for a in record["edit"]["attempts"]] == ["invalid", "conflict"]
+
+
+@pytest.mark.parametrize(("fast_errors", "tier"), [("off", "fast"), ("dropped-hunk", "accurate")])
+async def test_draft_check_the_accurate_model_keeps_or_replaces_the_fast_draft(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle], fast_errors: str, tier: str
+) -> None:
+    fast, accurate = sims
+    both_typed = SAMPLE_TYPED.replace("def label(name):", "def label(name: str) -> str:")
+    # A dropped hunk (one of the two functions left as it was) passes tandem's checks: it parses and names
+    # nothing new; only the checker can see it. The simulated checker (`tandem.sim.edits`) reads the draft
+    # with its own reader.
+    set_truth(fast, {"invoice.py": both_typed}, errors=fast_errors)
+    set_truth(accurate, {"invoice.py": both_typed}, errors="off")
+    options = {**two_models(fast, accurate), "edit": {"strategy": "draft-check"}}
+    async with serve(tmp_path, "vscode", options=options) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        result = await execute(session, {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"})
+        assert result["applied"] is True and result["tier"] == tier, result
+        assert editor.texts[uri] == both_typed
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 1
+        async with httpx.AsyncClient() as client:
+            [draw] = (await client.get(f"{accurate.root_url}/_sim/edits")).json()["edits"]
+        assert draw["kept_draft"] is (tier == "fast") and draw["draft_exact"] is (tier == "fast")
+    [record] = edit_records(session)
+    assert record["edit"]["plan"] == "draft-check"
+    assert [a["tier"] for a in record["edit"]["attempts"]] == ["fast", "accurate"]

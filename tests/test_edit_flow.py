@@ -497,3 +497,42 @@ async def test_hedged_the_users_newer_text_is_never_overwritten(tmp_path: pathli
     )
     assert outcome.ok and outcome.rebased and outcome.tier == "accurate"
     assert apply_all(outcome.current, outcome.edits)["views.py"] == "import os\n" + FIXED
+
+
+# -- draft-check: the accurate model checks a fast draft ------------------------------------------------------
+
+TRIPLED = GOOD.replace("invoice.total * 2", "invoice.total * 3")
+
+
+@pytest.mark.parametrize(
+    ("fast", "accurate", "tier", "why"),
+    [
+        (GOOD, ["KEEP"], "fast", "the accurate model kept the fast model's draft"),
+        (TRIPLED, [GOOD], "accurate", "the accurate model replaced the fast model's draft"),
+        (GOOD, [503], "fast", "the accurate model's check failed (unavailable"),
+    ],
+)
+async def test_draft_check_keeps_or_replaces_the_fast_draft(
+    tmp_path: pathlib.Path, fast: str, accurate: list[str | int], tier: str, why: str
+) -> None:
+    provider = Provider({"fast.test": [fast], "accurate.test": accurate})
+    files = Files({"views.py": VIEWS})
+    _, outcome, [record], _ = await run(provider, config(strategy="draft-check"), small_request(), files, tmp_path)
+    assert outcome.ok and outcome.tier == tier and outcome.plan == "draft-check"
+    # Kept, or replaced by the accurate model's right edit: the doubled total either way.
+    assert apply_all(files.texts, outcome.edits)["views.py"] == FIXED
+    assert provider.asked == ["fast", "accurate"]
+    # The checker was shown the draft after the edit prompt.
+    shown = provider.bodies[1]["messages"][-1]["content"]  # type: ignore[index]
+    assert shown.startswith("<|tandem:draft|>\n" + fast.rstrip()) and "KEEP" in shown
+    assert record["edit"]["plan"] == "draft-check" and record["edit"]["escalation"].startswith(why)
+    assert [a["tier"] for a in record["edit"]["attempts"] if a["used"]] == [tier]
+
+
+async def test_draft_check_sends_a_failing_draft_on_as_fast_first_does(tmp_path: pathlib.Path) -> None:
+    provider = Provider({"fast.test": [BROKEN_SYNTAX], "accurate.test": [GOOD]})
+    files = Files({"views.py": VIEWS})
+    _, outcome, _, _ = await run(provider, config(strategy="draft-check"), small_request(), files, tmp_path)
+    assert outcome.ok and outcome.tier == "accurate" and outcome.escalation.startswith("fast answer rejected")
+    # An escalation, not a check: the accurate model was given the edit prompt alone.
+    assert "<|tandem:draft|>" not in json.dumps(provider.bodies[1])

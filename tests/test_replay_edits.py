@@ -103,8 +103,8 @@ def test_replay_edits_reports_router_figures_and_the_simulated_comparison(repo: 
     assert edits["simulated"] is True and edits["tasks"] == 3 and edits["time_scale"] == pytest.approx(50.0)
     strategies = edits["strategies"]
     assert set(strategies) == {
-        "router", "fast-first", "always-fast", "always-accurate", "default (run)", "hedged", "draft-check",
-        "router-banded",
+        "router", "fast-first", "always-fast", "always-accurate", "default (run)", "draft-check (run)", "hedged",
+        "draft-check", "router-banded",
     }  # fmt: skip
     assert strategies["hedged"]["derived"] and not strategies["router"]["derived"]
     # The shipped strategy run through the edit path (both models at once) meets the verdicts derived for

@@ -26,6 +26,7 @@ from tandem.completion.edits import (
     validate_edits,
 )
 from tandem.sim import error_model as em
+from tandem.sim.edit_reading import read_edit_task
 from tandem.sim.edits import NO_CHANGE_ANSWER, EditTruth, answer_edit, render_answer
 from tandem.sim.runner import SimHandle
 
@@ -398,3 +399,35 @@ def test_a_forced_mistake_reaches_every_api(codex_sim: SimHandle) -> None:
     assert [d["endpoint"] for d in draws] == ["chat.completions", "messages", "responses"]
     assert all(d["mistake"] == "syntax" and d["breaks_syntax"] for d in draws)
     assert codex_sim.stats()["last_request"]["corrupted"] is True
+
+
+# -- a draft to check ---------------------------------------------------------------------------------------
+
+
+def check_prompt(draft: str) -> str:
+    """An edit prompt as tandem sends it (its own messages), then a message showing `draft` to check."""
+    edit = prompt()
+    messages = [m["content"] for m in edit_messages(edit)]
+    return "\n".join([*messages, f"<|tandem:draft|>\n{draft}\n<|tandem:end|>\nKEEP it or write your own."])
+
+
+@pytest.mark.parametrize(("draft_right", "errors", "answer"), [
+    (True, "calibrated", "keep"),  # a right draft is kept
+    (False, "off", "own"),  # a wrong one is replaced by a model that could write the edit ...
+    (False, "wrong-value", "keep"),  # ... and kept by one that could not
+])  # fmt: skip
+def test_a_draft_to_check_is_kept_or_replaced_by_the_right_edit(draft_right: bool, errors: str, answer: str) -> None:
+    truth = EditTruth(files={"textwrap.py": renamed(VIEWS)}, errors=errors)
+    right, _ = render_answer("textwrap.py", {"textwrap.py": VIEWS}, {"textwrap.py": renamed(VIEWS)})
+    half = VIEWS.replace("dedent", "remove_indent", 1)
+    wrong_draft, _ = render_answer("textwrap.py", {"textwrap.py": VIEWS}, {"textwrap.py": half})
+    text = check_prompt(right if draft_right else wrong_draft)
+    task = read_edit_task(text)
+    assert task is not None and task.draft is not None and task.path == "textwrap.py"
+    reply, draw = answer_edit(task, truth, profile="codex", attempt=0, seed=0, prompt_text=text)
+    assert draw.draft_exact is draft_right and draw.kept_draft is (answer == "keep")
+    if answer == "keep":
+        assert reply == "KEEP"
+    else:
+        target = EditTarget(originals={"textwrap.py": VIEWS}, primary="textwrap.py")
+        assert apply_all(target.originals, parse_answer(reply, target)) == {"textwrap.py": renamed(VIEWS)}
