@@ -268,8 +268,9 @@ class NextEdits:
             record.prompt_chars += len(text)
             asks.append((part_region, model_request, self._count(text)))
         cost = sum(tokens for _, _, tokens in asks) + len(asks) * settings.max_tokens
-        if len(asks) > 1 and not self.budget.allows(cost):
-            # Not enough budget left for both parts: the whole region in one request, if that fits.
+        if len(asks) > 1 and not self.budget.allows(cost + self.budget.per_minute // 2):
+            # Two parts only while they leave half the minute's speculation budget: otherwise (and under a
+            # tight budget) the whole region in one request, so that splitting never costs a suggestion.
             region_request = self._model_request(tier, prompt)
             text = region_request.raw_prompt or "".join(content for _, content in region_request.messages)
             record.prompt_chars = len(text)

@@ -279,13 +279,21 @@ SPLIT_BEFORE = "".join(f"value_{i} = compute({i})\n" for i in range(12))
 SPLIT_TRUTH = "".join(f"value_{i} = {'evaluate' if i in (2, 5, 9) else 'compute'}({i})\n" for i in range(12))
 
 
-async def test_a_split_region_asks_both_parts_and_suggests_from_either(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize(("tokens_per_minute", "parts"), [(20_000, 2), (2_500, 1)])
+async def test_a_split_region_asks_both_parts_and_suggests_from_either(
+    tmp_path: pathlib.Path, tokens_per_minute: int, parts: int
+) -> None:
     """With `[next_edit] split`, the region is asked in two parts at once (the cursor's line down, and the
     region's top to it): the change below the cursor and the one above are both suggested, one after the
-    other, and each record counts both parts' tokens."""
+    other, and each record counts both parts' tokens. Under a budget the two parts would take more than
+    half of, the region is asked whole."""
     with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
         sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
-        options = {**fast_model(sim.base_url), "next_edit": {"split": True}}
+        options = {
+            **fast_model(sim.base_url),
+            "next_edit": {"split": True},
+            "prefetch": {"tokens_per_minute": tokens_per_minute},
+        }
         async with serve(tmp_path, "vscode", options=options) as session:
             uri = session.open("split.py", SPLIT_BEFORE)
             text = SPLIT_BEFORE
@@ -317,6 +325,6 @@ async def test_a_split_region_asks_both_parts_and_suggests_from_either(tmp_path:
             assert text == SPLIT_TRUTH
             await _until(lambda: sum(r.get("next_edit", {}).get("fate") == "accepted" for r in session.records()) == 2)
             accepted = [r for r in session.records() if r.get("next_edit", {}).get("fate") == "accepted"]
-            assert [r["next_edit"]["parts"] for r in accepted] == [2, 2]
+            assert [r["next_edit"]["parts"] for r in accepted] == [parts, parts]
             # Both parts' prompts are paid for: the provider's usage adds up to the two prompts counted.
             assert all(r["tokens"]["in"] >= 0.9 * r["context_tokens"] > 0 for r in accepted)
