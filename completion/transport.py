@@ -59,6 +59,7 @@ class PoolHealth:
     max_connections: int
     recycled: int
     orphaned: int = 0
+    pruned: int = 0
 
     @property
     def usable(self) -> int:
@@ -75,6 +76,7 @@ class PoolHealth:
             "usable": self.usable,
             "max_connections": self.max_connections,
             "recycled": self.recycled,
+            "pruned": self.pruned,
         }
 
 
@@ -214,6 +216,7 @@ class ResilientTransport(httpx.AsyncBaseTransport):
             max_connections=self._max_connections,
             recycled=self.recycled,
             orphaned=orphaned,
+            pruned=self.pruned,
         )
 
     async def recover(self) -> bool:

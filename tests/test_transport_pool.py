@@ -168,6 +168,6 @@ async def test_a_request_that_gives_up_as_a_slot_frees_leaves_no_connection_behi
             await waiting
         await transport.drain()
         assert [c.info() for c in pool.connections] == [] and transport.pruned == 1
-        assert transport.health().usable == 1
+        assert transport.health().usable == 1 and transport.health().as_dict()["pruned"] == 1
         async with client.stream("POST", url, json=BODY) as response:
             assert response.status_code == 200 and await response.aread()
