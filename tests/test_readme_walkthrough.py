@@ -7,7 +7,8 @@ runs beside anything), `path/to/some/project` becomes a project folder the test 
 truth's "...the whole file after the edit..." becomes the file after the edit. The simulator commands
 run through `bash` as typed, with the `tandem` console script; the printed line must be the one the
 README shows. The editors themselves are the real-editor tests' job: here `tandem serve` is driven over
-stdio with the capabilities each editor sends and the configuration its README gives.
+stdio with the capabilities each editor sends and the configuration its README gives. The install step
+each README starts with (a venv and `pip install`, a minute of downloads) is run as written by .ci/run.
 """
 
 from __future__ import annotations
