@@ -7,7 +7,11 @@
 // the latency from the server's `tandem/status`, accepts it with Tab, saves, and checks the file on disk.
 // Then an edit: it selects a function of a whole copy of the file, runs "tandem: Edit selection..." with
 // an instruction, and checks that the saved file equals the simulators' edit truth (a second simulator
-// stands in for the accurate model; both answer edits from that truth, errors off). Screenshots go to
+// stands in for the accurate model; both answer edits from that truth, errors off). Along the way: the
+// ghost text sampled at every animation frame while the user types through it (it must never leave the
+// screen; the frames a key that opens VS Code's word list costs are printed), the next line's ghost text
+// after Tab at the end of a line, no code action on a bare line and the lightbulb on a selection, next
+// edits near the cursor and off screen (a marker, Tab jumps, Tab applies). Screenshots go to
 // test/e2e/artifacts/. Prints how long each step took.
 //
 //   node test/e2e/run.mjs      (after `npm run package` and test/e2e/install-code-server.sh)
@@ -21,6 +25,7 @@
 //   TANDEM_E2E_SIM_TRUTH what the simulator indexes  (default: TANDEM_E2E_TRUTH; a directory works too)
 //   TANDEM_E2E_ARTIFACTS screenshots and logs        (default: test/e2e/artifacts)
 //   TANDEM_E2E_TIMEOUT_S longest wait for one step   (default: 90)
+//   TANDEM_E2E_EDITOR_SETTINGS  more VS Code settings, as JSON (default: none; the editor's defaults)
 //   TANDEM_E2E_WORKSPACE "untrusted": workspace trust on and the folder not trusted (Restricted Mode); the
 //                        repository ships an executable .venv/bin/tandem and .venv/bin/python and a
 //                        .vscode/settings.json naming them and an endpoint of its own. The user's tandem is
@@ -311,13 +316,18 @@ async function startGhostSampler(page, tail) {
 }
 
 /**
- * Ten more frames, then stops the sampler. Returns the frames counted from the first key press (or, with
+ * `more` frames (ten), then stops the sampler. Returns the frames counted from the first key press (or, with
  * `fromShown`, from the first frame after it that showed the ghost text), how many of them lacked it, and
  * the longest run of frames without it, in ms.
  */
-async function stopGhostSampler(page, { fromShown = false } = {}) {
+async function stopGhostSampler(page, { fromShown = false, more = 10 } = {}) {
   const mark = await page.evaluate(() => window.__tandemSampler.frames.length);
-  await page.waitForFunction((from) => window.__tandemSampler.frames.length >= from + 10, { polling: "raf" }, mark);
+  await page.waitForFunction(
+    (from, extra) => window.__tandemSampler.frames.length >= from + extra,
+    { polling: "raf" },
+    mark,
+    more,
+  );
   return page.evaluate((shown) => {
     const sampler = window.__tandemSampler;
     sampler.on = false;
@@ -578,6 +588,8 @@ try {
     // The editor's own settings stay at their defaults (the word list opens as you type, Tab must still
     // take tandem's suggestion); only the minimap goes, so screenshots show the code.
     "editor.minimap.enabled": false,
+    // TANDEM_E2E_EDITOR_SETTINGS: more VS Code settings (JSON), e.g. to measure editor.inlineSuggest.*.
+    ...JSON.parse(env.TANDEM_E2E_EDITOR_SETTINGS ?? "{}"),
     ...(untrusted ? {} : { "tandem.serverPath": tandem }),
     "tandem.serverArgs": ["--log-file", serverLog, "-v"],
     "tandem.models.fast.provider": "openai-chat",
@@ -804,11 +816,14 @@ try {
     // not a check: VS Code then shows only inline suggestions asked for with the list's selected word, and
     // asks for them after its own fixed 50 ms debounce.
     const opener = lineCut.value[0];
+    // With editor.inlineSuggest.suppressSuggestions the list does not open while the ghost text shows.
+    const suppressed = settings["editor.inlineSuggest.suppressSuggestions"] === true;
     await startGhostSampler(page, lineCut.value.slice(1));
     await page.keyboard.type(opener);
     await page.waitForFunction(
-      (source, wanted, value) => {
-        if (new Function(`return (${source})()`)().includes(wanted) && document.querySelector(".editor-widget.suggest-widget.visible")) {
+      (source, wanted, value, listOptional) => {
+        const listOpen = Boolean(document.querySelector(".editor-widget.suggest-widget.visible"));
+        if (new Function(`return (${source})()`)().includes(wanted) && (listOpen || listOptional)) {
           return true;
         }
         const row = document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused");
@@ -819,14 +834,17 @@ try {
       ghostOnScreen.toString(),
       lineCut.value.slice(1),
       lineCut.value,
+      suppressed,
     );
-    const opened = await stopGhostSampler(page);
+    // (Suppressed, the list would have opened within ~300 ms of the key here: sample that long.)
+    const opened = await stopGhostSampler(page, { more: suppressed ? 30 : 10 });
     const selectedWord = await page.evaluate(
       () => document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused .label-name")?.textContent ?? "",
     );
     console.log(
-      `[e2e] the key ${JSON.stringify(opener)} opened VS Code's word list (${JSON.stringify(selectedWord)} selected): ` +
-        `${blankWords(opened)}`,
+      `[e2e] the key ${JSON.stringify(opener)} ` +
+        (selectedWord ? `opened VS Code's word list (${JSON.stringify(selectedWord)} selected)` : "opened no word list") +
+        `: ${blankWords(opened)}`,
     );
     if (opened.blank > 0) {
       console.log(`[e2e] frames and keys (ms from the key):\n  ${opened.timeline.join("\n  ")}`);
