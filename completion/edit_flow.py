@@ -38,9 +38,11 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import anyio
 from tandem.cache.tokens import EncodingUnavailable, get_counter
@@ -95,6 +97,8 @@ from tandem.completion.router import (
 )
 from tandem.completion.trace import Tracer, estimate_cost_usd
 
+_T = TypeVar("_T")
+
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
 log = logging.getLogger(__name__)
 
@@ -119,6 +123,18 @@ class _Ask:
 
 def _other(tier: Tier) -> Tier:
     return "accurate" if tier == "fast" else "fast"
+
+
+# Checks that parse (ast, pyflakes) run in worker threads one at a time: CPython 3.11's ast module keeps
+# its recursion depth in state the threads share, so two parses at once can fail with "SystemError: AST
+# constructor recursion depth mismatch" (https://github.com/python/cpython/issues/106905); a hedged edit
+# checks two answers at nearly the same time.
+_PARSING = threading.Lock()
+
+
+def _one_at_a_time(work: Callable[[], _T]) -> _T:
+    with _PARSING:
+        return work()
 
 
 # A draft shown to the accurate model to check, in a message after the edit prompt (the edit prompt's own
@@ -597,7 +613,7 @@ class EditFlow:
             predicted_lines=ask.decision.features.expected_lines() if tier_name == "fast" else None,
             check_names=tier_name == "fast",
         )
-        result = await anyio.to_thread.run_sync(check)
+        result = await anyio.to_thread.run_sync(_one_at_a_time, check)
         if tier_name == "fast":
             await self._check_references(result.edits, current, ask.inputs)
         return result, current
@@ -621,7 +637,7 @@ class EditFlow:
             return
         after = apply_all(current, edits)
         before = {path: current[path] for path in after if path in current}
-        removed = await anyio.to_thread.run_sync(removed_names, before, after)
+        removed = await anyio.to_thread.run_sync(_one_at_a_time, functools.partial(removed_names, before, after))
         if not removed:
             return
         problems = dangling_references(
@@ -704,8 +720,10 @@ def _plan_progress(plan: Plan, decision: RouteDecision) -> EditProgress:
     if plan == "hedged":
         why = "; ".join(decision.reasons[:2]) or "no signal"
         return EditProgress(
-            message=f"fast and accurate at once (router unsure, score {decision.score:.2f}): {why}", tier="fast"
+            message=f"fast and accurate at once (router score {decision.score:.2f}): {why}", tier="fast"
         )
+    if plan == "draft-check":
+        return EditProgress(message="fast, then the accurate model checks its draft", tier="fast")
     tier: Tier = "accurate" if plan == "accurate" else "fast"
     if tier == decision.tier:
         return EditProgress(message=decision.message(), tier=tier)

@@ -420,11 +420,22 @@ async def _run_task(
     score = 0.0
     features = None
     for strategy, flow in flows.items():
-        # Setting the truth restarts the attempt counts: every strategy meets the same dice.
-        set_truth(models.fast_url, prepared.truth)
-        set_truth(models.accurate_url, prepared.truth)
-        started = time.perf_counter()
-        outcome = await flow.run(request, inputs)
+        for tries in range(_TRIES):
+            # Setting the truth restarts the attempt counts: every strategy meets the same dice.
+            set_truth(models.fast_url, prepared.truth)
+            set_truth(models.accurate_url, prepared.truth)
+            started = time.perf_counter()
+            try:
+                outcome = await flow.run(request, inputs)
+            except SystemError:
+                # CPython 3.11's ast module fails a parse that meets one in another thread (gh-106905):
+                # the simulators parse their answers in this process's threads while tandem checks one.
+                # Run again from the same dice; tandem's own checks parse one at a time.
+                if tries == _TRIES - 1:
+                    raise
+                RETRIED[0] += 1
+                continue
+            break
         wall_s = time.perf_counter() - started
         simulated_s = _simulated_s(outcome, wall_s, models)
         flow.finish(outcome, applied=outcome.ok)
@@ -459,6 +470,11 @@ async def _run_task(
         facts=_facts(outcomes, results, seconds, tokens, models),
         features=features,
     )
+
+
+_TRIES = 3
+# Strategy runs started again after the SystemError above, in this process (printed with the table).
+RETRIED = [0]
 
 
 def _facts(
@@ -573,6 +589,11 @@ def render_text(result: EditEvalResult) -> str:
                 f"  what-if (derived): {share:.0%} of the fast mistakes the checks caught had passed them, wrong: "
                 + "; ".join(f"{name} {c} correct {w} wrong {s:.0f} s" for name, (c, w, s) in what_if.figures.items())
             )
+    if RETRIED[0]:
+        lines.append(
+            f"  {RETRIED[0]} strategy run(s) in this process were run again from the same dice after CPython 3.11's "
+            "'AST constructor recursion depth mismatch' (a parse in two threads at once, gh-106905)"
+        )
     agreement = default_agreement(result)
     if agreement is not None:
         band = shipped_band()
