@@ -98,7 +98,9 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         self._shield = shield
         self._prune = prune
         self._stuck_after_s = stuck_after_s
-        self._new_since: dict[int, float] = {}
+        # Each NEW or CONNECTING connection seen by `health()`, with when it was first seen. Kept with the
+        # connection itself: an id alone is reused by the next connection made at the same address.
+        self._new_since: dict[int, tuple[Any, float]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._checked_at = time.monotonic()
         # Requests that may hold a connection: from their start until their response is closed.
@@ -194,13 +196,15 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         """The pool's state now (reads httpcore's public `connections` and `info()`)."""
         connections = _connections(self._inner)
         now = time.monotonic()
-        seen: dict[int, float] = {}
+        seen: dict[int, tuple[Any, float]] = {}
         idle = stuck = 0
         for connection in connections:
             info = connection.info()
             if "NEW" in info or "CONNECTING" in info:
-                since = self._new_since.get(id(connection), now)
-                seen[id(connection)] = since
+                known, since = self._new_since.get(id(connection), (connection, now))
+                if known is not connection:
+                    since = now
+                seen[id(connection)] = (connection, since)
                 if now - since > self._stuck_after_s:
                     stuck += 1
             elif connection.is_idle():

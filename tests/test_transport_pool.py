@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 from collections.abc import Iterator
 
+import httpcore
 import httpx
 import pytest
 from tandem.completion.transport import ResilientTransport
@@ -171,3 +172,22 @@ async def test_a_request_that_gives_up_as_a_slot_frees_leaves_no_connection_behi
         assert transport.health().usable == 1 and transport.health().as_dict()["pruned"] == 1
         async with client.stream("POST", url, json=BODY) as response:
             assert response.status_code == 200 and await response.aread()
+
+
+def test_a_new_connection_at_a_dropped_ones_address_is_not_stuck() -> None:
+    """The health check remembers when it first saw each connection that has sent nothing. A connection
+    made between two checks at the address of one seen at the first (CPython reuses a freed object's
+    address at once: 99 times in 100 here) is new, not stuck: keyed by id alone, it inherited the old one's
+    age, and a healthy pool was replaced."""
+    transport = ResilientTransport(lambda: httpx.AsyncHTTPTransport(), max_connections=SLOTS, stuck_after_s=0.0)
+    pool = transport._inner._pool  # type: ignore[attr-defined]
+    origin = httpcore.Origin(b"http", b"127.0.0.1", 9)
+    first = pool.create_connection(origin)
+    pool._connections.append(first)
+    assert transport.health().stuck == 0  # first seen now
+    pool._connections.remove(first)  # it goes (its request connected and finished) before the next check
+    del first
+    second = pool.create_connection(origin)
+    pool._connections.append(second)
+    assert transport.health().stuck == 0  # first seen now, whatever its address
+    assert transport.health().stuck == 1  # seen before: NEW for longer than stuck_after_s (0)
