@@ -191,23 +191,25 @@ class NextEditConfig:
     max_tokens: int = 600
     # "auto": raw for a `fim` provider (a next-edit model such as Zeta), chat otherwise.
     prompt: Literal["auto", "chat", "raw"] = "auto"
-    # Wait for a pause in the typing (1.5 typing intervals), at most this long, before asking the model: a
-    # request overtaken by the next key press costs its whole prompt (a newer keystroke cancels the wait).
+    # Wait for a pause in the typing (`pause_gaps` typing intervals), at most this long, before asking the
+    # model: a request overtaken by the next key press costs its whole prompt (a newer keystroke cancels
+    # the wait).
     debounce_ms: int = 250
-    # When to ask: "interval" (after the pause above), "typed" (at once after a key press that closes a
-    # bracket or a quote, types `:`, `,` or `;`, or begins a line; after the pause otherwise), "none" (at
-    # once after every edit).
-    pause: Literal["interval", "typed", "none"] = "interval"
+    # When to ask: "typed" (at once after a key press that closes a bracket or a quote, types `:`, `,` or
+    # `;`, or begins a line: a change often ends there; after the pause otherwise), "interval" (always after
+    # the pause), "none" (at once after every edit).
+    pause: Literal["interval", "typed", "none"] = "typed"
     # The pause that ends a burst of typing, in typing intervals (a typist's lognormal spread puts about one
     # gap in eight beyond 1.5 intervals, one in three beyond 1.2, one in forty beyond 2.0, one in 200 beyond 2.5).
-    pause_gaps: float = 1.5
-    # When a streaming hunk counts as complete: "two-lines" (two lines after it match the region again) or
-    # "distinct-line" (also one matching line, when that line is distinctive).
-    settle: Literal["two-lines", "distinct-line"] = "two-lines"
+    pause_gaps: float = 2.5
+    # When a streaming hunk counts as complete: "distinct-line" (one line after it matches the region again
+    # and is distinctive, or two lines that do) or "two-lines" (two lines, whatever they are).
+    settle: Literal["two-lines", "distinct-line"] = "distinct-line"
     # Ask for the region in two parts at once, from the cursor's line down and from the region's top to the
-    # cursor's line, so that a change below the cursor settles without the lines above being copied first
-    # (each part costs a prompt: twice the prompt tokens).
-    split: bool = False
+    # cursor's line, so that a change below the cursor settles without the lines above being copied first.
+    # Each part costs a prompt (twice the prompt tokens); two parts only while they leave half the
+    # minute's speculation budget.
+    split: bool = True
     deadline_s: float = 5.0
     # Ask for the next edit at once when one is accepted (Tab, Tab, Tab costs no wait).
     prefetch_on_accept: bool = True

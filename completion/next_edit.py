@@ -357,7 +357,7 @@ class NextEdits:
     def _delay_s(self, request: NextEditRequest) -> float:
         """How long to wait before asking, by `[next_edit] pause`. "interval": a rewrite of the region takes
         longer than a typing interval, so a request made mid-typing would be overtaken by the next key press
-        and its prompt paid for nothing: wait for a pause of `pause_gaps` typing intervals (1.5 by default; at
+        and its prompt paid for nothing: wait for a pause of `pause_gaps` typing intervals (2.5 by default; at
         most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
         press that ends a clause (`ends_a_clause`: a closing bracket or quote, `:`, `,`, `;`, or a new line
         begun) asks at once: a change often ends there, and waiting for the pause would put the pause in the
