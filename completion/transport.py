@@ -132,7 +132,7 @@ class ResilientTransport(httpx.AsyncBaseTransport):
             return self._counted(await asyncio.shield(task))
         except asyncio.CancelledError:
             self._background.add(task)
-            task.add_done_callback(self._close_abandoned)
+            task.add_done_callback(lambda done: self._close_abandoned(done, request))
             raise
         except BaseException:
             self._open -= 1
@@ -148,14 +148,17 @@ class ResilientTransport(httpx.AsyncBaseTransport):
     def _closed_one(self) -> None:
         self._open -= 1
 
-    def _close_abandoned(self, task: asyncio.Task[Any]) -> None:
-        """The request phase of a cancelled request ended: close what it got, so its slot frees."""
+    def _close_abandoned(self, task: asyncio.Task[Any], request: httpx.Request) -> None:
+        """The request phase of a cancelled request ended: close what it got, so its slot frees. The
+        response comes from the inner transport, before httpx's client would have tied it to `request`:
+        the observers read the request's host, so it is tied here."""
         if task.cancelled() or task.exception() is not None:
             self._open -= 1
             self._background.discard(task)
             self._prune_soon()
             return
         response: httpx.Response = self._counted(task.result())
+        response.request = request
         for observer in self.observers:
             try:
                 observer(response)

@@ -106,3 +106,46 @@ def test_a_superseded_requests_response_still_classifies_its_provider() -> None:
     assert isinstance(abandoned_error(response(503, "text/plain")), BackendUnavailable)
     assert abandoned_error(response(200, "text/event-stream")) is None
     assert abandoned_error(response(429, "application/json")) is None
+
+
+async def test_a_401_that_arrives_after_its_request_was_superseded_counts_for_the_breaker() -> None:
+    """End to end over loopback: the provider holds its 401 until the request that asked was cancelled (the
+    user typed on). The transport still closes the response and tells its observers, and the response
+    they get says which provider answered: the transport's inner response comes without its request, and
+    reading the host of that raised, so the outage went uncounted (an error in the log instead)."""
+    import asyncio
+    import contextlib
+
+    import httpx
+    from tandem.completion.breaker import abandoned_error
+    from tandem.completion.transport import ResilientTransport
+
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def provider(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        asked.set()
+        await answer.wait()
+        body = b'{"error": "invalid api key"}'
+        writer.write(
+            b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(provider, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = ResilientTransport(lambda: httpx.AsyncHTTPTransport(), max_connections=2)
+    seen: list[BaseException | None] = []
+    transport.observers.append(lambda response: seen.append(abandoned_error(response)))
+    async with server, httpx.AsyncClient(transport=transport) as client:
+        request = asyncio.create_task(client.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={}))
+        await asyncio.wait_for(asked.wait(), 10)
+        request.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await request
+        answer.set()
+        await asyncio.wait_for(transport.drain(), 10)
+    [error] = seen
+    assert isinstance(error, BadResponse) and error.permanent and "127.0.0.1 answered 401" in str(error)
