@@ -32,6 +32,7 @@ from tandem.completion.trace import Tracer
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
+from tandem.lsp.heap import HeapTrimmer
 from tandem.lsp.status import METHOD as STATUS_METHOD
 from tandem.lsp.status import Status
 from tandem.lsp.stdio import MessageLoop
@@ -213,7 +214,11 @@ class TandemServer(LanguageServer):
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
             self.protocol.set_writer(StdoutWriter(stdout))
             self._stop_event = threading.Event()
-            await MessageLoop(self.protocol).run(reader)
+            trimmer = asyncio.ensure_future(HeapTrimmer().run())
+            try:
+                await MessageLoop(self.protocol).run(reader)
+            finally:
+                trimmer.cancel()
 
         try:
             asyncio.run(main())
