@@ -8,9 +8,10 @@ item shows the latency from `tandem/status`, accepts it with Tab and checks the 
 the ghost text key by key, sampling at every animation frame that the ghost text stays on screen; at the end
 of a line it accepts with Tab and waits for the next line's ghost text (no Enter). It checks that a bare
 cursor gets no code action (no lightbulb) and a selection does, selects a function, runs "tandem: Edit
-selection..." with an instruction and checks the saved file equals the edit truth; then next edits, one
-near and one off screen (a marker at the cursor, Tab jumps, Tab applies). It is skipped, with the reason,
-when Node, Chromium or code-server is absent.
+selection..." with an instruction and checks the saved file equals the edit truth; an edit on an open file
+whose truth changes only a file not open must end with the notification naming that file "not open", and
+the file on disk must be the truth; then next edits, one near and one off screen (a marker at the cursor,
+Tab jumps, Tab applies). It is skipped, with the reason, when Node, Chromium or code-server is absent.
 """
 
 from __future__ import annotations
@@ -196,6 +197,9 @@ def test_ghost_text_in_code_server() -> None:
     assert "Tab accepted" in stdout
     assert re.search(r"status item: \"tandem \d", stdout), "the status item never showed the latency"
     assert "edit applied and saved: the file equals the edit truth" in stdout
+    # Issue 16 item 4: an edit that changes only a file not open in the editor says so, and the file is saved.
+    assert "unopened-file edit: the message names views.py, not open, shown whole;" in stdout
+    assert "views.py on disk is the truth" in stdout
     assert "next edit shown at its place" in stdout
     assert "two next edits accepted with Tab: the file equals the truth" in stdout
     # Typed through, key by key (with the word list open, then without it): on screen at every frame.

@@ -5,12 +5,18 @@
  */
 
 import * as os from "node:os";
+import * as path from "node:path";
 import * as vscode from "vscode";
 import {
+  CancellationToken,
   DidChangeConfigurationNotification,
   type Executable,
   LanguageClient,
   type LanguageClientOptions,
+  MessageType,
+  ResponseError,
+  ShowMessageNotification,
+  type ShowMessageParams,
   State,
   TransportKind,
 } from "vscode-languageclient/node";
@@ -19,6 +25,7 @@ import { type Discovery, findServer, nodeProbe, notFoundMessage, pythonCandidate
 import { activeInterpreter } from "./pythonEnv";
 import { type ConfigTree, RESTART_SETTINGS, removedKeys, toServerSettings } from "./settings";
 import { type ClientPhase, describeStatus, mergeStatus, type StatusParams } from "./status";
+import { namesUnopened, openLabel, unopenedTargets } from "./unopened";
 
 export const CLIENT_ID = "tandem";
 export const STATUS_NOTIFICATION = "tandem/status";
@@ -44,6 +51,8 @@ export class Controller implements vscode.Disposable {
   private problem: string | undefined;
   private starting: Promise<void> | undefined;
   private readonly statusItem: vscode.StatusBarItem;
+  /** The files the last applied workspace edit changed that were not open before it. */
+  private unopened: vscode.Uri[] = [];
 
   constructor(private readonly output: vscode.LogOutputChannel) {
     this.statusItem = vscode.window.createStatusBarItem("tandem.status", vscode.StatusBarAlignment.Right, 100);
@@ -223,6 +232,20 @@ export class Controller implements vscode.Disposable {
         // VS Code shows tandem as ghost text; the same answer in the suggestion menu is opt-in.
         provideCompletionItem: (document, position, context, token, next) =>
           section().get<boolean>("completionMenu") ? next(document, position, context, token) : undefined,
+        workspace: {
+          // A file the edit changes that was not open stays unsaved in VS Code (below); it is saved before
+          // the server hears the edit applied, so its message ("views.py ... not open") holds on disk.
+          handleApplyEdit: async (params, next) => {
+            const open = new Set(vscode.workspace.textDocuments.map((document) => document.uri.toString()));
+            this.unopened = [];
+            const result = await next(params, CancellationToken.None); // (the client passes no token)
+            if (!(result instanceof ResponseError) && result.applied) {
+              this.unopened = unopenedTargets(params, open, (uri) => vscode.Uri.parse(uri).toString()).map((uri) => vscode.Uri.parse(uri));
+              await this.saveUnopened(this.unopened);
+            }
+            return result;
+          },
+        },
       },
     };
     const client = new LanguageClient(CLIENT_ID, "tandem", executable, clientOptions);
@@ -240,12 +263,59 @@ export class Controller implements vscode.Disposable {
           this.setPhase("stopped");
         }
       }),
+      client.onNotification(ShowMessageNotification.type, (params) => this.showServerMessage(params)),
       client.onNotification(STATUS_NOTIFICATION, (params: unknown) => {
         this.lastStatus = mergeStatus(this.lastStatus, params);
         this.render();
       }),
     );
     return client;
+  }
+
+  /**
+   * Saves the files a workspace edit changed that were not open before it. VS Code saves a refactoring's
+   * files only when it changes more than one (`files.refactoring.autoSave`), and leaves a single unopened
+   * file dirty in a tab it opens itself; tandem follows the same setting for that file too.
+   */
+  private async saveUnopened(uris: vscode.Uri[]): Promise<void> {
+    if (uris.length === 0 || vscode.workspace.getConfiguration("files").get<boolean>("refactoring.autoSave") === false) {
+      return;
+    }
+    const wanted = new Set(uris.map((uri) => uri.toString()));
+    const documents = vscode.workspace.textDocuments.filter((document) => wanted.has(document.uri.toString()));
+    for (const document of documents) {
+      if (document.isDirty && !(await document.save())) {
+        this.output.warn(`tandem: could not save ${document.uri.fsPath} after the edit changed it`);
+      }
+    }
+  }
+
+  /**
+   * The server's window/showMessage, as the language client shows it, except an edit's message that names
+   * files not open: it gets a button that opens them, so VS Code shows it whole (it cuts a plain
+   * notification to one line, and "not open" comes last).
+   */
+  private showServerMessage(params: ShowMessageParams): void {
+    const show =
+      params.type === MessageType.Error
+        ? vscode.window.showErrorMessage
+        : params.type === MessageType.Warning
+          ? vscode.window.showWarningMessage
+          : vscode.window.showInformationMessage;
+    const files = namesUnopened(params.message) ? this.unopened : [];
+    if (files.length === 0) {
+      void show(params.message);
+      return;
+    }
+    this.unopened = [];
+    const action = openLabel(files.map((uri) => path.basename(uri.fsPath)));
+    void show(params.message, action).then(async (choice) => {
+      if (choice === action) {
+        for (const uri of files) {
+          await vscode.window.showTextDocument(uri, { preview: false });
+        }
+      }
+    });
   }
 
   private fail(message: string, phase: ClientPhase): void {

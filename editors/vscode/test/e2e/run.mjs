@@ -7,7 +7,9 @@
 // the latency from the server's `tandem/status`, accepts it with Tab, saves, and checks the file on disk.
 // Then an edit: it selects a function of a whole copy of the file, runs "tandem: Edit selection..." with
 // an instruction, and checks that the saved file equals the simulators' edit truth (a second simulator
-// stands in for the accurate model; both answer edits from that truth, errors off). Along the way: the
+// stands in for the accurate model; both answer edits from that truth, errors off), and an edit whose truth
+// changes only a file not open in the editor: the notification must name it "not open", and the file on
+// disk must be the truth. Along the way: the
 // ghost text sampled at every animation frame while the user types through it (it must never leave the
 // screen; the frames a key that opens VS Code's word list costs are printed), the next line's ghost text
 // after Tab at the end of a line, no code action on a bare line and the lightbulb on a selection, next
@@ -457,6 +459,11 @@ const FAR_REGION_BELOW = 60;
 const AREA_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n';
 const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n';
 
+// An edit asked on an open file whose truth changes only another file, on disk and not open in the editor.
+const UNOPENED_MODELS = "def compute_total(invoice):\n    return sum(line.amount for line in invoice.lines)\n";
+const UNOPENED_VIEWS = "from models import compute_total\n\n\ndef show(invoice):\n    return f'{compute_total(invoice)} €'\n";
+const UNOPENED_TRUTH = UNOPENED_VIEWS.replace("def show(invoice):\n", 'def show(invoice):\n    """The invoice\'s total, in euros."""\n');
+
 function chooseCut(truth) {
   const defs = [...truth.matchAll(/^def [A-Za-z_]{3,}/gm)].map((m) => m.index);
   if (defs.length === 0) {
@@ -561,6 +568,11 @@ try {
   writeFileSync(area, AREA_BEFORE);
   const far = path.join(dirs.workspace, "far.py");
   writeFileSync(far, FAR_BEFORE);
+  // The unopened-file edit: models.py is opened, views.py only ever changes on disk.
+  const models = path.join(dirs.workspace, "models.py");
+  writeFileSync(models, UNOPENED_MODELS);
+  const views = path.join(dirs.workspace, "views.py");
+  writeFileSync(views, UNOPENED_VIEWS);
   // The end of a line: the file stops just after `name = ` of a line whose value the user will type.
   const lineCut = chooseLineCut(truth);
   const lineFile = path.join(dirs.workspace, `line${path.extname(truthPath) || ".py"}`);
@@ -979,6 +991,86 @@ try {
       fail(`after the edit the file is not the edit truth; it has ${JSON.stringify(afterEdit.split("\n").slice(edit.line1 - 1, edit.line2 + 1))}`);
     }
     step("edit applied and saved: the file equals the edit truth");
+
+    // An edit whose change is only to a file that is not open (issue 16, item 4: it had been invisible, the
+    // file changed and saved with no word). models.py is open and selected; the truth changes views.py only.
+    await setEditTruth([simUrl, accurateUrl], { "views.py": UNOPENED_TRUTH });
+    await quickOpen(page, "models.py");
+    await chord(page, "Control", "KeyA");
+    const shownBefore = await page.evaluate(() =>
+      [...document.querySelectorAll(".notification-toast .notification-list-item-message")].map((el) => el.textContent),
+    );
+    await runCommand(page, "tandem: Edit selection...");
+    await page.waitForFunction(
+      () => document.querySelector(".quick-input-widget .quick-input-title")?.textContent?.includes("tandem: Edit selection"),
+      { polling: 50 },
+    );
+    await page.keyboard.type("document where compute_total is shown");
+    await page.keyboard.press("Enter");
+    // The edit's end, as VS Code shows it: the first tandem toast that was not on screen before (not the
+    // extension's own "tandem: editing…" progress).
+    const unopenedMessage = await (
+      await page.waitForFunction(
+        (before) =>
+          [...document.querySelectorAll(".notification-toast .notification-list-item-message")]
+            .map((el) => el.textContent)
+            .find((text) => /tandem: /.test(text) && !/tandem: editing/.test(text) && !before.includes(text)) ?? false,
+        { polling: 50 },
+        shownBefore,
+      )
+    ).jsonValue();
+    console.log(`[e2e] unopened-file edit message: ${JSON.stringify(unopenedMessage)}`);
+    if (!/^tandem: (fast|accurate) model \(sim-\w+\) edited views\.py \(\+1 -0 lines, not open\)$/.test(unopenedMessage)) {
+      fail(`the edit of an unopened file did not end with its message naming views.py as not open: ${JSON.stringify(unopenedMessage)}`);
+    }
+    await page.waitForFunction(
+      () => ![...document.querySelectorAll(".notification-toast")].some((el) => /tandem: editing/.test(el.textContent)),
+      { polling: 50 },
+    );
+    // Shown whole (a plain one-line notification cuts "not open" off behind an ellipsis), with a button
+    // that opens the file.
+    const unopenedToast = await page.evaluate((wanted) => {
+      const toast = [...document.querySelectorAll(".notification-toast")].find(
+        (el) => el.querySelector(".notification-list-item-message")?.textContent === wanted,
+      );
+      const message = toast?.querySelector(".notification-list-item-message");
+      return {
+        whole: message !== undefined && message !== null && message.scrollWidth <= message.clientWidth,
+        buttons: toast ? [...toast.querySelectorAll(".monaco-button")].map((el) => el.textContent) : [],
+      };
+    }, unopenedMessage);
+    await page.screenshot({ path: path.join(artifacts, "edit-unopened.png") });
+    if (!unopenedToast.whole || !unopenedToast.buttons.includes("Open views.py")) {
+      fail(`the unopened-file edit's notification is cut off or has no "Open views.py" button: ${JSON.stringify(unopenedToast)}`);
+    }
+    // The file is saved with the edit (VS Code alone would leave it unsaved in a tab it opens itself; the
+    // extension saves it under files.refactoring.autoSave), and no editor holds it unsaved.
+    await waitUntil(() => readFileSync(views, "utf8") === UNOPENED_TRUTH, "views.py on disk to be the edit truth");
+    const tabs = await page.evaluate(() =>
+      [...document.querySelectorAll(".tab")].map((el) => ({ name: el.textContent, dirty: el.classList.contains("dirty") })),
+    );
+    if (tabs.some((tab) => tab.name.includes("views.py") && tab.dirty)) {
+      fail(`views.py is saved, yet a tab holds it unsaved: ${JSON.stringify(tabs)}`);
+    }
+    console.log(`[e2e] views.py saved; a views.py tab is ${tabs.some((tab) => tab.name.includes("views.py")) ? "open" : "not open"}`);
+    if (readFileSync(models, "utf8") !== UNOPENED_MODELS || (await page.$(".tab.active.dirty"))) {
+      fail("the edit changed models.py, the open file, whose truth is unchanged");
+    }
+    // The button opens the file, with the edit in it.
+    await page.evaluate(() =>
+      [...document.querySelectorAll(".notification-toast .monaco-button")].find((el) => el.textContent === "Open views.py").click(),
+    );
+    await page.waitForFunction(
+      (docstring) =>
+        document.querySelector(".tab.active")?.textContent?.includes("views.py") &&
+        [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some(
+          (line) => line.textContent.replace(/\u00a0/g, " ").trim() === docstring,
+        ),
+      { polling: 50 },
+      UNOPENED_TRUTH.split("\n")[4].trim(),
+    );
+    await page.screenshot({ path: path.join(artifacts, "edit-unopened-opened.png") });
+    step("unopened-file edit: the message names views.py, not open, shown whole; views.py on disk is the truth");
 
     // Next edits: the user renames `w` on the def line; tandem suggests the same rename in the docstring, then
     // in the return line. Tab accepts each (the second is already on its way when the first is accepted).
