@@ -8,7 +8,9 @@ mode from the uncut file, so tandem's candidate must insert exactly the file's t
 Then edits of a function in whole copies of the file, by `tandem-edit` and by a preset code action picked
 in `eglot-code-actions`: two simulators (spark as the fast model, codex as the accurate one) answer from
 the edit truth the driver gives them before each edit, errors off, and eglot applies the server's
-workspace/applyEdit, so the buffer must end equal to the truth.
+workspace/applyEdit, so the buffer must end equal to the truth. One more edit, of a visited file whose
+truth changes only a file Emacs does not visit, checks what the user reads: eglot's question, then the
+server's message naming that file "not open" as the last line of *Messages*.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from typing import Any
 import hostile_repo
 import pytest
 from tandem.sim.runner import SimSettings, start_in_thread
+from test_e2e_edit_unopened import DOCUMENTED as UNOPENED_TRUTH
+from test_e2e_edits import MODELS, VIEWS
 from test_e2e_next_edit import BEFORE as NEXT_EDIT_BEFORE
 from test_e2e_next_edit import TRUTH as NEXT_EDIT_TRUTH
 
@@ -186,6 +190,21 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
                 **fields,
             }
         )
+    # An edit of models.py (visited) whose truth changes only views.py, a file Emacs does not visit.
+    (work / "models.py").write_text(MODELS, encoding="utf-8")
+    (work / "views.py").write_text(VIEWS, encoding="utf-8")
+    scenarios.append(
+        {
+            "name": "unopened",
+            "kind": "edit",
+            "path": str(work / "models.py"),
+            "line1": 1,
+            "line2": MODELS.count("\n"),
+            "edit_truth": {"views.py": UNOPENED_TRUTH},
+            "instruction": "document where compute_total is shown",
+            "unopened": str(work / "views.py"),
+        }
+    )
     next_edit_path = work / "next_edit_area.py"
     next_edit_path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
     # The user renames `w` on the def line; the truth renames its two uses too: two suggestions to accept.
@@ -359,6 +378,30 @@ def test_tandem_edit_applies_the_servers_edit_to_the_region(emacs_run: EmacsRun)
 def test_a_preset_code_action_applies_the_servers_edit(emacs_run: EmacsRun) -> None:
     record = _edited(emacs_run, "code_action")
     assert {"tandem: Fix", "tandem: Add type hints"} <= set(record["offered"]), record["offered"]
+
+
+def test_an_edit_of_only_a_file_not_visited_says_so_in_the_echo_area(emacs_run: EmacsRun) -> None:
+    """Issue 16, item 4: the edit changes only views.py, which Emacs does not visit. eglot asks first
+    (it always does for a file not visited), then the server's message, naming views.py "not open", is
+    in the echo area (*Messages*). eglot edits the file in a buffer it visits, unsaved, as it does any
+    edit: the disk keeps the old text until the user saves."""
+    record = emacs_run.scenario("unopened")
+    result = record["result"]
+    context = f"{record}\nserver log (tail): {emacs_run.server_log[-2000:]}"
+    assert result["applied"] is True, context
+    assert result["files"] == ["views.py"], context
+    shown = r"tandem: (fast|accurate) model \(sim-\w+\) edited views\.py \(\+1 -0 lines, not open\)"
+    assert re.fullmatch(shown, result["message"]), context
+    # What the user read: eglot's question naming the file, then the server's message in the echo area.
+    [prompt] = record["prompts"]
+    assert "Server wants to edit" in prompt and "views.py" in prompt, prompt
+    # The echo area's last line, in tandem's words (eglot's own "[eglot] Server reports (type=3): " gone).
+    assert record["messages"].splitlines()[-1] == result["message"], record["messages"]
+    unopened = record["unopened"]
+    assert unopened["visited"] is True and unopened["modified"] is True, unopened
+    assert unopened["text"] == UNOPENED_TRUTH
+    assert unopened["on_disk"] == VIEWS  # not saved behind the user's back
+    assert record["after"] == MODELS and record["modified"] is False  # the visited file is unchanged
 
 
 def test_next_edits_show_as_overlays_and_accept_in_a_chain(emacs_run: EmacsRun) -> None:

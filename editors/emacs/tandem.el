@@ -155,6 +155,15 @@ Other servers' edits are applied as eglot does."
          (if (tandem--server-p server) tandem-confirm-edits eglot-confirm-server-initiated-edits)))
     (cl-call-next-method)))
 
+(cl-defmethod eglot-handle-notification :around
+  (server (_method (eql window/showMessage)) &key type message &allow-other-keys)
+  "Show tandem's window/showMessage in its own words in the echo area.
+eglot writes \"[eglot] Server reports (type=3): ...\" for every server;
+tandem's messages already say \"tandem: ...\".  Errors keep the error face."
+  (if (and (tandem--server-p server) (stringp message))
+      (message "%s" (if (and (numberp type) (<= type 1)) (propertize message 'face 'error) message))
+    (cl-call-next-method)))
+
 (defun tandem--edit-finished (result)
   "Report RESULT, the server's answer to `tandem.edit'.
 The server has already said how the edit ended (`window/showMessage',

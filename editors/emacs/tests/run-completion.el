@@ -14,7 +14,9 @@
 ;; An edit scenario {name, kind: "edit", path, line1, line2, edit_truth, instruction or action} gives the
 ;; simulators (spec's sim_roots) its edit truth, visits its file and runs `tandem-edit' on lines
 ;; line1..line2 with the instruction, or picks the code action titled `action' in `eglot-code-actions';
-;; the server applies its edit through eglot (workspace/applyEdit).
+;; the server applies its edit through eglot (workspace/applyEdit).  With `unopened' (a file not
+;; visited that only the truth changes) it also records eglot's y-or-n-p prompt (answered yes), the
+;; *Messages* lines the edit left, and the buffer eglot then visits that file in.
 ;; The result file holds what happened per scenario, or `error' with eglot's event log.
 
 ;;; Code:
@@ -153,29 +155,51 @@ from the buffer and what tandem.el shows)."
   (tandem-test--wait #'eglot-managed-p 120 "eglot to manage the buffer")
   (let* ((result nil)
          (offered nil)
+         (prompts nil)
          (tandem-edit-functions (list (lambda (answer) (setq result answer))))
          (beg (progn (goto-char (point-min)) (forward-line (1- (plist-get scenario :line1))) (point)))
          (end (progn (goto-char (point-min)) (forward-line (plist-get scenario :line2)) (point)))
-         (action (plist-get scenario :action)))
-    (if (not action)
-        (tandem-edit beg end (plist-get scenario :instruction))
-      ;; M-x eglot-code-actions as a user runs it: the menu is a `completing-read' (a keyboard event
-      ;; last, not a mouse click, so not a popup menu), answered with the action's title.
-      (let ((last-nonmenu-event ?a)
-            (completing-read-function
-             (lambda (_prompt collection &rest _)
-               (setq offered (all-completions "" collection))
-               action)))
-        (eglot-code-actions beg end nil t)))
-    (tandem-test--wait (lambda () result) 60 "the edit to finish (tandem-edit-functions)")
-    (tandem-test--capture (concat (plist-get scenario :name) "-result")
-                          (concat "[message] " (or (plist-get result :message) "")))
-    (list :name (plist-get scenario :name)
-          :result result
-          :offered offered
-          :after (buffer-substring-no-properties (point-min) (point-max))
-          :modified (if (buffer-modified-p) t :json-false)
-          :done t)))
+         (action (plist-get scenario :action))
+         (unopened (plist-get scenario :unopened))
+         (messages-from (with-current-buffer (messages-buffer) (point-max))))
+    ;; eglot asks before it edits a file that is not visited (y-or-n-p): the prompt is recorded and
+    ;; answered yes, as the user who asked for the edit would.
+    (cl-letf (((symbol-function 'y-or-n-p) (lambda (prompt) (push prompt prompts) t)))
+      (if (not action)
+          (tandem-edit beg end (plist-get scenario :instruction))
+        ;; M-x eglot-code-actions as a user runs it: the menu is a `completing-read' (a keyboard event
+        ;; last, not a mouse click, so not a popup menu), answered with the action's title.
+        (let ((last-nonmenu-event ?a)
+              (completing-read-function
+               (lambda (_prompt collection &rest _)
+                 (setq offered (all-completions "" collection))
+                 action)))
+          (eglot-code-actions beg end nil t)))
+      (tandem-test--wait (lambda () result) 60 "the edit to finish (tandem-edit-functions)"))
+    (let* ((messages (with-current-buffer (messages-buffer)
+                       (buffer-substring-no-properties messages-from (point-max))))
+           (visiting (and unopened (find-buffer-visiting unopened))))
+      (tandem-test--capture (concat (plist-get scenario :name) "-result")
+                            (concat "[message] " (or (plist-get result :message) ""))
+                            (concat "[y-or-n-p] " (mapconcat #'identity (reverse prompts) " | "))
+                            (concat "[*Messages*]\n" messages))
+      (list :name (plist-get scenario :name)
+            :result result
+            :offered offered
+            :prompts (vconcat (reverse prompts))
+            :messages messages
+            ;; The file that was not visited: whether eglot visits it now, and that buffer.
+            :unopened (and unopened
+                           (list :visited (if visiting t :json-false)
+                                 :text (and visiting (with-current-buffer visiting
+                                                       (buffer-substring-no-properties (point-min) (point-max))))
+                                 :modified (if (and visiting (buffer-modified-p visiting)) t :json-false)
+                                 :on_disk (with-temp-buffer
+                                            (insert-file-contents unopened)
+                                            (buffer-substring-no-properties (point-min) (point-max)))))
+            :after (buffer-substring-no-properties (point-min) (point-max))
+            :modified (if (buffer-modified-p) t :json-false)
+            :done t))))
 
 (defun tandem-test--next-edit-scenario (scenario)
   "Run the next-edit SCENARIO: make its change with `tandem-next-edit-mode' on, then accept the
