@@ -555,6 +555,9 @@ class EditFlow:
             tokens_in=stats.usage.input_tokens,
             tokens_out=stats.usage.output_tokens,
             tokens_estimated=estimated,
+            transport=stats.transport if stats.request_sent_ns else "",
+            connection_reused=stats.connection_reused if stats.request_sent_ns else False,
+            continuation=stats.continuation if stats.request_sent_ns else "",
             answer=answer,
         )
         return attempt, checked
@@ -675,9 +678,14 @@ class EditFlow:
                 "ms": a.elapsed_ms,
                 "tokens": {"in": a.tokens_in, "out": a.tokens_out, "estimated": a.tokens_estimated},
                 "used": a is used,
+                "transport": a.transport,
             }
             for a in attempts
         ]
+        if used is not None and used.transport:
+            # Hedged attempts end in either order: the record's transport is the one of the answer used.
+            record.transport, record.connection_reused = used.transport, used.connection_reused
+            record.continuation = used.continuation
         record.escalation = escalation
         record.outcome = outcome
         record.source = "model" if attempts else "none"

@@ -102,6 +102,10 @@ class Attempt:
     # The provider reports usage at the end of a stream: for a stream cancelled before it, the tokens are
     # counted here from the prompt and the answer received (tiktoken), and this says so.
     tokens_estimated: bool = False
+    # How its request travelled ("" if none was sent): the record says the used attempt's.
+    transport: str = ""
+    connection_reused: bool = False
+    continuation: str = ""
     # The answer's text, for a later step of the same edit (a draft to check); never traced.
     answer: str = field(default="", repr=False)
 

@@ -102,6 +102,11 @@ async def test_an_edit_on_the_accurate_model_over_a_websocket(tmp_path: pathlib.
         turns = accurate.stats()["requests"]
     [record] = [r for r in session.records() if r["kind"] == "edit"]
     assert record["transport"]["kind"] == "websocket" and record["transport"]["continuation"] == "full"
+    # Both models were asked at once (hedged); the record's transport is the one of the answer used.
+    assert {(a["tier"], a["transport"], a["used"]) for a in record["edit"]["attempts"]} == {
+        ("fast", "http", False),
+        ("accurate", "websocket", True),
+    }
     # The socket warmed at initialize (a second only if the edit beat the warm-up turn); nothing over HTTP.
     assert 1 <= turns.get("responses.websocket.connect", 0) <= 2 and "responses" not in turns
     assert turns.get("responses.websocket") == 2  # the generate: false turn and the edit
