@@ -360,13 +360,16 @@ class NextEdits:
         and its prompt paid for nothing: wait for a pause of `pause_gaps` typing intervals (2.5 by default; at
         most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
         press that ends a clause (`ends_a_clause`: a closing bracket or quote, `:`, `,`, `;`, or a new line
-        begun) asks at once: a change often ends there, and waiting for the pause would put the pause in the
-        user's wait. "none": always at once."""
+        begun) asks at once, while half the minute's speculation budget is left: a change often ends there,
+        and waiting for the pause would put the pause in the user's wait. "none": always at once."""
         settings = self.config.next_edit
         if settings.pause == "none":
             return 0.0
         if settings.pause == "typed" and 0 <= request.line < request.document.line_count:
-            if ends_a_clause(request.document.line_content(request.line)[: request.character]):
+            # At once only while half the minute's speculation budget is left: under a tight budget the
+            # requests at clause ends inside a change would spend what the pause at its end needs.
+            roomy = self.budget.spent() <= self.budget.per_minute // 2
+            if roomy and ends_a_clause(request.document.line_content(request.line)[: request.character]):
                 return 0.0
         gap_s = self._debounce.typing_gap_s
         ceiling_s = settings.debounce_ms / 1000

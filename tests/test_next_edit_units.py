@@ -115,15 +115,19 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
 
     buffer = LineBuffer("def f(a):\n    return f(a)\n")
 
-    def waits(pause: str, character: int, gaps: float = 1.5) -> float:
+    from tandem.completion.prefetch import TokenBudget
+
+    def waits(pause: str, character: int, gaps: float = 1.5, spent: int = 0) -> float:
         config = Config()
         settings = dataclasses.replace(config.next_edit, pause=pause, pause_gaps=gaps)
         config = dataclasses.replace(config, next_edit=settings)
-        # Only the wait is computed: no model, tracer or budget is reached.
+        budget = TokenBudget(per_minute=20_000)
+        budget.charge(spent)
+        # Only the wait is computed: no model or tracer is reached.
         edits = NextEdits(
             tiers=None,  # type: ignore[arg-type]
             tracer=None,  # type: ignore[arg-type]
-            budget=None,  # type: ignore[arg-type]
+            budget=budget,
             config=config,
             documents=lambda uri: (1, buffer),
             history=EditHistory(),
@@ -140,6 +144,8 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     assert round(waits("typed", mid_word, gaps=2.0), 3) == 0.2
     assert waits("typed", mid_word, gaps=3.0) == 0.25  # never longer than debounce_ms
     assert waits("none", mid_word) == 0.0
+    # With more than half the minute's speculation budget spent, a clause's end waits for the pause too.
+    assert round(waits("typed", after_clause, spent=12_000), 3) == 0.15
 
 
 def test_a_split_region_moves_only_the_markers() -> None:
