@@ -55,6 +55,7 @@ from tandem.completion.trace import Tracer
 from tandem.eval.code_label import code_files
 from tandem.eval.edit_hedging import (
     Band,
+    Derived,
     RunFacts,
     TierSpeed,
     banded,
@@ -343,18 +344,7 @@ def with_banded(result: EditEvalResult, band: Band, source: str) -> EditEvalResu
     derived = [
         banded(run.facts, run.score, band, result.accurate_speed) for run in result.runs if run.facts is not None
     ]
-    correct, wait_s, spent = totals(derived)
-    figure = StrategyFigures(
-        name="router-banded",
-        tasks=len(derived),
-        correct=correct,
-        wrong=sum(1 for d in derived if d.result == "wrong"),
-        refused=sum(1 for d in derived if d.result == "refused"),
-        simulated_s=wait_s,
-        tokens=spent,
-        derived=True,
-    )
-    strategies = {**result.strategies, "router-banded": figure}
+    strategies = {**result.strategies, "router-banded": _figures_of("router-banded", derived)}
     return replace(result, strategies=strategies, band=band, band_source=source)
 
 
@@ -510,19 +500,23 @@ def _derived_figures(runs: Sequence[TaskRun], models: Models) -> dict[str, Strat
     facts = [run.facts for run in runs if run.facts is not None]
     figures: dict[str, StrategyFigures] = {}
     for name, derive in (("hedged", hedged), ("draft-check", draft_check)):
-        derived = [derive(f, speed) for f in facts]
-        correct, wait_s, spent = totals(derived)
-        figures[name] = StrategyFigures(
-            name=name,
-            tasks=len(derived),
-            correct=correct,
-            wrong=sum(1 for d in derived if d.result == "wrong"),
-            refused=sum(1 for d in derived if d.result == "refused"),
-            simulated_s=wait_s,
-            tokens=spent,
-            derived=True,
-        )
+        figures[name] = _figures_of(name, [derive(f, speed) for f in facts])
     return figures
+
+
+def _figures_of(name: str, derived: Sequence[Derived]) -> StrategyFigures:
+    """A strategy's row from its verdicts derived task by task (labelled derived)."""
+    correct, wait_s, spent = totals(derived)
+    return StrategyFigures(
+        name=name,
+        tasks=len(derived),
+        correct=correct,
+        wrong=sum(1 for d in derived if d.result == "wrong"),
+        refused=sum(1 for d in derived if d.result == "refused"),
+        simulated_s=wait_s,
+        tokens=spent,
+        derived=True,
+    )
 
 
 def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
