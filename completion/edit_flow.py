@@ -210,6 +210,7 @@ class EditFlow:
             new_file=not request.text,
             symbols=inputs.symbols,
             working_diff=inputs.working_diff,
+            history=inputs.file_history,
             thresholds=thresholds,
         )
         override: Tier | None = request.override or (self.config.router.force or None)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tandem.completion.edits import FileEdit
+from tandem.completion.file_history import FileHistory
 from tandem.completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
 from tandem.completion.trace import TraceRecord
 
@@ -80,6 +81,8 @@ class EditInputs:
     read_text: Callable[[str], str | None] = _no_text
     symbols: SymbolLookup | None = None
     working_diff: WorkingDiff = field(default_factory=WorkingDiff)
+    # The edited file's past commits (`file_history`; None: no git history read).
+    file_history: FileHistory | None = None
     # Files to show whatever the route found (the evaluation shows the commit's files).
     extra_context: tuple[str, ...] = ()
 

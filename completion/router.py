@@ -11,7 +11,10 @@ Inputs (`RouteFeatures`, built by `route_features`):
   the names (and files) the instruction mentions, or define what the selection uses, counting only names
   specific enough to point somewhere (a `SymbolLookup` answers; `SymbolIndex` is a simple in-memory one
   built from (path, text) pairs);
-- the user's change in progress: lines and files of the working diff.
+- the user's change in progress: lines and files of the working diff;
+- the file's own change history (`file_history`, read from the workspace's git before HEAD): the share of
+  its last commits that also changed another code file, the share that changed more than 20 lines of
+  code, and how many code files changed with it.
 
 `route` is a logistic model: the log-odds that the edit is hard (it needs more than one source file, or
 more than 20 changed lines of source) are a bias plus one weighted term per feature (`feature_values`:
@@ -29,9 +32,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tandem.completion.edits.rebase import user_changes
+
+if TYPE_CHECKING:
+    from tandem.completion.file_history import FileHistory
 
 Tier = Literal["fast", "accurate"]
 Mode = Literal["inline", "block", "edit"]
@@ -225,6 +231,8 @@ class RouteFeatures:
     # ... defining what the selection uses.
     dependency_files: tuple[str, ...] = ()
     working_diff: WorkingDiff = field(default_factory=WorkingDiff)
+    # The file's last commits (None: no git history to read, or not read).
+    history: FileHistory | None = None
 
     def expected_lines(self) -> int:
         """Changed lines (removed plus added) if the edit rewrites its whole selection: the upper bound
@@ -275,6 +283,10 @@ class RouteDecision:
             "dependency_files": len(f.dependency_files),
             "working_diff_lines": f.working_diff.lines,
             "working_diff_files": len(f.working_diff.files),
+            "history_commits": f.history.commits if f.history else None,
+            "history_co_changed": f.history.co_changed if f.history else None,
+            "history_large": f.history.large if f.history else None,
+            "history_co_files": f.history.co_files if f.history else None,
             "overridden": self.overridden,
         }
 
@@ -323,6 +335,7 @@ def route_features(
     new_file: bool = False,
     symbols: SymbolLookup | None = None,
     working_diff: WorkingDiff | None = None,
+    history: FileHistory | None = None,
     thresholds: RouterThresholds | None = None,
 ) -> RouteFeatures:
     """The features of one request. `selection` is the selected text (block completions: the code
@@ -377,6 +390,7 @@ def route_features(
         caller_files=tuple(sorted(callers - mentioned)),
         dependency_files=tuple(sorted(dependencies - mentioned - callers)),
         working_diff=working_diff or WorkingDiff(),
+        history=history,
     )
 
 
@@ -406,49 +420,83 @@ class RouterWeights:
     (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`).
     The defaults are that command's fit on all three of its histories ("fitted on all of them"), with
     `--limit 300`: tandem's own at 5768743 (199 tasks), flask's at 2ac89889 and black's at 8947c48 (their
-    newest 300 tasks each), the commit's changed region as the selection, the ridge penalty (0.1) chosen
-    by leaving each of the three out in turn. That fit is in-sample on those histories; what says it
-    generalises is each history's figure with the weights fitted without it, which the same command
-    prints (for the enclosing block as the selection too: a user's selection, on which the router fitted
-    without flask's or black's history is weak on it, ROC AUC 0.68 and 0.55)."""
+    newest 300 tasks each), the commit's changed region as the selection, each task's file history read
+    at its parent commit, the ridge penalty (0.03) chosen by leaving each of the three out in turn. That
+    fit is in-sample on those histories; what says it generalises is each history's figure with the
+    weights fitted without it, which the same command prints (for the enclosing block as the selection
+    too: a user's selection, on which the router fitted without flask's or black's history is weak on it,
+    ROC AUC 0.72 and 0.60)."""
 
-    bias: float = -0.9427
+    bias: float = -1.6672
     # log(1 + lines expected to change / large_selection_lines)
-    selection: float = 0.4142
+    selection: float = 0.5622
     # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
     # straight line): no line selected (a cursor), 1-5, 6-20, 21-60 lines; over 60 is the reference.
-    selection_none: float = 0.054
-    selection_small: float = -1.0309
-    selection_medium: float = -0.0278
-    selection_large: float = 0.2422
-    new_file: float = 1.3968
+    selection_none: float = -0.144
+    selection_small: float = -1.3522
+    selection_medium: float = -0.0391
+    selection_large: float = 0.3027
+    new_file: float = 2.5124
     # log(1 + files / span_files), by kind of reach
-    callers: float = 0.1777
-    mentioned: float = -0.0364
-    dependencies: float = 0.296
+    callers: float = 0.1193
+    mentioned: float = -0.1186
+    dependencies: float = 0.32
     # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
-    interface_reach: float = 0.0903
-    wide: float = 0.308
-    small: float = 0.076
-    whole_selection: float = 0.1722
+    interface_reach: float = 0.0388
+    wide: float = 0.4881
+    small: float = 0.109
+    whole_selection: float = 0.0981
     # clauses after the first
-    items: float = 0.1081
+    items: float = 0.186
     # log(1 + words of the instruction)
-    instruction_words: float = 0.1431
+    instruction_words: float = 0.1867
     # The instruction's leading verb, by class (`VERB_CLASSES`); any other word is the reference.
-    verb_new: float = 0.3699
-    verb_fix: float = -0.0091
-    verb_remove: float = 0.7125
-    verb_restructure: float = 0.2953
-    verb_maintain: float = 0.2388
+    verb_new: float = 0.6038
+    verb_fix: float = -0.0321
+    verb_remove: float = 1.0154
+    verb_restructure: float = 0.4806
+    verb_maintain: float = 0.6007
+    # The file's own history (`history_values`): the share of its last commits that changed another code
+    # file, the share that changed more than 20 lines of code (each shrunk towards 1/2 and less 1/2: 0
+    # without a history), and log(1 + other code files changed with it / 10).
+    history_co_change: float = 0.9792
+    history_large: float = 1.5403
+    history_files: float = 0.3163
+    # Not fitted: the history terms of the fit's average task, added in their place when there is no
+    # history to read (no git, or a repository whose config names commands), so that such a workspace is
+    # scored as a typical file, not as one that never changed with another (`fit_weights` derives it).
+    history_missing: float = 0.5167
 
 
+HISTORY_FEATURES = ("history_co_change", "history_large", "history_files")
 FEATURES = (
     "selection", "selection_none", "selection_small", "selection_medium", "selection_large", "new_file",
     "callers", "mentioned", "dependencies", "interface_reach", "wide", "small", "whole_selection", "items",
     "instruction_words", "verb_new", "verb_fix", "verb_remove", "verb_restructure", "verb_maintain",
+    *HISTORY_FEATURES,
 )  # fmt: skip
 DEFAULT_WEIGHTS = RouterWeights()
+
+
+# A history's shares are shrunk towards 1/2 as if it had this many more commits, half of each kind: a file
+# with two commits says little.
+_HISTORY_PRIOR = 3.0
+
+
+def history_values(history: FileHistory | None) -> dict[str, float]:
+    """The history's inputs (`HISTORY_FEATURES`), each 0 without a history."""
+    if history is None:
+        return dict.fromkeys(HISTORY_FEATURES, 0.0)
+    n = history.commits + _HISTORY_PRIOR
+
+    def shrunk(k: int) -> float:
+        return (k + _HISTORY_PRIOR / 2) / n - 0.5
+
+    return {
+        "history_co_change": shrunk(history.co_changed),
+        "history_large": shrunk(history.large),
+        "history_files": math.log1p(history.co_files / 10),
+    }
 
 
 def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
@@ -474,6 +522,9 @@ def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
         "items": float(max(0, f.instruction_items - 1)),
         "instruction_words": math.log1p(len(f.instruction.split())),
         **{f"verb_{kind}": float(f.verb_class == kind) for kind in VERB_CLASSES},
+        **history_values(f.history),
+        # Not an input of the fit: says that the history's inputs are missing, not 0 (`history_missing`).
+        "history_missing": float(f.history is None),
     }
 
 
@@ -499,6 +550,12 @@ def _reason(name: str, f: RouteFeatures, t: RouterThresholds) -> str:
         return "instruction rewrites the whole selection"
     if name.startswith("verb_"):
         return f"instruction {_VERB_SAYS[f.verb_class]} ({f.verb!r})"
+    if name == "history":
+        h = f.history
+        assert h is not None
+        with_files = f" ({_names(h.partners)}{', ...' * (h.co_files > len(h.partners))})" if h.partners else ""
+        return (f"its file changed with other code in {h.co_changed} of its last {h.commits} commits"
+                f"{with_files}, more than 20 lines in {h.large}")  # fmt: skip
     return "writes a new file"
 
 
@@ -523,8 +580,8 @@ def _terms(f: RouteFeatures, t: RouterThresholds, w: RouterWeights) -> list[tupl
     terms: list[tuple[float, str]] = []
     values = feature_values(f, t)
     for name, value in values.items():
-        if name.startswith("selection_"):
-            continue  # shown with the selection's own reason
+        if name.startswith("selection_") or name in HISTORY_FEATURES or name == "history_missing":
+            continue  # shown with the selection's own reason, or as one reason for the history
         if value and name not in _REACH:
             weight = BROAD_LOGIT if name == "broad" else getattr(w, name)
             terms.append((weight * value, _reason(name, f, t)))
@@ -535,6 +592,10 @@ def _terms(f: RouteFeatures, t: RouterThresholds, w: RouterWeights) -> list[tupl
         terms.append((w.selection_none, "nothing selected"))
     if any(values[name] for name in _REACH):
         terms.append((sum(getattr(w, name) * values[name] for name in _REACH), _reason("reach", f, t)))
+    if f.history is not None and f.history.commits:
+        by_history = sum(getattr(w, name) * values[name] for name in HISTORY_FEATURES)
+        if by_history:
+            terms.append((by_history, _reason("history", f, t)))
     files = len(f.working_diff.files)
     if files > 1 or f.working_diff.lines:
         by_files = (files - 1) / max(1, t.working_diff_files - 1)
@@ -568,7 +629,8 @@ def route(
         why = "requested by the user" if override else "inline completion"
         return RouteDecision(tier=tier, score=0.0, features=features, reasons=(why,), overridden=bool(override))
     terms = _terms(features, thresholds, weights)
-    score = score_of_pressure(1.0 + (weights.bias + sum(p for p, _ in terms)) / 3.0)
+    bias = weights.bias + (weights.history_missing if features.history is None else 0.0)
+    score = score_of_pressure(1.0 + (bias + sum(p for p, _ in terms)) / 3.0)
     decided: Tier = "accurate" if score >= thresholds.accurate_score else "fast"
     ranked = sorted(terms, key=lambda pr: -abs(pr[0]))
     reasons: tuple[str, ...]

@@ -49,6 +49,7 @@ import httpx
 from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import apply_all
+from tandem.completion.file_history import read_history
 from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights, route
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
@@ -397,7 +398,13 @@ async def _run_task(
     def current(paths: Sequence[str] | Any) -> dict[str, str]:
         return {p: t for p in paths if (t := read_text(p)) is not None}
 
-    inputs = EditInputs(current_texts=current, read_text=read_text, symbols=symbols, extra_context=prepared.context)
+    inputs = EditInputs(
+        current_texts=current,
+        read_text=read_text,
+        symbols=symbols,
+        file_history=read_history(repo, task.path, rev=task.parent),
+        extra_context=prepared.context,
+    )
     request = EditRequest(
         path=task.path, text=task.parent_text, start=task.start, end=task.end, instruction=task.instruction
     )

@@ -2,7 +2,8 @@
 
 Each task of `completion.history` is routed exactly as an edit would be in the editor, seeing only
 what the user would have shown: the selection and instruction, the symbol index of the parent
-commit's tree (source files, bounded in number and size), and no working diff. The truth (lines and
+commit's tree (source files, bounded in number and size), the file's history up to the parent commit
+(`file_history`), and no working diff. The truth (lines and
 files the commit changed) is used only to score the result: ROC AUC of `RouteDecision.score` for
 "hard" under the label about code (`code_label.code_hard`: more than one source file or more than 20
 changed source lines), and precision/recall of the accurate tier at the configured thresholds. Beside
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tandem.completion.file_history import FileHistory, read_history
 from tandem.completion.router import (
     FileSymbols,
     RouteDecision,
@@ -135,9 +137,15 @@ class TreeSymbols:
         return SymbolIndex({p: self._by_blob[b] for p, b in blobs.items() if b in self._by_blob})
 
 
-def decide(task: EditTask, symbols: SymbolLookup | None, thresholds: RouterThresholds) -> RouteDecision:
-    """Route one history task as the editor would: edit mode, its selection and instruction, no working
-    diff (a commit's diff is the truth, not the user's change in progress)."""
+def decide(
+    task: EditTask,
+    symbols: SymbolLookup | None,
+    thresholds: RouterThresholds,
+    history: FileHistory | None = None,
+) -> RouteDecision:
+    """Route one history task as the editor would: edit mode, its selection and instruction, the file's
+    history before the commit, no working diff (a commit's diff is the truth, not the user's change in
+    progress)."""
     features = route_features(
         mode="edit",
         path=task.path,
@@ -145,6 +153,7 @@ def decide(task: EditTask, symbols: SymbolLookup | None, thresholds: RouterThres
         instruction=task.instruction,
         new_file=not task.parent_text,
         symbols=symbols,
+        history=history,
         thresholds=thresholds,
     )
     return route(features, thresholds)
@@ -155,12 +164,15 @@ def evaluate_tasks(
     *,
     symbols_for: Callable[[EditTask], SymbolLookup | None],
     thresholds: RouterThresholds,
+    history_for: Callable[[EditTask], FileHistory | None] | None = None,
 ) -> tuple[list[RouteDecision], list[TaskOutcome]]:
-    """Route every task; `symbols_for` gives the symbol index of the task's parent tree."""
+    """Route every task; `symbols_for` gives the symbol index of the task's parent tree, `history_for` its
+    file's history up to the parent."""
     decisions: list[RouteDecision] = []
     outcomes: list[TaskOutcome] = []
     for task in tasks:
-        decision = decide(task, symbols_for(task), thresholds)
+        history = history_for(task) if history_for is not None else None
+        decision = decide(task, symbols_for(task), thresholds, history)
         decisions.append(decision)
         outcomes.append(
             TaskOutcome(
@@ -193,7 +205,10 @@ def evaluate_repo(
     scan = scan_history(repo, limit=limit)
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=max_index_file_bytes)
     decisions, outcomes = evaluate_tasks(
-        scan.tasks, symbols_for=lambda task: trees.index(task.parent, task.path), thresholds=thresholds
+        scan.tasks,
+        symbols_for=lambda task: trees.index(task.parent, task.path),
+        thresholds=thresholds,
+        history_for=lambda task: read_history(repo, task.path, rev=task.parent),
     )
     labels = [o.hard for o in outcomes]
     old_labels = [o.hard_old for o in outcomes]

@@ -18,7 +18,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tandem.completion.router import FEATURES, RouterWeights, hand_logit
+from tandem.completion.router import FEATURES, HISTORY_FEATURES, RouterWeights, hand_logit
 from tandem.eval.router_eval import roc_auc
 
 # The ridge penalty on standardised weights (per task), fixed: chosen from 0.03, 0.1, 0.3 (with the selection
@@ -50,13 +50,17 @@ def _sigmoid(z: float) -> float:
 
 
 def fit_weights(
-    samples: Sequence[tuple[Mapping[str, float], bool]], *, l2: float = L2, iterations: int = 25
+    samples: Sequence[tuple[Mapping[str, float], bool]],
+    *,
+    l2: float = L2,
+    iterations: int = 25,
+    features: Sequence[str] = FEATURES,
 ) -> RouterWeights:
-    """Logistic regression of the label on `FEATURES`; returns the weights on the raw (unstandardised)
-    features. Features constant over the samples get weight 0."""
+    """Logistic regression of the label on `features` (of `FEATURES`); returns the weights on the raw
+    (unstandardised) features. Features constant over the samples, and those not in `features`, get 0."""
     if not samples:
         raise ValueError("no samples to fit")
-    names = list(FEATURES)
+    names = list(features)
     rows = [[float(x[name]) for name in names] for x, _ in samples]
     labels = [1.0 if y else 0.0 for _, y in samples]
     n, k = len(rows), len(names)
@@ -86,7 +90,15 @@ def fit_weights(
             break
     raw = {name: (beta[j + 1] / scale[j] if scale[j] > 1e-9 else 0.0) for j, name in enumerate(names)}
     bias = beta[0] - sum(raw[name] * mean[j] for j, name in enumerate(names))
-    return RouterWeights(bias=round(bias, 4), **{name: round(value, 4) for name, value in raw.items()})
+    unused = dict.fromkeys((name for name in FEATURES if name not in raw), 0.0)
+    # The average task's history terms, for a request with no history to read.
+    missing = sum(raw[name] * mean[j] for j, name in enumerate(names) if name in HISTORY_FEATURES)
+    return RouterWeights(
+        bias=round(bias, 4),
+        history_missing=round(missing, 4),
+        **unused,
+        **{name: round(value, 4) for name, value in raw.items()},
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +112,7 @@ class Sample:
     hard: bool  # the label about code
     hard_old: bool  # the old label (any file counts)
     hard_with_tests: bool = False  # the label about code with tests counted as code (for comparison)
+    history_commits: int = 0  # past commits of the task's file read before it (0: none, or no history)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,15 +146,24 @@ def _rows(
 
 
 def _held_out_auc(
-    histories: Mapping[str, Sequence[Sample]], train: Sequence[str], test: str, selection: str, l2: float
+    histories: Mapping[str, Sequence[Sample]],
+    train: Sequence[str],
+    test: str,
+    selection: str,
+    l2: float,
+    features: Sequence[str] = FEATURES,
 ) -> float | None:
-    weights = fit_weights(_rows(histories, train, selection), l2=l2)
+    weights = fit_weights(_rows(histories, train, selection), l2=l2, features=features)
     tasks = histories[test]
     return roc_auc([logit(weights, s.inputs[selection]) for s in tasks], [s.hard for s in tasks])
 
 
 def choose_l2(
-    histories: Mapping[str, Sequence[Sample]], *, selection: str = "changed", grid: Sequence[float] = L2_GRID
+    histories: Mapping[str, Sequence[Sample]],
+    *,
+    selection: str = "changed",
+    grid: Sequence[float] = L2_GRID,
+    features: Sequence[str] = FEATURES,
 ) -> float:
     """The penalty in `grid` with the best mean ROC AUC over `histories`, each left out in turn of a fit on
     the others (the first of equals). Given only the training histories, it never sees the judged one."""
@@ -150,7 +172,9 @@ def choose_l2(
         return L2
 
     def mean_auc(l2: float) -> float:
-        aucs = [_held_out_auc(histories, [n for n in names if n != test], test, selection, l2) for test in names]
+        aucs = [
+            _held_out_auc(histories, [n for n in names if n != test], test, selection, l2, features) for test in names
+        ]
         known = [a for a in aucs if a is not None]
         return sum(known) / len(known) if known else 0.0
 
@@ -158,15 +182,21 @@ def choose_l2(
 
 
 def leave_one_out(
-    histories: Mapping[str, Sequence[Sample]], *, selection: str = "changed", l2: float | None = None
+    histories: Mapping[str, Sequence[Sample]],
+    *,
+    selection: str = "changed",
+    l2: float | None = None,
+    features: Sequence[str] = FEATURES,
 ) -> list[HeldOut]:
     """For each history: fit on all the others, score the one left out. `l2` None: the penalty is chosen
-    inside each fold from the training histories alone (`choose_l2`)."""
+    inside each fold from the training histories alone (`choose_l2`). `features`: the inputs fitted (the
+    others get weight 0)."""
     results: list[HeldOut] = []
     for held, tasks in histories.items():
         names = [name for name in histories if name != held]
-        chosen = l2 if l2 is not None else choose_l2({n: histories[n] for n in names}, selection=selection)
-        weights = fit_weights(_rows(histories, names, selection), l2=chosen)
+        train = {n: histories[n] for n in names}
+        chosen = l2 if l2 is not None else choose_l2(train, selection=selection, features=features)
+        weights = fit_weights(_rows(histories, names, selection), l2=chosen, features=features)
         scores = [logit(weights, s.inputs[selection]) for s in tasks]
         before = [s.before[selection] for s in tasks]
         new, old = [s.hard for s in tasks], [s.hard_old for s in tasks]
@@ -185,7 +215,7 @@ def leave_one_out(
                 hard_with_tests=sum(s.hard_with_tests for s in tasks),
                 fitted_auc_with_tests=roc_auc(scores, [s.hard_with_tests for s in tasks]),
                 l2=chosen,
-                fitted_auc_fixed_l2=_held_out_auc(histories, names, held, selection, L2),
+                fitted_auc_fixed_l2=_held_out_auc(histories, names, held, selection, L2, features),
             )
         )
     return results
@@ -194,4 +224,5 @@ def leave_one_out(
 def logit(weights: RouterWeights, inputs: Mapping[str, float]) -> float:
     """The model's log-odds for `inputs`, hand-set terms included (the working diff aside: histories have none)."""
     fitted = sum(float(getattr(weights, name)) * inputs[name] for name in FEATURES)
-    return weights.bias + fitted + hand_logit(inputs)
+    missing = weights.history_missing * inputs.get("history_missing", 0.0)
+    return weights.bias + missing + fitted + hand_logit(inputs)

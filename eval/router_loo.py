@@ -17,7 +17,11 @@ and, for comparison, the label about code with tests counted as code (`count_tes
 the router's weights are fitted on all histories but one and its ROC AUC taken on the one left out, for
 each in turn, beside the router before this change (hand-set, tuned on tandem's own history) on the same
 tasks. The ridge penalty is chosen inside each fold from the training histories alone
-(`router_fit.choose_l2`); the figure at the fixed penalty is printed beside it. Single features' AUCs per
+(`router_fit.choose_l2`); the figure at the fixed penalty is printed beside it.
+
+Each task's file history (`file_history.read_history`) is read before the task's commit (at its parent), so
+the answer is never in it; the router is fitted with it and without it (`HISTORY_FEATURES` left out), each
+inside the fold, and both held-out figures are printed. Single features' AUCs per
 history (nothing fitted) show which only look good with the changed region. Real figures: nothing here is simulated.
 """
 
@@ -25,17 +29,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.router import FEATURES, RouterThresholds, RouterWeights, feature_values, route_features
+from tandem.completion.file_history import FileHistory, read_history
+from tandem.completion.router import (
+    FEATURES,
+    HISTORY_FEATURES,
+    RouterThresholds,
+    RouterWeights,
+    feature_values,
+    route_features,
+)
 from tandem.eval.history import EditTask, scan_history
 from tandem.eval.router_before import before_score
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols, roc_auc
 from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out
 
 SELECTIONS = ("changed", "user", "largest")
+WITHOUT_HISTORY = tuple(f for f in FEATURES if f not in HISTORY_FEATURES)
+
+
+def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory | None]:
+    """Each task's file history up to its parent commit (git subprocesses, a few at a time)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda task: read_history(repo, task.path, rev=task.parent), tasks))
 
 
 def selection_of(task: EditTask, kind: str) -> str:
@@ -59,7 +79,8 @@ def samples_of_repo(
     scan = scan_history(repo, limit=limit)
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=200_000)
     samples: list[Sample] = []
-    for task in scan.tasks:
+    histories = histories_before(repo, scan.tasks)
+    for task, history in zip(scan.tasks, histories, strict=True):
         symbols = trees.index(task.parent, task.path)
         inputs: dict[str, dict[str, float]] = {}
         before: dict[str, float] = {}
@@ -71,6 +92,7 @@ def samples_of_repo(
                 instruction=task.instruction,
                 new_file=not task.parent_text,
                 symbols=symbols,
+                history=history,
                 thresholds=thresholds,
             )
             inputs[kind] = feature_values(features, thresholds)
@@ -82,6 +104,7 @@ def samples_of_repo(
                 hard=task.is_code_hard(max_lines=HARD_LINES),
                 hard_old=task.is_hard(max_lines=HARD_LINES),
                 hard_with_tests=task.is_code_hard(max_lines=HARD_LINES, count_tests=True),
+                history_commits=history.commits if history is not None else 0,
             )
         )
     if progress is not None:
@@ -101,6 +124,12 @@ class LeaveOneOutResult:
     # way each fold's is, by leaving each of the histories out in turn.
     all_weights: RouterWeights
     all_l2: float = L2
+    # The same without the file's history (`HISTORY_FEATURES` not fitted): held out, and fitted on all.
+    held_out_without_history: tuple[HeldOut, ...] = ()
+    all_weights_without_history: RouterWeights | None = None
+    all_l2_without_history: float = L2
+    # Tasks with a history read (a file with past commits before the task), per history.
+    with_history: dict[str, int] = field(default_factory=dict)
 
 
 def name_of(repo: Path) -> str:
@@ -119,8 +148,10 @@ def evaluate_leave_one_out(
             name += "'"
         histories[name] = samples_of_repo(repo, limit=limit, progress=progress)
     held: list[HeldOut] = []
+    without: list[HeldOut] = []
     for kind in SELECTIONS:
         held += leave_one_out(histories, selection=kind)
+        without += leave_one_out(histories, selection=kind, features=WITHOUT_HISTORY)
     feature_auc = {
         name: {
             kind: {f: roc_auc([s.inputs[kind][f] for s in rows], [s.hard for s in rows]) for f in FEATURES}
@@ -130,6 +161,7 @@ def evaluate_leave_one_out(
     }
     everything = [(s.inputs["changed"], s.hard) for rows in histories.values() for s in rows]
     all_l2 = choose_l2(histories, selection="changed")
+    all_l2_without = choose_l2(histories, selection="changed", features=WITHOUT_HISTORY)
     return LeaveOneOutResult(
         repos=tuple(histories),
         limit=limit,
@@ -138,6 +170,10 @@ def evaluate_leave_one_out(
         feature_auc=feature_auc,
         all_weights=fit_weights(everything, l2=all_l2),
         all_l2=all_l2,
+        held_out_without_history=tuple(without),
+        all_weights_without_history=fit_weights(everything, l2=all_l2_without, features=WITHOUT_HISTORY),
+        all_l2_without_history=all_l2_without,
+        with_history={name: sum(1 for s in rows if s.history_commits) for name, rows in histories.items()},
     )
 
 
@@ -161,16 +197,27 @@ def render_text(result: LeaveOneOutResult) -> str:
         lines.append(f"  {what}")
         fixed = f"L2 {result.l2:g}"
         lines.append(f"    {'held out':<12}{'tasks':>6}{'hard':>6}{'fitted':>9}{'(L2)':>7}{fixed:>8}{'before':>9}"
-                     f"   {'old label: hard':>16}{'fitted':>9}{'before':>9}   "
+                     f"{'no hist.':>10}{'(L2)':>7}   {'old label: hard':>16}{'fitted':>9}{'before':>9}   "
                      f"{'tests counted: hard':>20}{'fitted':>9}")  # fmt: skip
+        without = {h.repo: h for h in result.held_out_without_history if h.selection == kind}
+        gains: list[float] = []
         for h in result.held_out:
             if h.selection != kind:
                 continue
+            w = without.get(h.repo)
+            if w is not None and h.fitted_auc is not None and w.fitted_auc is not None:
+                gains.append(h.fitted_auc - w.fitted_auc)
             lines.append(
                 f"    {h.repo:<12}{h.tasks:>6}{h.hard:>6}{_fmt(h.fitted_auc):>9}{f'({h.l2:g})':>7}"
-                f"{_fmt(h.fitted_auc_fixed_l2):>8}{_fmt(h.before_auc):>9}   "
+                f"{_fmt(h.fitted_auc_fixed_l2):>8}{_fmt(h.before_auc):>9}"
+                f"{_fmt(w.fitted_auc if w else None):>10}{f'({w.l2:g})' if w else '':>7}   "
                 f"{h.hard_old:>16}{_fmt(h.fitted_auc_old_label):>9}{_fmt(h.before_auc_old_label):>9}   "
                 f"{h.hard_with_tests:>20}{_fmt(h.fitted_auc_with_tests):>9}"
+            )
+        if gains:
+            lines.append(
+                f"    the file's history: {' '.join(f'{g:+.3f}' for g in gains)} (mean {sum(gains) / len(gains):+.3f}) "
+                "against the same fit without it"
             )
     lines += [
         "  (before = the router before its weights were fitted: hand-set on tandem's own history, so its figure",
@@ -180,7 +227,10 @@ def render_text(result: LeaveOneOutResult) -> str:
         "   but added after seeing every history's figures. 'fitted' = the penalty in brackets, chosen inside the",
         "   fold by leaving each training history out in turn; 'L2 "
         f"{result.l2:g}' = the fixed penalty, once chosen among three by the",
-        "   figures themselves. 'tests counted': the same scores against the label with tests counted as code.)",
+        "   figures themselves. 'tests counted': the same scores against the label with tests counted as code.",
+        "   'no hist.' = fitted in the fold the same way without the file's own history (its penalty in brackets).)",
+        "  tasks whose file had past commits before the task: "
+        + ", ".join(f"{name} {n}" for name, n in result.with_history.items()),
     ]
     lines.append(
         "  single features alone, new label (nothing fitted), changed region -> enclosing block -> largest hunk's:"
@@ -188,12 +238,21 @@ def render_text(result: LeaveOneOutResult) -> str:
     for name, kinds in result.feature_auc.items():
         parts = [f"{f} " + "->".join(_fmt(kinds[kind][f]) for kind in SELECTIONS) for f in FEATURES]
         lines.append(f"    {name}: " + ", ".join(parts))
-    w = result.all_weights
+    shipped = result.all_weights
     lines.append(
         f"  fitted on all of them (changed region, L2 {result.all_l2:g} chosen by leaving each out in turn; the "
         "shipped defaults come from this, not a held-out figure): "
-        + ", ".join(f"{k} {v:g}" for k, v in asdict(w).items())
+        + ", ".join(f"{k} {v:g}" for k, v in asdict(shipped).items())
     )
+    if result.all_weights_without_history is not None:
+        lines.append(
+            f"  fitted on all of them without the file's history (L2 {result.all_l2_without_history:g}): "
+            + ", ".join(
+                f"{k} {v:g}"
+                for k, v in asdict(result.all_weights_without_history).items()
+                if k not in (*HISTORY_FEATURES, "history_missing")
+            )
+        )
     return "\n".join(lines)
 
 

@@ -59,6 +59,17 @@ path = "../home/.bashrc"
 """
 
 
+# Repository config keys naming a command, each leaving its marker if git ever runs it.
+COMMANDS = {
+    "core.fsmonitor": "PWNED_FSMONITOR",
+    "diff.external": "PWNED_EXTERNAL_DIFF",
+    "diff.evil.textconv": "PWNED_TEXTCONV",
+    "core.pager": "PWNED_PAGER",
+    "pager.log": "PWNED_PAGER_LOG",
+    "gpg.program": "PWNED_GPG",
+}
+
+
 @pytest.fixture(scope="module")
 def model() -> Iterator[InjectedModel]:
     yield from injected_model()
@@ -82,14 +93,31 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     (root / ".env").write_text(f"PASSWORD={ENV_SECRET}\n")
     (root / "settings_link.py").symlink_to(root / ".env")  # a link inside the workspace, to a secret
     # A repository that arrived with its .git (an archive, a shared folder): its config names commands
-    # that git runs on `git diff` (the edit path's working diff runs git).
-    git = ["git", "-C", str(root), "-c", "user.email=a@example.com", "-c", "user.name=a"]
+    # that git runs on `git diff` and `git log` (the edit path's working diff and the file's history run
+    # git): a monitor, a clean filter, an external diff, a textconv, pagers, and a signature check of
+    # its signed (fake) last commit.
+    git = ["git", "-C", str(root), "-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "app.py", "helper.py"], check=True)
     subprocess.run([*git, "commit", "-qm", "start"], check=True)
-    (root / ".gitattributes").write_text("*.py filter=evil\n")
-    subprocess.run([*git, "config", "core.fsmonitor", f"touch {base / 'PWNED_FSMONITOR'}; false"], check=True)
+    tree = subprocess.run([*git, "write-tree"], check=True, capture_output=True, text=True).stdout.strip()
+    head = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    signed = (
+        f"tree {tree}\nparent {head}\nauthor a <a@example.com> 1700000000 +0000\n"
+        "committer a <a@example.com> 1700000000 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    done = subprocess.run([*git, "hash-object", "-t", "commit", "-w", "--stdin"], input=signed, text=True,
+                          check=True, capture_output=True)  # fmt: skip
+    subprocess.run([*git, "update-ref", "HEAD", done.stdout.strip()], check=True)
+    (root / ".gitattributes").write_text("*.py filter=evil diff=evil\n")
+    for key, marker in COMMANDS.items():
+        script = base / f"{marker.lower()}.sh"  # gpg.program is run as a program, not by a shell
+        script.write_text(f"#!/bin/sh\ntouch '{base / marker}'\nexit 1\n")
+        script.chmod(0o755)
+        subprocess.run([*git, "config", key, str(script)], check=True)
     subprocess.run([*git, "config", "filter.evil.clean", f"touch {base / 'PWNED_FILTER'}; cat"], check=True)
+    subprocess.run([*git, "config", "log.showSignature", "true"], check=True)
     (root / "app.py").write_text(APP + "\n# changed on disk since the commit\n")
     return base
 
@@ -195,10 +223,31 @@ async def test_nothing_outside_the_workspace_is_read_through_a_link(
         assert secret not in sent
 
 
+def pwned(base: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in base.glob("PWNED_*"))
+
+
 async def test_the_repositorys_git_config_runs_nothing(session: Session, base: pathlib.Path) -> None:
-    """By now edits have run (each computes the working diff): git never ran the repository's commands."""
-    assert any(r["kind"] == "edit" for r in session.records())
-    assert not (base / "PWNED_FSMONITOR").exists() and not (base / "PWNED_FILTER").exists()
+    """By now edits have run (each computes the working diff and reads the file's history): git never ran
+    the repository's commands, and the router went without the history."""
+    edits = [r for r in session.records() if r["kind"] == "edit"]
+    assert edits and all(r["edit"]["features"]["history_commits"] is None for r in edits)
+    assert pwned(base) == []
+
+
+def _git_log_patch(base: pathlib.Path) -> list[str]:
+    subprocess.run(["git", "-C", str(base / "workspace"), "log", "-p", "-n2"], capture_output=True, check=False)
+    ran = pwned(base)
+    for marker in base.glob("PWNED_*"):
+        marker.unlink()
+    return ran
+
+
+async def test_the_repositorys_git_config_is_a_real_trap(base: pathlib.Path) -> None:
+    """git's own `log -p` on this repository runs its signature check and its textconv (after the test above:
+    the markers are cleared again)."""
+    ran = await asyncio.to_thread(_git_log_patch, base)
+    assert {"PWNED_GPG", "PWNED_TEXTCONV"} <= set(ran), ran
 
 
 # -- 4. secrets, by name and typed in ----------------------------------------------------------------

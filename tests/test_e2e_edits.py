@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
+import subprocess
 from collections.abc import Iterator, Mapping
 from typing import Any, Union
 
@@ -556,3 +557,37 @@ async def test_draft_check_the_accurate_model_keeps_or_replaces_the_fast_draft(
     [record] = edit_records(session)
     assert record["edit"]["plan"] == "draft-check"
     assert [a["tier"] for a in record["edit"]["attempts"]] == ["fast", "accurate"]
+
+
+def _commit(root: pathlib.Path, message: str, files: Mapping[str, str]) -> None:
+    for name, text in files.items():
+        (root / name).write_text(text)
+    who = ["-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]
+    subprocess.run(["git", "-C", str(root), *who, "add", *files], check=True)
+    subprocess.run(["git", "-C", str(root), *who, "commit", "-qm", message], check=True)
+
+
+def _git_workspace(tmp_path: pathlib.Path) -> None:
+    """The workspace `serve` will use, as a git repository: models.py changed with views.py in two of its three
+    commits, with its changelog line in the other (not code)."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
+    _commit(root, "start", {"models.py": MODELS, "views.py": VIEWS})
+    _commit(root, "views", {"models.py": MODELS + "\n", "views.py": VIEWS + "\n"})
+    _commit(root, "note", {"models.py": MODELS, "CHANGES.md": "- models\n"})
+
+
+async def test_the_router_reads_the_edited_files_git_history(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    fast, accurate = sims
+    _git_workspace(tmp_path)
+    set_truth(fast, {"models.py": MODELS.replace("def compute_total", "def compute_total ")})
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("models.py", MODELS)
+        await execute(session, {"uri": uri, "range": whole(MODELS), "instruction": "fix the total"})
+        [record] = edit_records(session)
+    features = record["edit"]["features"]
+    assert (features["history_commits"], features["history_co_changed"], features["history_co_files"]) == (3, 2, 1)

@@ -189,7 +189,7 @@ def test_thresholds_move_the_boundary() -> None:
     features = route_features(
         mode="edit", selection="".join(f"y{i}\n" for i in range(20)), instruction="add type hints"
     )
-    assert route(features, T).tier == "fast"
+    assert 0.1 < route(features, T).score < 0.99  # so that each boundary below falls on either side
     # A smaller "large" selection counts the same lines for more.
     assert route(features, RouterThresholds(large_selection_lines=15)).score > route(features, T).score
     targeted = route_features(mode="edit", selection="".join(f"y{i}\n" for i in range(100)), instruction="fix y3")

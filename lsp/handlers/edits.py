@@ -33,6 +33,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import EditConflict, line_offset, rebase_edits
+from tandem.completion.file_history import file_history
 from tandem.completion.working_diff import working_diff
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.completion.workspace_symbols import IndexLookup, candidate_names
@@ -253,16 +254,23 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         received_ns=received_ns,
         uri=args.uri,
     )
-    # Off the loop: the working diff runs git, the symbol lookup reads the indexed texts once.
+    # Off the loop: the working diff and the file's history run git, the symbol lookup reads the indexed
+    # texts once.
     overlay = workspace.open_texts()
     lookup = IndexLookup(workspace.symbols(), overlay)
     names = candidate_names(text[start:end], instruction, workspace.symbols())
     open_files = workspace.open_files()
-    diff, _ = await asyncio.gather(
-        asyncio.to_thread(working_diff, workspace.root, open_files), asyncio.to_thread(lookup.prepare, names)
+    diff, _, history = await asyncio.gather(
+        asyncio.to_thread(working_diff, workspace.root, open_files),
+        asyncio.to_thread(lookup.prepare, names),
+        asyncio.to_thread(file_history, workspace.root, path),
     )
     inputs = EditInputs(
-        current_texts=workspace.current, read_text=workspace.read_text, symbols=lookup, working_diff=diff
+        current_texts=workspace.current,
+        read_text=workspace.read_text,
+        symbols=lookup,
+        working_diff=diff,
+        file_history=history,
     )
     await progress.begin("routing the edit", cancel)
     task = asyncio.ensure_future(flow.run(request, inputs, on_progress=lambda p: progress.report(p.message)))

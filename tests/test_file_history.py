@@ -1,0 +1,213 @@
+"""The file's own change history for the router: read from real git repositories, and never running what a
+hostile repository's config names."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+import subprocess
+
+import pytest
+from tandem.completion.file_history import FileHistory, file_history, parse_log, read_history
+from tandem.completion.router import (
+    DEFAULT_WEIGHTS,
+    HISTORY_FEATURES,
+    RouterThresholds,
+    feature_values,
+    history_values,
+    route,
+    route_features,
+)
+
+IDENTITY = ["-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]
+
+
+def git(root: pathlib.Path, *args: str, stdin: bytes | None = None) -> str:
+    done = subprocess.run(["git", "-C", str(root), *IDENTITY, *args], input=stdin, capture_output=True, check=True)
+    return done.stdout.decode()
+
+
+def commit(root: pathlib.Path, message: str, files: dict[str, str]) -> str:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(root, "add", *files)
+    git(root, "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def lines(n: int, tag: str) -> str:
+    return "".join(f"{tag} = {i}\n" for i in range(n))
+
+
+@pytest.fixture
+def repo(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit(root, "start", {"src/app.py": "x = 1\n", "src/views.py": "y = 1\n", "README.md": "hi\n"})
+    # app.py with a changelog line only: not a co-change (README is no code)
+    commit(root, "fix", {"src/app.py": "x = 2\n", "README.md": "hi there\n"})
+    # app.py with views.py: a co-change
+    commit(root, "feature", {"src/app.py": "x = 3\n", "src/views.py": "y = 2\n"})
+    # app.py with its test: not a co-change (tests count only when no source changed)
+    commit(root, "fix with test", {"src/app.py": "x = 4\n", "tests/test_app.py": "def test(): pass\n"})
+    # app.py rewritten: large (more than 20 lines of code)
+    commit(root, "rewrite", {"src/app.py": lines(30, "x")})
+    # a commit not touching app.py
+    commit(root, "other", {"src/views.py": "y = 3\n", "src/urls.py": "z = 1\n"})
+    return root
+
+
+def test_the_files_past_commits_as_counts(repo: pathlib.Path) -> None:
+    history = read_history(repo, "src/app.py")
+    # "start" (with views.py and README) and "feature" changed views.py with it; "fix"'s README and "fix with
+    # test"'s test are not code beside app.py; "rewrite" changed 30 lines; "other" is not app.py's.
+    assert history == FileHistory(
+        path="src/app.py", commits=5, co_changed=2, large=1, co_files=1, partners=("src/views.py",)
+    )
+
+
+def test_the_history_ends_at_the_given_commit(repo: pathlib.Path) -> None:
+    """The evaluation reads it at a task's parent: the task's own commit (the answer) is not in it."""
+    parent = git(repo, "rev-parse", "HEAD~3").strip()  # before "fix with test"
+    history = read_history(repo, "src/app.py", rev=parent)
+    assert history is not None
+    assert (history.commits, history.co_changed, history.large) == (3, 2, 0)
+    assert read_history(repo, "src/app.py", rev="--output=/tmp/x") is None  # a revision is never an option
+
+
+def test_commits_and_output_are_bounded(repo: pathlib.Path) -> None:
+    two = read_history(repo, "src/app.py", max_commits=2)
+    assert two is not None and two.commits == 2
+    # Output cut inside the third commit: the two read whole are kept, the cut one is dropped.
+    full = subprocess.run(
+        ["git", "-C", str(repo), "log", "--no-merges", "--full-diff", "--numstat", "-z", "--no-renames",
+         "--format=%x01%H", "HEAD", "--", "src/app.py"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    third = [i for i, byte in enumerate(full) if byte == 1][2]
+    cut = read_history(repo, "src/app.py", max_output=third + 5)
+    assert cut is not None and cut.commits == 2
+    assert len(parse_log(full)) == 5 and len(parse_log(full[: third + 5], complete=False)) == 2
+
+
+def test_no_repository_no_git_or_an_unknown_file_is_no_history(
+    repo: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "a.py").write_text("x = 1\n")
+    assert file_history(plain, "a.py") is None
+    assert file_history(None, "a.py") is None
+    unknown = file_history(repo, "src/new.py")
+    assert unknown is not None and unknown.commits == 0
+    assert file_history(repo, "src/app.py") == read_history(repo, "src/app.py")
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))  # a machine without git
+    assert file_history(repo, "src/app.py") is None
+
+
+MARKERS = ("FSMONITOR", "EXTERNAL_DIFF", "TEXTCONV", "PAGER", "GPG", "PAGER_LOG")
+
+
+def plant_commands(root: pathlib.Path, out: pathlib.Path) -> None:
+    """Config that makes git run a script (each leaves a marker file in `out`) on status, diff, log."""
+    for name in MARKERS:
+        script = out / f"{name.lower()}.sh"
+        script.write_text(f"#!/bin/sh\ntouch '{out / ('RAN_' + name)}'\ncat >/dev/null 2>&1\nexit 0\n")
+        script.chmod(0o755)
+    git(root, "config", "core.fsmonitor", str(out / "fsmonitor.sh"))
+    git(root, "config", "diff.external", str(out / "external_diff.sh"))
+    git(root, "config", "core.pager", str(out / "pager.sh"))
+    git(root, "config", "pager.log", str(out / "pager_log.sh"))
+    git(root, "config", "diff.evil.textconv", str(out / "textconv.sh"))
+    git(root, "config", "gpg.program", str(out / "gpg.sh"))
+    git(root, "config", "log.showSignature", "true")
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "attributes").write_text("*.py diff=evil\n")
+
+
+def signed_commit(root: pathlib.Path) -> None:
+    """A commit carrying a (fake) signature, so `log --show-signature` would call gpg.program on it."""
+    tree = git(root, "write-tree").strip()
+    head = git(root, "rev-parse", "HEAD").strip()
+    body = (
+        f"tree {tree}\nparent {head}\nauthor a <a@example.com> 1700000000 +0000\n"
+        "committer a <a@example.com> 1700000000 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n AAAA\n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    sha = git(root, "hash-object", "-t", "commit", "-w", "--stdin", stdin=body.encode()).strip()
+    git(root, "update-ref", "HEAD", sha)
+
+
+def ran(out: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in out.glob("RAN_*"))
+
+
+def test_a_hostile_repositorys_commands_never_run(
+    repo: pathlib.Path, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (repo / "src" / "app.py").write_text("x = 5\n")
+    git(repo, "add", "src/app.py")
+    plant_commands(repo, out)
+    signed_commit(repo)
+    # The trap is armed: git's ordinary commands run the repository's scripts.
+    subprocess.run(["git", "-C", str(repo), "status"], capture_output=True, check=True)
+    subprocess.run(["git", "-C", str(repo), "diff", "HEAD~2", "HEAD"], capture_output=True, check=True)
+    subprocess.run(["git", "-C", str(repo), "log", "-p", "-n2"], capture_output=True, check=True)
+    assert {"RAN_FSMONITOR", "RAN_EXTERNAL_DIFF", "RAN_TEXTCONV", "RAN_GPG"} <= set(ran(out)), ran(out)
+    for marker in out.glob("RAN_*"):
+        marker.unlink()
+    # The guarded read itself, even on this repository (the server does not get this far, below): it
+    # reads the history and runs none of them.
+    history = read_history(repo, "src/app.py")
+    assert history is not None and history.commits == 6
+    assert ran(out) == []
+    # The server's entry point reads nothing from a repository whose config names commands.
+    assert file_history(repo, "src/app.py") is None
+    assert ran(out) == []
+    # The user's own environment naming a pager does not start one either (a terminal is not at hand in a
+    # test: the pager is disabled by option, by config and by environment whatever stdout is).
+    monkeypatch.setenv("GIT_PAGER", str(out / "pager.sh"))
+    monkeypatch.setenv("PAGER", str(out / "pager.sh"))
+    assert read_history(repo, "src/app.py") == history
+    assert ran(out) == []
+
+
+def log_odds(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+def test_the_history_is_a_router_feature_with_its_reason() -> None:
+    t = RouterThresholds()
+    history = FileHistory(
+        path="app/models.py", commits=20, co_changed=15, large=6, co_files=12, partners=("app/views.py",)
+    )
+    base = dict(mode="edit", path="app/models.py", selection="x = 1\n", instruction="fix the total")
+    with_history = route_features(**base, history=history)  # type: ignore[arg-type]
+    without = route_features(**base)  # type: ignore[arg-type]
+    values = feature_values(with_history, t)
+    assert values["history_co_change"] == pytest.approx((15 + 1.5) / 23 - 0.5)
+    assert values["history_large"] == pytest.approx((6 + 1.5) / 23 - 0.5)
+    # No history is neutral: every history input is 0, so its weights add nothing.
+    assert history_values(None) == dict.fromkeys(HISTORY_FEATURES, 0.0)
+    assert all(feature_values(without, t)[name] == 0.0 for name in HISTORY_FEATURES)
+    weights = dataclasses.replace(DEFAULT_WEIGHTS, history_co_change=1.0, history_large=1.0, history_files=0.5)
+    decision = route(with_history, t, weights=weights)
+    reason = "its file changed with other code in 15 of its last 20 commits (views.py, ...), more than 20 lines in 6"
+    assert reason in decision.reasons
+    quiet = route_features(**base, history=FileHistory(path="app/models.py", commits=20))  # type: ignore[arg-type]
+    assert decision.score > route(quiet, t, weights=weights).score
+    # No history to read (no git): the average task's history terms stand in for it, not a quiet file's.
+    never = route_features(**base, history=FileHistory(path="app/models.py"))  # type: ignore[arg-type]
+    assert feature_values(never, t)["history_co_change"] == 0.0
+    gap = log_odds(route(without, t, weights=weights).score) - log_odds(route(never, t, weights=weights).score)
+    assert gap == pytest.approx(weights.history_missing)
+    assert route(with_history, t).trace_features()["history_co_changed"] == 15
+    assert route(without, t).trace_features()["history_commits"] is None
