@@ -193,7 +193,8 @@ class NextEditConfig:
     prompt: Literal["auto", "chat", "raw"] = "auto"
     # Wait for a pause in the typing (`pause_gaps` typing intervals), at most this long, before asking the
     # model: a request overtaken by the next key press costs its whole prompt (a newer keystroke cancels
-    # the wait).
+    # the wait). Once half the minute's speculation budget is spent, the pause may pass this, up to 1 s as
+    # the budget runs out (`NextEdits._delay_s`).
     debounce_ms: int = 250
     # When to ask: "typed" (at once after a key press that closes a bracket or a quote, types `:`, `,` or
     # `;`, or begins a line: a change often ends there; after the pause otherwise), "interval" (always after

@@ -32,7 +32,7 @@ from tandem.completion.errors import BackendTimeout, describe
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.live_stats import LiveFigures, LiveStats
 from tandem.completion.postprocess import Surroundings, clean
-from tandem.completion.prefetch import AfterAccepting, TokenBudget
+from tandem.completion.prefetch import AfterAccepting, Charge, TokenBudget
 from tandem.completion.request import CompletionRequest, CompletionResult, Ticket
 from tandem.completion.streams import Stream, StreamStore
 from tandem.completion.tiers import Tier, Tiers
@@ -435,7 +435,7 @@ class Engine:
         if not self._budget.allows(estimate):
             log.debug("prefetch skipped: %d tokens this minute", self._budget.spent())
             return False
-        self._budget.charge(estimate)
+        charge = self._budget.charge(estimate)
         record = TraceRecord(
             kind="prefetch",
             received_ns=time.perf_counter_ns(),
@@ -450,14 +450,18 @@ class Engine:
         ]
         stream = self._start(target, tier, record, prefetch=True)
         if stream is None:
+            TokenBudget.settle(charge, 0)  # nothing went out
             self._refused(record, record.error)
             return False
-        stream.on_done(lambda s: self._trace_stream(record, s))
+        stream.on_done(lambda s: self._trace_stream(record, s, charge))
         return True
 
-    def _trace_stream(self, record: TraceRecord, stream: Stream) -> None:
+    def _trace_stream(self, record: TraceRecord, stream: Stream, charge: Charge | None = None) -> None:
         counter = self.workspace.counter if self.workspace is not None else None
         record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
+        spent = record.tokens_in + record.tokens_out
+        if charge is not None and (spent or not stream.stats.request_sent_ns):
+            TokenBudget.settle(charge, spent)  # a provider that reports no usage keeps the estimate
         tier = self.tiers.get(record.tier) if record.tier else None
         record.cost_usd = estimate_cost_usd(
             tier.config if tier is not None else None,

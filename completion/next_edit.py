@@ -37,13 +37,13 @@ from tandem.completion.gate import Gate, Outbound
 from tandem.completion.next_edit_hunks import first_hunk, holds
 from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
 from tandem.completion.next_edit_split import first_of, split
+from tandem.completion.prefetch import Charge, TokenBudget
 from tandem.completion.request import Ticket
 from tandem.completion.streams import Stream
 from tandem.completion.trace import TraceRecord
 
 if TYPE_CHECKING:
     from tandem.completion.config import Config
-    from tandem.completion.prefetch import TokenBudget
     from tandem.completion.tiers import Tier, Tiers
     from tandem.completion.trace import Tracer
     from tandem.completion.workspace import WorkspaceIndex
@@ -51,6 +51,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CHARS_PER_TOKEN = 4
+# The longest pause waited for before asking, once half the minute's speculation budget is spent.
+_TIGHT_PAUSE_S = 1.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -280,7 +282,7 @@ class NextEdits:
         record.parts = len(asks)
         if not self.budget.allows(cost):
             return done("skipped", "speculation token budget spent for this minute")
-        self.budget.charge(cost)
+        charge = self.budget.charge(cost)
         record.mark("context_built")
 
         streams: list[Stream] = []
@@ -291,7 +293,9 @@ class NextEdits:
             stream.run(tier.run(stream, model_request, remember=lambda _: None))
             streams.append(stream)
         record.source, record.stream_id, record.streams = "model", streams[0].id, streams
-        self._trace_usage(record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)])
+        self._trace_usage(
+            record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)], charge
+        )
         found: tuple[Hunk, CharEdit] | None = None
         try:
             with ticket.waiting():
@@ -360,20 +364,32 @@ class NextEdits:
         and its prompt paid for nothing: wait for a pause of `pause_gaps` typing intervals (2.5 by default; at
         most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
         press that ends a clause (`ends_a_clause`: a closing bracket or quote, `:`, `,`, `;`, or a new line
-        begun) asks at once, while half the minute's speculation budget is left: a change often ends there,
-        and waiting for the pause would put the pause in the user's wait. "none": always at once."""
+        begun) asks at once: a change often ends there, and waiting for the pause would put the pause in the
+        user's wait. "none": always at once.
+
+        Both hold only while half the minute's speculation budget is left. Past that, a clause's end waits
+        like any key, and the pause may pass `debounce_ms`, up to the whole `pause_gaps` intervals as the
+        budget runs out (at most `_TIGHT_PAUSE_S`): at a human rhythm (~170 ms a key) a pause of
+        `debounce_ms` is only 1.5 intervals, which one key in eight exceeds in the middle of a change, and
+        those requests, overtaken by the next key, spent the budget the change's end needed. Waiting longer
+        at the end of a change costs a few hundred milliseconds; an empty budget costs the suggestion."""
         settings = self.config.next_edit
         if settings.pause == "none":
             return 0.0
-        if settings.pause == "typed" and 0 <= request.line < request.document.line_count:
-            # At once only while half the minute's speculation budget is left: under a tight budget the
-            # requests at clause ends inside a change would spend what the pause at its end needs.
-            roomy = self.budget.spent() <= self.budget.per_minute // 2
-            if roomy and ends_a_clause(request.document.line_content(request.line)[: request.character]):
+        roomy = self.budget.spent() <= self.budget.per_minute // 2
+        if roomy and settings.pause == "typed" and 0 <= request.line < request.document.line_count:
+            if ends_a_clause(request.document.line_content(request.line)[: request.character]):
                 return 0.0
         gap_s = self._debounce.typing_gap_s
+        if gap_s is None:
+            return 0.0
         ceiling_s = settings.debounce_ms / 1000
-        return 0.0 if gap_s is None else min(ceiling_s, settings.pause_gaps * gap_s)
+        if not roomy:
+            # From `debounce_ms` at half the budget spent to `_TIGHT_PAUSE_S` at all of it: the pause
+            # lengthens as the budget runs down, and the spending settles where the budget holds.
+            spent_share = min(self.budget.spent() / max(self.budget.per_minute, 1), 1.0)
+            ceiling_s += (spent_share - 0.5) * 2 * max(_TIGHT_PAUSE_S - ceiling_s, 0.0)
+        return min(ceiling_s, settings.pause_gaps * gap_s)
 
     # -- the prompt ------------------------------------------------------------------------------
 
@@ -556,9 +572,10 @@ class NextEdits:
         self._tickets[uri] = ticket
         return ticket
 
-    def _trace_usage(self, record: NextEditRecord, streams: list[tuple[Stream, int]]) -> None:
+    def _trace_usage(self, record: NextEditRecord, streams: list[tuple[Stream, int]], charge: Charge) -> None:
         """Fill in `record` from its streams once all have ended: the phases from the first (the part
-        nearest the cursor), the tokens of all of them. `streams`: each with its prompt's token count."""
+        nearest the cursor), the tokens of all of them (and settle the budget's `charge` to them).
+        `streams`: each with its prompt's token count."""
         counter = self.workspace.counter if self.workspace is not None else None
         count = counter.count if counter is not None else None
         left = [len(streams)]
@@ -578,6 +595,9 @@ class NextEdits:
                 record.tokens_cached += part.tokens_cached
                 record.tokens_estimated = record.tokens_estimated or part.tokens_estimated
             record.context_tokens = context_tokens
+            spent = record.tokens_in + record.tokens_out
+            if spent or not any(stream.stats.request_sent_ns for stream, _ in streams):
+                TokenBudget.settle(charge, spent)  # a provider that reports no usage keeps the estimate
 
         for stream, _ in streams:
             stream.on_done(ended)

@@ -61,21 +61,42 @@ class AfterAccepting:
         return self.document.line_content(index)
 
 
+class Charge:
+    """One charge against a `TokenBudget`: an estimate made before a request, settled to what it spent."""
+
+    __slots__ = ("at_s", "tokens")
+
+    def __init__(self, at_s: float, tokens: int) -> None:
+        self.at_s = at_s
+        self.tokens = tokens
+
+
 @dataclass
 class TokenBudget:
-    """Tokens spent in the last minute, against a ceiling."""
+    """Tokens spent in the last minute, against a ceiling. A request is charged its estimate before it
+    goes out (its prompt and its `max_tokens`) and settled to what it spent once its stream has ended: a
+    stream cancelled after a few tokens, as most speculation is, does not keep its whole `max_tokens`
+    charged for the rest of the minute."""
 
     per_minute: int
-    _spent: deque[tuple[float, int]] = field(default_factory=deque)
+    _spent: deque[Charge] = field(default_factory=deque)
 
     def spent(self, now_s: float | None = None) -> int:
         now_s = time.monotonic() if now_s is None else now_s
-        while self._spent and self._spent[0][0] < now_s - 60:
+        while self._spent and self._spent[0].at_s < now_s - 60:
             self._spent.popleft()
-        return sum(tokens for _, tokens in self._spent)
+        return sum(charge.tokens for charge in self._spent)
 
     def allows(self, tokens: int, now_s: float | None = None) -> bool:
         return self.spent(now_s) + tokens <= self.per_minute
 
-    def charge(self, tokens: int, now_s: float | None = None) -> None:
-        self._spent.append((time.monotonic() if now_s is None else now_s, tokens))
+    def charge(self, tokens: int, now_s: float | None = None) -> Charge:
+        charge = Charge(time.monotonic() if now_s is None else now_s, tokens)
+        self._spent.append(charge)
+        return charge
+
+    @staticmethod
+    def settle(charge: Charge, tokens: int) -> None:
+        """`charge`'s request has ended having spent `tokens` (prompt and output): count that instead of
+        the estimate, at the time it was charged."""
+        charge.tokens = max(tokens, 0)

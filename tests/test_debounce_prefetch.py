@@ -66,3 +66,12 @@ def test_token_budget_is_a_sliding_minute() -> None:
     assert not budget.allows(300, now_s=30)
     assert budget.allows(200, now_s=30)
     assert budget.allows(1000, now_s=61)
+
+
+def test_token_budget_settles_a_charge_to_what_was_spent() -> None:
+    budget = TokenBudget(per_minute=1000)
+    charge = budget.charge(900, now_s=0)  # the estimate: a prompt and the whole max_tokens
+    assert not budget.allows(200, now_s=1)
+    TokenBudget.settle(charge, 300)  # cancelled after a few tokens
+    assert budget.spent(now_s=1) == 300 and budget.allows(700, now_s=1)
+    assert budget.spent(now_s=61) == 0  # still counted at the time it was charged

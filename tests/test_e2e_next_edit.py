@@ -279,6 +279,38 @@ SPLIT_BEFORE = "".join(f"value_{i} = compute({i})\n" for i in range(12))
 SPLIT_TRUTH = "".join(f"value_{i} = {'evaluate' if i in (2, 5, 9) else 'compute'}({i})\n" for i in range(12))
 
 
+async def _suggest_both(session: Session) -> list[dict[str, Any]]:
+    """The user changes line 5 of SPLIT_BEFORE; the two suggested changes are accepted one after the other
+    (each asked at line 5, as after the change). Returns the accepted suggestions' records."""
+    uri = session.open("split.py", SPLIT_BEFORE)
+    session.client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[
+                types.TextDocumentContentChangePartial(
+                    range=types.Range(
+                        start=types.Position(line=5, character=10), end=types.Position(line=5, character=17)
+                    ),
+                    text="evaluate",
+                )
+            ],
+        )
+    )
+    text = SPLIT_BEFORE.replace("value_5 = compute", "value_5 = evaluate")
+    version = 2
+    for _ in range(2):
+        [edit] = await _ask(session, uri, version, 5, 18)
+        text = _apply(text, edit)
+        version += 1
+        _change(session, uri, version, edit)
+        await session.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=edit["command"]["command"], arguments=edit["command"]["arguments"])
+        )
+    assert text == SPLIT_TRUTH
+    await _until(lambda: sum(r.get("next_edit", {}).get("fate") == "accepted" for r in session.records()) == 2)
+    return [r for r in session.records() if r.get("next_edit", {}).get("fate") == "accepted"]
+
+
 @pytest.mark.parametrize(("tokens_per_minute", "parts"), [(20_000, 2), (2_500, 1)])
 async def test_a_split_region_asks_both_parts_and_suggests_from_either(
     tmp_path: pathlib.Path, tokens_per_minute: int, parts: int
@@ -295,36 +327,25 @@ async def test_a_split_region_asks_both_parts_and_suggests_from_either(
             "prefetch": {"tokens_per_minute": tokens_per_minute},
         }
         async with serve(tmp_path, "vscode", options=options) as session:
-            uri = session.open("split.py", SPLIT_BEFORE)
-            text = SPLIT_BEFORE
-            session.client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-                    content_changes=[
-                        types.TextDocumentContentChangePartial(
-                            range=types.Range(
-                                start=types.Position(line=5, character=10), end=types.Position(line=5, character=17)
-                            ),
-                            text="evaluate",
-                        )
-                    ],
-                )
-            )
-            text = text.replace("value_5 = compute", "value_5 = evaluate")
-            version = 2
-            for _ in range(2):
-                [edit] = await _ask(session, uri, version, 5, 18)
-                text = _apply(text, edit)
-                version += 1
-                _change(session, uri, version, edit)
-                await session.client.workspace_execute_command_async(
-                    types.ExecuteCommandParams(
-                        command=edit["command"]["command"], arguments=edit["command"]["arguments"]
-                    )
-                )
-            assert text == SPLIT_TRUTH
-            await _until(lambda: sum(r.get("next_edit", {}).get("fate") == "accepted" for r in session.records()) == 2)
-            accepted = [r for r in session.records() if r.get("next_edit", {}).get("fate") == "accepted"]
+            accepted = await _suggest_both(session)
             assert [r["next_edit"]["parts"] for r in accepted] == [parts, parts]
             # Both parts' prompts are paid for: the provider's usage adds up to the two prompts counted.
             assert all(r["tokens"]["in"] >= 0.9 * r["context_tokens"] > 0 for r in accepted)
+
+
+async def test_the_budget_counts_what_a_next_edit_spent_not_its_max_tokens(tmp_path: pathlib.Path) -> None:
+    """A request is charged its prompt and its whole `max_tokens` before it goes out, and settled to what
+    it spent when its stream ends (cut after the first hunk, a few dozen tokens). Here two requests'
+    `max_tokens` exceed the minute's budget: the second suggestion comes only because the first was
+    settled."""
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
+        sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
+        options = {
+            **fast_model(sim.base_url),
+            "next_edit": {"split": False, "max_tokens": 5_000, "prefetch_on_accept": False},
+            "prefetch": {"tokens_per_minute": 8_000, "on_shown": False},
+        }
+        async with serve(tmp_path, "vscode", options=options) as session:
+            first, second = await _suggest_both(session)
+            spent = first["tokens"]["in"] + first["tokens"]["out"]
+            assert 0 < spent and spent + second["context_tokens"] + 5_000 <= 8_000 < 2 * 5_000

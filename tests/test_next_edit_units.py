@@ -146,6 +146,12 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     assert waits("none", mid_word) == 0.0
     # With more than half the minute's speculation budget spent, a clause's end waits for the pause too.
     assert round(waits("typed", after_clause, spent=12_000), 3) == 0.15
+    # ... and the pause may pass debounce_ms as the budget runs down: 250 ms at half spent, 1 s at all of it.
+    assert waits("typed", mid_word, gaps=8.0, spent=10_000) == 0.25
+    assert round(waits("typed", mid_word, gaps=8.0, spent=15_000), 3) == 0.625
+    assert round(waits("typed", mid_word, gaps=8.0, spent=20_000), 3) == 0.8  # 8 intervals of 100 ms
+    assert round(waits("typed", mid_word, gaps=20.0, spent=20_000), 3) == 1.0
+    assert round(waits("typed", mid_word, gaps=2.5, spent=20_000), 3) == 0.25  # the pause, not the ceiling
 
 
 def test_a_split_region_moves_only_the_markers() -> None:
