@@ -38,7 +38,9 @@ log = logging.getLogger(__name__)
 
 MAX_COMMITS = 50
 MAX_OUTPUT_BYTES = 2_000_000
-TIMEOUT_S = 5.0
+# git walks the whole history for a file changed rarely: ~10 ms per 1,000 commits here, so a repository of
+# over ~150,000 commits may go without the history of such a file rather than hold the edit up.
+TIMEOUT_S = 1.5
 # A commit of more files or changed lines than this is a mass change (vendoring, reformatting), as the
 # history scan of the evaluation counts it: it says nothing about one edit.
 HUGE_FILES = 40

@@ -402,7 +402,7 @@ async def _run_task(
         current_texts=current,
         read_text=read_text,
         symbols=symbols,
-        file_history=read_history(repo, task.path, rev=task.parent),
+        file_history=read_history(repo, task.path, rev=task.parent, timeout=60.0),
         extra_context=prepared.context,
     )
     request = EditRequest(

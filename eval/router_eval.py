@@ -208,7 +208,7 @@ def evaluate_repo(
         scan.tasks,
         symbols_for=lambda task: trees.index(task.parent, task.path),
         thresholds=thresholds,
-        history_for=lambda task: read_history(repo, task.path, rev=task.parent),
+        history_for=lambda task: read_history(repo, task.path, rev=task.parent, timeout=60.0),
     )
     labels = [o.hard for o in outcomes]
     old_labels = [o.hard_old for o in outcomes]
