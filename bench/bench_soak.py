@@ -8,8 +8,10 @@ followed by an inline completion request. Modes:
   without it, each key waits for its answer.
 - `--mispredict`: the simulator gets no truth files, so every completion is its labelled filler (comment
   lines) that the typed code never extends: no key types through a completion, and every key that is not
-  superseded first goes to the model. (The simulator's `error_rate` is not used for this: a wrong completion
-  goes wrong part way through, so most keys still type through its right start.)
+  superseded first goes to the model (the benchmark turns the debounce off: `[completion] debounce = "fixed"`,
+  `debounce_ms = 0`, so that what reaches the model does not depend on the machine's load). (The
+  simulator's `error_rate` is not used for this: a wrong completion goes wrong part way through, so most
+  keys still type through its right start.)
 
 Every `--every` keys it asks the server `tandem/health` and prints: RSS, open file descriptors, asyncio
 tasks, pygls' pending request futures, and the HTTP pool (connections, idle, active, stuck, orphaned,
@@ -106,7 +108,13 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
             env=env, limit=1 << 20,
         )  # fmt: skip
         client = Client(process)
-        options = {"models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}}
+        options = {
+            "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}},
+            # No debounce: the adaptive one waits for a pause once the model's recent latency passes three
+            # typing intervals (75 ms at 40 keys/s, reached on a loaded machine), and a typist who never
+            # pauses then never reaches the model again; the workload would depend on the machine's load.
+            "completion": {"debounce": "fixed", "debounce_ms": 0},
+        }
         init = {"processId": None, "capabilities": {}, "rootUri": None, "initializationOptions": options}
         await client.request("initialize", init)[1]
         client.notify("initialized", {})
