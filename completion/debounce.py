@@ -11,6 +11,8 @@ interval, never more than the configured ceiling. Cache hits never come here.
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from dataclasses import dataclass, field
 
 # Smoothing of the exponential moving averages (weight of the newest sample).
@@ -20,6 +22,8 @@ _MAX_TYPING_GAP_S = 1.0
 _MIN_DELAY_S = 0.0
 # A model slower than this many typing intervals cannot keep up: its streams are overtaken mid-word.
 _SLOW_MODEL_GAPS = 3.0
+# The typing gaps the median interval is taken over.
+_RECENT_GAPS = 15
 
 
 @dataclass
@@ -29,6 +33,7 @@ class AdaptiveDebounce:
     typing_gap_s: float | None = None
     model_latency_s: float | None = None
     _last_keystroke_s: dict[str, float] = field(default_factory=dict)
+    _recent_gaps: deque[float] = field(default_factory=lambda: deque(maxlen=_RECENT_GAPS))
 
     def keystroke(self, uri: str, at_s: float) -> None:
         """A request arrived for `uri` at `at_s` (monotonic seconds): learn the typing rhythm."""
@@ -39,6 +44,13 @@ class AdaptiveDebounce:
         gap = at_s - last
         if 0 < gap <= _MAX_TYPING_GAP_S:
             self.typing_gap_s = gap if self.typing_gap_s is None else (1 - _ALPHA) * self.typing_gap_s + _ALPHA * gap
+            self._recent_gaps.append(gap)
+
+    @property
+    def median_gap_s(self) -> float | None:
+        """The median of the last typing gaps: a typing interval that the pauses themselves (after a line,
+        a word, a hesitation) do not lengthen, as they do the moving average."""
+        return statistics.median(self._recent_gaps) if self._recent_gaps else None
 
     def model_answered(self, latency_s: float) -> None:
         """A model call took `latency_s` from request to first useful unit."""

@@ -380,7 +380,7 @@ class NextEdits:
         if roomy and settings.pause == "typed" and 0 <= request.line < request.document.line_count:
             if ends_a_clause(request.document.line_content(request.line)[: request.character]):
                 return 0.0
-        gap_s = self._debounce.typing_gap_s
+        gap_s = self._debounce.median_gap_s
         if gap_s is None:
             return 0.0
         ceiling_s = settings.debounce_ms / 1000

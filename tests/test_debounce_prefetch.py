@@ -75,3 +75,13 @@ def test_token_budget_settles_a_charge_to_what_was_spent() -> None:
     TokenBudget.settle(charge, 300)  # cancelled after a few tokens
     assert budget.spent(now_s=1) == 300 and budget.allows(700, now_s=1)
     assert budget.spent(now_s=61) == 0  # still counted at the time it was charged
+
+
+def test_the_median_typing_interval_is_not_lengthened_by_pauses() -> None:
+    debounce = AdaptiveDebounce(ceiling_s=0.25)
+    at_s = 0.0
+    for gap_s in (0.1, 0.1, 0.6, 0.1, 0.1, 0.1):  # a pause at the end of a line
+        at_s += gap_s
+        debounce.keystroke("u", at_s)
+    assert debounce.typing_gap_s is not None and debounce.typing_gap_s > 0.15  # the moving average is
+    assert debounce.median_gap_s is not None and round(debounce.median_gap_s, 6) == 0.1

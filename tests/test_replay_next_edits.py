@@ -60,6 +60,12 @@ def test_replay_next_edits_reports_every_figure_beside_the_baseline(repo: pathli
         assert run["after_change_ms"]["n"] >= 1 and run["after_change_ms"]["p95"] >= run["after_change_ms"]["p50"]
         for quantile in ("server_ms_p50", "server_ms_p95"):
             assert run[quantile]["sim_ttft"] is not None and run[quantile]["tandem_own"] is not None
+        # Each suggestion shown after a change was asked either at once or after the pause (and, without
+        # prefetch, each shown after an accept).
+        by_wait = run["shown_server_ms_by_wait"]
+        assert set(by_wait) == {"at_once", "after_pause"}
+        after_accept = run["after_accept_ms"]["n"] if strategy == "next-edits" else 0
+        assert by_wait["at_once"]["n"] + by_wait["after_pause"]["n"] == run["after_change_ms"]["n"] + after_accept
         assert run["fates"].get("accepted") == 2
         assert set(run["shares"]) >= {
             "no_change_of_model_requests",

@@ -44,6 +44,8 @@ DISMISSED = "tandem.nextEditDismissed"
 STRATEGIES = ("next-edits", "next-edits+prefetch")
 # The longest a suggestion is waited for after a change (a suggestion later than this is not on screen).
 _WAIT_S = 5.0
+# A request that waited less than this before its context was built was asked at once.
+_AT_ONCE_MS = 5.0
 
 
 def add_next_edit_arguments(parser: argparse.ArgumentParser) -> None:
@@ -389,6 +391,15 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         if None not in marks:
             debounce_end, sent, first_line, done = (float(m or 0.0) for m in marks)
             own.append((sent - debounce_end) + (done - first_line))
+    # The server's whole time (request received -> answered) of the suggestions shown that were not
+    # prefetched (after a change; after an accept too, without prefetch), by whether the request was asked
+    # at once (a clause's end, `[next_edit] pause = "typed"`) or after the pause in the typing: the pause
+    # is the part of the user's wait no model speed removes.
+    by_wait: dict[str, list[float]] = {"at_once": [], "after_pause": []}
+    for record in answered:
+        total, waited = phase(record, "answered"), phase(record, "debounce_end")
+        if total is not None and not record.get("prefetched") and record.get("next_edit", {}).get("shown"):
+            by_wait["after_pause" if (waited or 0.0) >= _AT_ONCE_MS else "at_once"].append(total)
     region = [r["next_edit"]["region_lines"] for r in answered]
     judged = sum(r.get("next_edit", {}).get("hunks", 0) for r in asked)
     model_outcomes: dict[str, int] = {}
@@ -426,6 +437,10 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
             "n": len(tally.after_accept_ms),
             "p50": _pct(tally.after_accept_ms, 0.5),
             "p95": _pct(tally.after_accept_ms, 0.95),
+        },
+        "shown_server_ms_by_wait": {
+            name: {"n": len(values), "p50": _pct(values, 0.5), "p95": _pct(values, 0.95)}
+            for name, values in by_wait.items()
         },
         **{
             f"server_ms_p{round(q * 100)}": {
@@ -565,6 +580,11 @@ def render(results: dict[str, Any]) -> str:
             f" ({_share(r['keys_saved_share'])} of the baseline's), characters not typed {r['accepted_chars']}",
             f"    end of change -> suggestion: p50 {ms['p50']} ms, p95 {ms['p95']} ms (n={ms['n']});"
             f" after an accept: p50 {acc['p50']} ms, p95 {acc['p95']} ms (n={acc['n']})",
+            "    the server's time for those shown, not prefetched: "
+            + "; ".join(
+                f"{name.replace('_', ' ')} p50 {w['p50']} ms, p95 {w['p95']} ms (n={w['n']})"
+                for name, w in r["shown_server_ms_by_wait"].items()
+            ),
             f"    server p50/p95: debounce {srv['debounce']}/{hi['debounce']} ms, context and send"
             f" {srv['context_and_send']}/{hi['context_and_send']} ms, sim TTFT {srv['sim_ttft']}/{hi['sim_ttft']} ms"
             f" (request sent -> first token, loopback HTTP included), generation to the first hunk"
