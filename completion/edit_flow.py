@@ -211,6 +211,7 @@ class EditFlow:
             symbols=inputs.symbols,
             working_diff=inputs.working_diff,
             history=inputs.file_history,
+            lines_history=inputs.lines_history,
             thresholds=thresholds,
         )
         override: Tier | None = request.override or (self.config.router.force or None)

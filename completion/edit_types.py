@@ -83,6 +83,8 @@ class EditInputs:
     working_diff: WorkingDiff = field(default_factory=WorkingDiff)
     # The edited file's past commits (`file_history`; None: no git history read).
     file_history: FileHistory | None = None
+    # The selected lines' past commits (`file_history.read_lines_history`; None: not read).
+    lines_history: FileHistory | None = None
     # Files to show whatever the route found (the evaluation shows the commit's files).
     extra_context: tuple[str, ...] = ()
 

@@ -7,18 +7,20 @@ file's last commits (at most `MAX_COMMITS`, merges left out, mass changes over `
 code file, how many changed more than 20 lines of code, and which code files changed with it. "Code" is
 `file_roles.code_files`, the notion of source the label about code uses (tests count only in a commit that
 changes no source file). The evaluation reads the history before each task's commit (`rev` = its parent),
-the server before HEAD: the answer is never in it.
+the server before HEAD: the answer is never in it. The same is read for the selected lines alone (their
+last `MAX_LINE_COMMITS` commits, `git log -L`): a file that changes with everything may have functions that
+do not.
 
 A repository is the user's, but it may be hostile: git obeys the repository's own `.git/config`, and a
 repository that arrives as an archive or a shared folder brings one. The history is read with one
-`git log`, which runs nothing a config names: `core.fsmonitor=false`, `log.showSignature=false` with
-`--no-show-signature` (`gpg.program`), `--no-ext-diff` (`diff.external`), `--no-textconv` (a driver's
-`textconv`), `--no-pager` and a pager of `cat` (`core.pager`, `pager.log`), no colour, no mailmap, no
-terminal prompt, stdin closed; `--numstat` output only. The server also reads nothing from a repository
-whose config names commands at all (`working_diff.git_toplevel`, as for the working diff). The read is
-bounded: `MAX_COMMITS` commits, `MAX_OUTPUT_BYTES` of output (the commits read whole before the cut are
-kept), `TIMEOUT_S` seconds, and it runs in a worker thread. No git, no repository, a file git does not
-know, a timeout: the history is absent (None), not an error.
+`git log` (the lines' with two), which runs nothing a config names: `core.fsmonitor=false`,
+`log.showSignature=false` with `--no-show-signature` (`gpg.program`), `--no-ext-diff` (`diff.external`),
+`--no-textconv` (a driver's `textconv`), `--no-pager` and a pager of `cat` (`core.pager`, `pager.log`), no
+colour, no mailmap, no terminal prompt, stdin closed; `--numstat` output or none (`-s`). The server also
+reads nothing from a repository whose config names commands at all (`working_diff.git_toplevel`, as for
+the working diff). The read is bounded: `MAX_COMMITS` commits, `MAX_OUTPUT_BYTES` of output (the commits
+read whole before the cut are kept), `TIMEOUT_S` seconds per git call, and it runs in a worker thread. No
+git, no repository, a file git does not know, a timeout: the history is absent (None), not an error.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ from tandem.completion.working_diff import git_toplevel
 log = logging.getLogger(__name__)
 
 MAX_COMMITS = 50
+# The selected lines' history: their last commits (`git log -L`, which follows the lines through the file's
+# history, and costs more than the file's).
+MAX_LINE_COMMITS = 20
 MAX_OUTPUT_BYTES = 2_000_000
 # git walks the whole history for a file changed rarely: ~10 ms per 1,000 commits here, so a repository of
 # over ~150,000 commits may go without the history of such a file rather than hold the edit up.
@@ -186,17 +191,66 @@ def read_history(
     return summarise(path, parse_log(out, complete=complete))
 
 
+def read_lines_history(
+    top: Path,
+    path: str,
+    first_line: int,
+    end_line: int,
+    *,
+    rev: str = "HEAD",
+    max_commits: int = MAX_LINE_COMMITS,
+    timeout: float = TIMEOUT_S,
+    max_output: int = MAX_OUTPUT_BYTES,
+) -> FileHistory | None:
+    """The history of lines [first_line, end_line) (0-based) of `path` as it is at `rev`: the last commits
+    that changed them (`git log -L`, no patch shown), then those commits' files (`git log --no-walk`), both
+    guarded like `read_history`. An empty range has no history (0 commits); None when git cannot answer
+    (also when the range is past the file's end at `rev`)."""
+    if not path or rev.startswith("-"):
+        return None
+    if end_line <= first_line:
+        return FileHistory(path=path)
+    common = ["git", "--no-pager", "-C", str(top), *_SAFE, "log", "--no-ext-diff", "--no-textconv",
+              "--no-show-signature", "--no-color"]  # fmt: skip
+    lines = [*common, "-L", f"{first_line + 1},{end_line}:{path}", "-s", f"--max-count={max(1, max_commits)}",
+             "--format=%x01%H", rev]  # fmt: skip
+    done = _run_bounded(lines, timeout=timeout, limit=max_output)
+    if done is None:
+        return None
+    shas = [c.strip("\0\n").split("\n", 1)[0] for c in done[0].decode("ascii", "replace").split("\x01")[1:]]
+    shas = [sha for sha in shas if len(sha) >= 40 and all(ch in "0123456789abcdef" for ch in sha)]
+    if not shas:
+        return FileHistory(path=path)
+    files = [*common, "--no-walk=unsorted", "--numstat", "-z", "--no-renames", "--format=%x01%H", *shas]
+    done = _run_bounded(files, timeout=timeout, limit=max_output)
+    if done is None:
+        return None
+    return summarise(path, parse_log(done[0], complete=done[1]))
+
+
+def _relative(root: Path, top: Path, path: str) -> str | None:
+    try:
+        return (root / path).resolve().relative_to(top.resolve()).as_posix()
+    except (OSError, ValueError):
+        return None
+
+
 def file_history(root: Path | None, path: str) -> FileHistory | None:
     """The history before HEAD of the workspace file `path` (relative to `root`), for the router; None when
     the workspace is no git repository, its config names commands (nothing is run then), or git cannot
     answer. Blocking: call it in a worker thread."""
+    return histories(root, path, 0, 0)[0]
+
+
+def histories(
+    root: Path | None, path: str, first_line: int, end_line: int
+) -> tuple[FileHistory | None, FileHistory | None]:
+    """The histories before HEAD of the workspace file `path` and of its lines [first_line, end_line) (the
+    selection), for the router; each None as for `file_history`. Blocking: call it in a worker thread."""
     if root is None or not path:
-        return None
+        return None, None
     top = git_toplevel(root)
-    if top is None:
-        return None
-    try:
-        relative = (root / path).resolve().relative_to(top.resolve()).as_posix()
-    except (OSError, ValueError):
-        return None
-    return read_history(top, relative)
+    relative = _relative(root, top, path) if top is not None else None
+    if top is None or relative is None:
+        return None, None
+    return read_history(top, relative), read_lines_history(top, relative, first_line, end_line)

@@ -14,7 +14,8 @@ Inputs (`RouteFeatures`, built by `route_features`):
 - the user's change in progress: lines and files of the working diff;
 - the file's own change history (`file_history`, read from the workspace's git before HEAD): the share of
   its last commits that also changed another code file, the share that changed more than 20 lines of
-  code, and how many code files changed with it.
+  code, and how many code files changed with it; and the same two shares for the selected lines' own
+  last commits.
 
 `route` is a logistic model: the log-odds that the edit is hard (it needs more than one source file, or
 more than 20 changed lines of source) are a bias plus one weighted term per feature (`feature_values`:
@@ -231,8 +232,9 @@ class RouteFeatures:
     # ... defining what the selection uses.
     dependency_files: tuple[str, ...] = ()
     working_diff: WorkingDiff = field(default_factory=WorkingDiff)
-    # The file's last commits (None: no git history to read, or not read).
+    # The file's last commits, and the selected lines' (None: no git history to read, or not read).
     history: FileHistory | None = None
+    lines_history: FileHistory | None = None
 
     def expected_lines(self) -> int:
         """Changed lines (removed plus added) if the edit rewrites its whole selection: the upper bound
@@ -287,6 +289,9 @@ class RouteDecision:
             "history_co_changed": f.history.co_changed if f.history else None,
             "history_large": f.history.large if f.history else None,
             "history_co_files": f.history.co_files if f.history else None,
+            "lines_history_commits": f.lines_history.commits if f.lines_history else None,
+            "lines_history_co_changed": f.lines_history.co_changed if f.lines_history else None,
+            "lines_history_large": f.lines_history.large if f.lines_history else None,
             "overridden": self.overridden,
         }
 
@@ -336,6 +341,7 @@ def route_features(
     symbols: SymbolLookup | None = None,
     working_diff: WorkingDiff | None = None,
     history: FileHistory | None = None,
+    lines_history: FileHistory | None = None,
     thresholds: RouterThresholds | None = None,
 ) -> RouteFeatures:
     """The features of one request. `selection` is the selected text (block completions: the code
@@ -391,6 +397,7 @@ def route_features(
         dependency_files=tuple(sorted(dependencies - mentioned - callers)),
         working_diff=working_diff or WorkingDiff(),
         history=history,
+        lines_history=lines_history,
     )
 
 
@@ -420,60 +427,65 @@ class RouterWeights:
     (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`).
     The defaults are that command's fit on all three of its histories ("fitted on all of them"), with
     `--limit 300`: tandem's own at 5768743 (199 tasks), flask's at 2ac89889 and black's at 8947c48 (their
-    newest 300 tasks each), the commit's changed region as the selection, each task's file history read
-    at its parent commit, the ridge penalty (0.03) chosen by leaving each of the three out in turn. That
-    fit is in-sample on those histories; what says it generalises is each history's figure with the
-    weights fitted without it, which the same command prints (for the enclosing block as the selection
-    too: a user's selection, on which the router fitted without flask's or black's history is weak on it,
-    ROC AUC 0.72 and 0.60)."""
+    newest 300 tasks each), the commit's changed region as the selection, each task's file history and
+    its changed lines' history read at its parent commit, the ridge penalty (0.03) chosen by leaving each
+    of the three out in turn. That fit is in-sample on those histories; what says it generalises is each
+    history's figure with the weights fitted without it, which the same command prints (for the enclosing
+    block as the selection too: a user's selection, on which the router fitted without flask's or black's
+    history is weak on it, ROC AUC 0.75 and 0.61)."""
 
-    bias: float = -1.6672
+    bias: float = -1.6353
     # log(1 + lines expected to change / large_selection_lines)
-    selection: float = 0.5622
+    selection: float = 0.5609
     # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
     # straight line): no line selected (a cursor), 1-5, 6-20, 21-60 lines; over 60 is the reference.
-    selection_none: float = -0.144
-    selection_small: float = -1.3522
-    selection_medium: float = -0.0391
-    selection_large: float = 0.3027
-    new_file: float = 2.5124
+    selection_none: float = -0.1131
+    selection_small: float = -1.352
+    selection_medium: float = -0.0421
+    selection_large: float = 0.3274
+    new_file: float = 2.494
     # log(1 + files / span_files), by kind of reach
-    callers: float = 0.1193
-    mentioned: float = -0.1186
-    dependencies: float = 0.32
+    callers: float = 0.1305
+    mentioned: float = -0.1242
+    dependencies: float = 0.3119
     # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
-    interface_reach: float = 0.0388
-    wide: float = 0.4881
-    small: float = 0.109
-    whole_selection: float = 0.0981
+    interface_reach: float = 0.0417
+    wide: float = 0.462
+    small: float = 0.114
+    whole_selection: float = 0.1278
     # clauses after the first
-    items: float = 0.186
+    items: float = 0.1892
     # log(1 + words of the instruction)
-    instruction_words: float = 0.1867
+    instruction_words: float = 0.1694
     # The instruction's leading verb, by class (`VERB_CLASSES`); any other word is the reference.
-    verb_new: float = 0.6038
-    verb_fix: float = -0.0321
-    verb_remove: float = 1.0154
-    verb_restructure: float = 0.4806
-    verb_maintain: float = 0.6007
+    verb_new: float = 0.6277
+    verb_fix: float = -0.0541
+    verb_remove: float = 1.0095
+    verb_restructure: float = 0.4585
+    verb_maintain: float = 0.6219
     # The file's own history (`history_values`): the share of its last commits that changed another code
     # file, the share that changed more than 20 lines of code (each shrunk towards 1/2 and less 1/2: 0
     # without a history), and log(1 + other code files changed with it / 10).
-    history_co_change: float = 0.9792
-    history_large: float = 1.5403
-    history_files: float = 0.3163
+    history_co_change: float = 1.1873
+    history_large: float = 0.9085
+    history_files: float = 0.3122
+    # The selected lines' own last commits: the same two shares as the file's.
+    lines_co_change: float = -0.6644
+    lines_large: float = 1.4719
     # Not fitted: the history terms of the fit's average task, added in their place when there is no
     # history to read (no git, or a repository whose config names commands), so that such a workspace is
-    # scored as a typical file, not as one that never changed with another (`fit_weights` derives it).
-    history_missing: float = 0.5167
+    # scored as a typical file, not as one that never changed with another (`fit_weights` derives them).
+    history_missing: float = 0.4955
+    lines_missing: float = 0.0231
 
 
 HISTORY_FEATURES = ("history_co_change", "history_large", "history_files")
+LINES_FEATURES = ("lines_co_change", "lines_large")
 FEATURES = (
     "selection", "selection_none", "selection_small", "selection_medium", "selection_large", "new_file",
     "callers", "mentioned", "dependencies", "interface_reach", "wide", "small", "whole_selection", "items",
     "instruction_words", "verb_new", "verb_fix", "verb_remove", "verb_restructure", "verb_maintain",
-    *HISTORY_FEATURES,
+    *HISTORY_FEATURES, *LINES_FEATURES,
 )  # fmt: skip
 DEFAULT_WEIGHTS = RouterWeights()
 
@@ -497,6 +509,12 @@ def history_values(history: FileHistory | None) -> dict[str, float]:
         "history_large": shrunk(history.large),
         "history_files": math.log1p(history.co_files / 10),
     }
+
+
+def lines_values(history: FileHistory | None) -> dict[str, float]:
+    """The selected lines' history inputs (`LINES_FEATURES`), each 0 without one (or with no commit)."""
+    values = history_values(history)
+    return {"lines_co_change": values["history_co_change"], "lines_large": values["history_large"]}
 
 
 def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
@@ -525,6 +543,8 @@ def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
         **history_values(f.history),
         # Not an input of the fit: says that the history's inputs are missing, not 0 (`history_missing`).
         "history_missing": float(f.history is None),
+        **lines_values(f.lines_history),
+        "lines_missing": float(f.lines_history is None),
     }
 
 
@@ -556,11 +576,18 @@ def _reason(name: str, f: RouteFeatures, t: RouterThresholds) -> str:
         with_files = f" ({_names(h.partners)}{', ...' * (h.co_files > len(h.partners))})" if h.partners else ""
         return (f"its file changed with other code in {h.co_changed} of its last {h.commits} commits"
                 f"{with_files}, more than 20 lines in {h.large}")  # fmt: skip
+    if name == "lines_history":
+        h = f.lines_history
+        assert h is not None
+        return (f"the selected lines changed with other code in {h.co_changed} of their last {h.commits} "
+                f"commits, more than 20 lines in {h.large}")  # fmt: skip
     return "writes a new file"
 
 
 # The kinds of reach, reported as one reason: "reaches 3 other files (...)".
 _REACH = ("callers", "mentioned", "dependencies", "interface_reach")
+# Inputs given as one reason per history, or none.
+_NOT_ALONE = frozenset((*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing"))
 
 
 # Set by hand, not fitted: what the histories cannot teach. The working diff's log-odds at its threshold
@@ -580,7 +607,7 @@ def _terms(f: RouteFeatures, t: RouterThresholds, w: RouterWeights) -> list[tupl
     terms: list[tuple[float, str]] = []
     values = feature_values(f, t)
     for name, value in values.items():
-        if name.startswith("selection_") or name in HISTORY_FEATURES or name == "history_missing":
+        if name.startswith("selection_") or name in _NOT_ALONE:
             continue  # shown with the selection's own reason, or as one reason for the history
         if value and name not in _REACH:
             weight = BROAD_LOGIT if name == "broad" else getattr(w, name)
@@ -596,6 +623,10 @@ def _terms(f: RouteFeatures, t: RouterThresholds, w: RouterWeights) -> list[tupl
         by_history = sum(getattr(w, name) * values[name] for name in HISTORY_FEATURES)
         if by_history:
             terms.append((by_history, _reason("history", f, t)))
+    if f.lines_history is not None and f.lines_history.commits:
+        by_lines = sum(getattr(w, name) * values[name] for name in LINES_FEATURES)
+        if by_lines:
+            terms.append((by_lines, _reason("lines_history", f, t)))
     files = len(f.working_diff.files)
     if files > 1 or f.working_diff.lines:
         by_files = (files - 1) / max(1, t.working_diff_files - 1)
@@ -630,6 +661,7 @@ def route(
         return RouteDecision(tier=tier, score=0.0, features=features, reasons=(why,), overridden=bool(override))
     terms = _terms(features, thresholds, weights)
     bias = weights.bias + (weights.history_missing if features.history is None else 0.0)
+    bias += weights.lines_missing if features.lines_history is None else 0.0
     score = score_of_pressure(1.0 + (bias + sum(p for p, _ in terms)) / 3.0)
     decided: Tier = "accurate" if score >= thresholds.accurate_score else "fast"
     ranked = sorted(terms, key=lambda pr: -abs(pr[0]))

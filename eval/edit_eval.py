@@ -75,7 +75,7 @@ from tandem.eval.edit_runs import (
     silent_what_if,
 )
 from tandem.eval.history import EditTask, GitError, git, scan_history
-from tandem.eval.router_eval import HARD_LINES, TreeSymbols
+from tandem.eval.router_eval import HARD_LINES, TreeSymbols, lines_history_before
 
 Strategy = Literal["router", "fast-first", "always-fast", "always-accurate", "default (run)", "draft-check (run)"]
 # The shipped `[edit]` strategy as `EditFlow` runs it (the defaults: both models at once for every edit),
@@ -403,6 +403,7 @@ async def _run_task(
         read_text=read_text,
         symbols=symbols,
         file_history=read_history(repo, task.path, rev=task.parent, timeout=60.0),
+        lines_history=lines_history_before(repo, task),
         extra_context=prepared.context,
     )
     request = EditRequest(

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.file_history import FileHistory, read_history
+from tandem.completion.file_history import FileHistory, read_history, read_lines_history
 from tandem.completion.router import (
     FileSymbols,
     RouteDecision,
@@ -137,11 +137,21 @@ class TreeSymbols:
         return SymbolIndex({p: self._by_blob[b] for p, b in blobs.items() if b in self._by_blob})
 
 
+def lines_history_before(repo: Path, task: EditTask) -> FileHistory:
+    """The history of the task's selected lines (its changed region) up to its parent commit; none read (a
+    new file, or git could not answer) counts as no commit, as in the fit."""
+    found = None
+    if task.parent_text:
+        found = read_lines_history(repo, task.path, task.first_line, task.end_line, rev=task.parent, timeout=60.0)
+    return found or FileHistory(path=task.path)
+
+
 def decide(
     task: EditTask,
     symbols: SymbolLookup | None,
     thresholds: RouterThresholds,
     history: FileHistory | None = None,
+    lines_history: FileHistory | None = None,
 ) -> RouteDecision:
     """Route one history task as the editor would: edit mode, its selection and instruction, the file's
     history before the commit, no working diff (a commit's diff is the truth, not the user's change in
@@ -154,6 +164,7 @@ def decide(
         new_file=not task.parent_text,
         symbols=symbols,
         history=history,
+        lines_history=lines_history,
         thresholds=thresholds,
     )
     return route(features, thresholds)
@@ -165,6 +176,7 @@ def evaluate_tasks(
     symbols_for: Callable[[EditTask], SymbolLookup | None],
     thresholds: RouterThresholds,
     history_for: Callable[[EditTask], FileHistory | None] | None = None,
+    lines_history_for: Callable[[EditTask], FileHistory | None] | None = None,
 ) -> tuple[list[RouteDecision], list[TaskOutcome]]:
     """Route every task; `symbols_for` gives the symbol index of the task's parent tree, `history_for` its
     file's history up to the parent."""
@@ -172,7 +184,8 @@ def evaluate_tasks(
     outcomes: list[TaskOutcome] = []
     for task in tasks:
         history = history_for(task) if history_for is not None else None
-        decision = decide(task, symbols_for(task), thresholds, history)
+        lines_history = lines_history_for(task) if lines_history_for is not None else None
+        decision = decide(task, symbols_for(task), thresholds, history, lines_history)
         decisions.append(decision)
         outcomes.append(
             TaskOutcome(
@@ -209,6 +222,7 @@ def evaluate_repo(
         symbols_for=lambda task: trees.index(task.parent, task.path),
         thresholds=thresholds,
         history_for=lambda task: read_history(repo, task.path, rev=task.parent, timeout=60.0),
+        lines_history_for=lambda task: lines_history_before(repo, task),
     )
     labels = [o.hard for o in outcomes]
     old_labels = [o.hard_old for o in outcomes]

@@ -34,10 +34,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.file_history import FileHistory, read_history
+from tandem.completion.file_history import FileHistory, read_history, read_lines_history
 from tandem.completion.router import (
     FEATURES,
     HISTORY_FEATURES,
+    LINES_FEATURES,
     RouterThresholds,
     RouterWeights,
     feature_values,
@@ -49,7 +50,9 @@ from tandem.eval.router_eval import HARD_LINES, TreeSymbols, roc_auc
 from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out
 
 SELECTIONS = ("changed", "user", "largest")
-WITHOUT_HISTORY = tuple(f for f in FEATURES if f not in HISTORY_FEATURES)
+# Without any history (the router before it), and with the file's but not the selected lines'.
+WITHOUT_HISTORY = tuple(f for f in FEATURES if f not in HISTORY_FEATURES and f not in LINES_FEATURES)
+FILE_HISTORY_ONLY = tuple(f for f in FEATURES if f not in LINES_FEATURES)
 
 
 def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory | None]:
@@ -57,6 +60,29 @@ def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory 
     each, not the server's 1.5 s, so that a figure does not depend on the machine's load)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(lambda task: read_history(repo, task.path, rev=task.parent, timeout=60.0), tasks))
+
+
+def lines_of(task: EditTask, kind: str) -> tuple[int, int]:
+    """Lines [first, end) of the parent's file that a selection kind selects (`SELECTIONS`)."""
+    if kind == "changed":
+        return task.first_line, task.end_line
+    start, end = task.user_selection if kind == "user" else task.user_selection_at_largest_hunk
+    return task.parent_text.count("\n", 0, start), task.parent_text.count("\n", 0, end)
+
+
+def lines_histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[dict[str, FileHistory | None]]:
+    """Each task's selected lines' history up to its parent commit, per selection kind."""
+
+    def one(task: EditTask) -> dict[str, FileHistory | None]:
+        return {
+            kind: read_lines_history(repo, task.path, *lines_of(task, kind), rev=task.parent, timeout=60.0)
+            if task.parent_text
+            else None
+            for kind in SELECTIONS
+        }
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(one, tasks))
 
 
 def selection_of(task: EditTask, kind: str) -> str:
@@ -81,7 +107,8 @@ def samples_of_repo(
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=200_000)
     samples: list[Sample] = []
     histories = histories_before(repo, scan.tasks)
-    for task, history in zip(scan.tasks, histories, strict=True):
+    by_lines = lines_histories_before(repo, scan.tasks)
+    for task, history, lines in zip(scan.tasks, histories, by_lines, strict=True):
         symbols = trees.index(task.parent, task.path)
         inputs: dict[str, dict[str, float]] = {}
         before: dict[str, float] = {}
@@ -94,6 +121,7 @@ def samples_of_repo(
                 new_file=not task.parent_text,
                 symbols=symbols,
                 history=history,
+                lines_history=lines[kind] or FileHistory(path=task.path),
                 thresholds=thresholds,
             )
             inputs[kind] = feature_values(features, thresholds)
@@ -127,6 +155,8 @@ class LeaveOneOutResult:
     all_l2: float = L2
     # The same without the file's history (`HISTORY_FEATURES` not fitted): held out, and fitted on all.
     held_out_without_history: tuple[HeldOut, ...] = ()
+    # With the file's history but not the selected lines'.
+    held_out_file_history_only: tuple[HeldOut, ...] = ()
     all_weights_without_history: RouterWeights | None = None
     all_l2_without_history: float = L2
     # Tasks with a history read (a file with past commits before the task), per history.
@@ -150,9 +180,11 @@ def evaluate_leave_one_out(
         histories[name] = samples_of_repo(repo, limit=limit, progress=progress)
     held: list[HeldOut] = []
     without: list[HeldOut] = []
+    file_only: list[HeldOut] = []
     for kind in SELECTIONS:
         held += leave_one_out(histories, selection=kind)
         without += leave_one_out(histories, selection=kind, features=WITHOUT_HISTORY)
+        file_only += leave_one_out(histories, selection=kind, features=FILE_HISTORY_ONLY)
     feature_auc = {
         name: {
             kind: {f: roc_auc([s.inputs[kind][f] for s in rows], [s.hard for s in rows]) for f in FEATURES}
@@ -172,6 +204,7 @@ def evaluate_leave_one_out(
         all_weights=fit_weights(everything, l2=all_l2),
         all_l2=all_l2,
         held_out_without_history=tuple(without),
+        held_out_file_history_only=tuple(file_only),
         all_weights_without_history=fit_weights(everything, l2=all_l2_without, features=WITHOUT_HISTORY),
         all_l2_without_history=all_l2_without,
         with_history={name: sum(1 for s in rows if s.history_commits) for name, rows in histories.items()},
@@ -201,13 +234,18 @@ def render_text(result: LeaveOneOutResult) -> str:
                      f"{'no hist.':>10}{'(L2)':>7}   {'old label: hard':>16}{'fitted':>9}{'before':>9}   "
                      f"{'tests counted: hard':>20}{'fitted':>9}")  # fmt: skip
         without = {h.repo: h for h in result.held_out_without_history if h.selection == kind}
+        file_only = {h.repo: h for h in result.held_out_file_history_only if h.selection == kind}
         gains: list[float] = []
+        lines_gains: list[float] = []
         for h in result.held_out:
             if h.selection != kind:
                 continue
             w = without.get(h.repo)
             if w is not None and h.fitted_auc is not None and w.fitted_auc is not None:
                 gains.append(h.fitted_auc - w.fitted_auc)
+            f = file_only.get(h.repo)
+            if f is not None and h.fitted_auc is not None and f.fitted_auc is not None:
+                lines_gains.append(h.fitted_auc - f.fitted_auc)
             lines.append(
                 f"    {h.repo:<12}{h.tasks:>6}{h.hard:>6}{_fmt(h.fitted_auc):>9}{f'({h.l2:g})':>7}"
                 f"{_fmt(h.fitted_auc_fixed_l2):>8}{_fmt(h.before_auc):>9}"
@@ -217,8 +255,13 @@ def render_text(result: LeaveOneOutResult) -> str:
             )
         if gains:
             lines.append(
-                f"    the file's history: {' '.join(f'{g:+.3f}' for g in gains)} (mean {sum(gains) / len(gains):+.3f}) "
-                "against the same fit without it"
+                f"    the histories: {' '.join(f'{g:+.3f}' for g in gains)} (mean {sum(gains) / len(gains):+.3f}) "
+                "against the same fit without them"
+            )
+        if lines_gains:
+            lines.append(
+                f"    the selected lines' history on top of the file's: {' '.join(f'{g:+.3f}' for g in lines_gains)} "
+                f"(mean {sum(lines_gains) / len(lines_gains):+.3f})"
             )
     lines += [
         "  (before = the router before its weights were fitted: hand-set on tandem's own history, so its figure",
@@ -229,7 +272,8 @@ def render_text(result: LeaveOneOutResult) -> str:
         "   fold by leaving each training history out in turn; 'L2 "
         f"{result.l2:g}' = the fixed penalty, once chosen among three by the",
         "   figures themselves. 'tests counted': the same scores against the label with tests counted as code.",
-        "   'no hist.' = fitted in the fold the same way without the file's own history (its penalty in brackets).)",
+        "   'no hist.' = fitted in the fold the same way without the file's and the selected lines' own history",
+        "   (its penalty in brackets).)",
         "  tasks whose file had past commits before the task: "
         + ", ".join(f"{name} {n}" for name, n in result.with_history.items()),
     ]
@@ -247,11 +291,11 @@ def render_text(result: LeaveOneOutResult) -> str:
     )
     if result.all_weights_without_history is not None:
         lines.append(
-            f"  fitted on all of them without the file's history (L2 {result.all_l2_without_history:g}): "
+            f"  fitted on all of them without the histories (L2 {result.all_l2_without_history:g}): "
             + ", ".join(
                 f"{k} {v:g}"
                 for k, v in asdict(result.all_weights_without_history).items()
-                if k not in (*HISTORY_FEATURES, "history_missing")
+                if k not in (*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing")
             )
         )
     return "\n".join(lines)

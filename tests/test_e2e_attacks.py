@@ -231,7 +231,8 @@ async def test_the_repositorys_git_config_runs_nothing(session: Session, base: p
     """By now edits have run (each computes the working diff and reads the file's history): git never ran
     the repository's commands, and the router went without the history."""
     edits = [r for r in session.records() if r["kind"] == "edit"]
-    assert edits and all(r["edit"]["features"]["history_commits"] is None for r in edits)
+    features = [r["edit"]["features"] for r in edits]
+    assert edits and all(f["history_commits"] is None and f["lines_history_commits"] is None for f in features)
     assert pwned(base) == []
 
 

@@ -591,3 +591,5 @@ async def test_the_router_reads_the_edited_files_git_history(
         [record] = edit_records(session)
     features = record["edit"]["features"]
     assert (features["history_commits"], features["history_co_changed"], features["history_co_files"]) == (3, 2, 1)
+    # The selected lines (the whole file) were written by "start", with views.py.
+    assert (features["lines_history_commits"], features["lines_history_co_changed"]) == (1, 1)

@@ -9,7 +9,14 @@ import pathlib
 import subprocess
 
 import pytest
-from tandem.completion.file_history import FileHistory, file_history, parse_log, read_history
+from tandem.completion.file_history import (
+    FileHistory,
+    file_history,
+    histories,
+    parse_log,
+    read_history,
+    read_lines_history,
+)
 from tandem.completion.router import (
     DEFAULT_WEIGHTS,
     HISTORY_FEATURES,
@@ -77,6 +84,27 @@ def test_the_history_ends_at_the_given_commit(repo: pathlib.Path) -> None:
     assert history is not None
     assert (history.commits, history.co_changed, history.large) == (3, 2, 0)
     assert read_history(repo, "src/app.py", rev="--output=/tmp/x") is None  # a revision is never an option
+
+
+def test_the_selected_lines_own_history(repo: pathlib.Path) -> None:
+    # Lines 11-20 of app.py as it is now were written by "rewrite" alone (30 lines of code, app.py alone).
+    assert read_lines_history(repo, "src/app.py", 10, 20) == FileHistory(path="src/app.py", commits=1, large=1)
+    # Every line of it is "rewrite"'s: its first too (the line it replaced is gone).
+    assert read_lines_history(repo, "src/app.py", 0, 1) == FileHistory(path="src/app.py", commits=1, large=1)
+    # Before "rewrite", the file's one line goes back through each commit that changed it: the two that
+    # changed views.py with it among them.
+    before = git(repo, "rev-parse", "HEAD~2").strip()
+    one = read_lines_history(repo, "src/app.py", 0, 1, rev=before)
+    assert one is not None and (one.commits, one.co_changed, one.large) == (4, 2, 0)
+    # At an earlier commit, the lines are that commit's: "start"'s one line, changed with views.py.
+    start = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert read_lines_history(repo, "src/app.py", 0, 1, rev=start) == FileHistory(
+        path="src/app.py", commits=1, co_changed=1, co_files=1, partners=("src/views.py",)
+    )
+    assert read_lines_history(repo, "src/app.py", 3, 3) == FileHistory(path="src/app.py")  # nothing selected
+    assert read_lines_history(repo, "src/app.py", 100, 120) is None  # past the file's end
+    assert histories(repo, "src/app.py", 10, 20) == (read_history(repo, "src/app.py"), FileHistory(
+        path="src/app.py", commits=1, large=1))  # fmt: skip
 
 
 def test_commits_and_output_are_bounded(repo: pathlib.Path) -> None:
@@ -169,8 +197,12 @@ def test_a_hostile_repositorys_commands_never_run(
     history = read_history(repo, "src/app.py")
     assert history is not None and history.commits == 6
     assert ran(out) == []
+    lines = read_lines_history(repo, "src/app.py", 0, 1)
+    assert lines is not None and lines.commits == 1  # the signed commit wrote that line
+    assert ran(out) == []
     # The server's entry point reads nothing from a repository whose config names commands.
     assert file_history(repo, "src/app.py") is None
+    assert histories(repo, "src/app.py", 0, 1) == (None, None)
     assert ran(out) == []
     # The user's own environment naming a pager does not start one either (a terminal is not at hand in a
     # test: the pager is disabled by option, by config and by environment whatever stdout is).
@@ -211,3 +243,25 @@ def test_the_history_is_a_router_feature_with_its_reason() -> None:
     assert gap == pytest.approx(weights.history_missing)
     assert route(with_history, t).trace_features()["history_co_changed"] == 15
     assert route(without, t).trace_features()["history_commits"] is None
+
+
+def test_the_selected_lines_history_is_a_router_feature_with_its_reason() -> None:
+    t = RouterThresholds()
+    busy = FileHistory(path="app/models.py", commits=6, co_changed=5, large=4)
+    base = dict(mode="edit", path="app/models.py", selection="x = 1\n", instruction="fix the total")
+    features = route_features(**base, lines_history=busy)  # type: ignore[arg-type]
+    values = feature_values(features, t)
+    assert values["lines_co_change"] == pytest.approx((5 + 1.5) / 9 - 0.5)
+    assert values["lines_large"] == pytest.approx((4 + 1.5) / 9 - 0.5)
+    weights = dataclasses.replace(DEFAULT_WEIGHTS, lines_co_change=1.0, lines_large=1.0, lines_missing=0.25)
+    decision = route(features, t, weights=weights)
+    assert "the selected lines changed with other code in 5 of their last 6 commits, more than 20 lines in 4" in (
+        decision.reasons
+    )
+    quiet = route_features(**base, lines_history=FileHistory(path="app/models.py", commits=6))  # type: ignore[arg-type]
+    assert decision.score > route(quiet, t, weights=weights).score
+    never = route_features(**base, lines_history=FileHistory(path="app/models.py"))  # type: ignore[arg-type]
+    unread = route_features(**base)  # type: ignore[arg-type]
+    gap = log_odds(route(unread, t, weights=weights).score) - log_odds(route(never, t, weights=weights).score)
+    assert gap == pytest.approx(0.25)
+    assert decision.trace_features()["lines_history_co_changed"] == 5

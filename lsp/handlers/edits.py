@@ -33,7 +33,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import EditConflict, line_offset, rebase_edits
-from tandem.completion.file_history import file_history
+from tandem.completion.file_history import histories
 from tandem.completion.working_diff import working_diff
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.completion.workspace_symbols import IndexLookup, candidate_names
@@ -260,10 +260,12 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     lookup = IndexLookup(workspace.symbols(), overlay)
     names = candidate_names(text[start:end], instruction, workspace.symbols())
     open_files = workspace.open_files()
-    diff, _, history = await asyncio.gather(
+    first_line, end_line = text.count("\n", 0, start), text.count("\n", 0, end)
+    end_line += bool(end > start and end > 0 and text[end - 1] != "\n")  # a last line selected in part counts
+    diff, _, (history, lines_history) = await asyncio.gather(
         asyncio.to_thread(working_diff, workspace.root, open_files),
         asyncio.to_thread(lookup.prepare, names),
-        asyncio.to_thread(file_history, workspace.root, path),
+        asyncio.to_thread(histories, workspace.root, path, first_line, end_line),
     )
     inputs = EditInputs(
         current_texts=workspace.current,
@@ -271,6 +273,7 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         symbols=lookup,
         working_diff=diff,
         file_history=history,
+        lines_history=lines_history,
     )
     await progress.begin("routing the edit", cancel)
     task = asyncio.ensure_future(flow.run(request, inputs, on_progress=lambda p: progress.report(p.message)))
