@@ -425,8 +425,19 @@ class Engine:
             client=request.client,
         )
         found = self._streams.find(target)
-        if found is not None and (not found[0].done or found[0].text[found[1] :].strip()):
-            return False  # a stream already has (or is producing) what follows
+        if found is not None:
+            live, at = found
+            if live.text[at:].strip():
+                return False  # a stream already has what follows
+            if not live.done:
+                # It may still produce what follows; if it ends without (a short `max_tokens`, a stop),
+                # speculate then. An accept often comes while the suggestion's last tokens are arriving.
+                def ended(stream: Stream) -> None:
+                    if stream.error is None and not stream.text[at:].strip():
+                        self.speculate(request, accepted, after_insert=after_insert)
+
+                live.on_done(ended)
+                return False
         estimate = (
             self.config.context.budget_tokens
             if self.workspace

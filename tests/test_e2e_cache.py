@@ -101,6 +101,28 @@ async def test_accepting_a_suggestion_prefetches_what_follows(tmp_path: pathlib.
     assert after_enter["prefetched"] and not after_enter["waited_for_model"]
 
 
+async def test_an_accept_while_the_suggestion_is_still_streaming_prefetches_when_it_ends(
+    tmp_path: pathlib.Path,
+) -> None:
+    """The suggestion is answered at its first complete piece while its last tokens are still coming (a
+    slow model here); Tab is pressed before the stream ends, and the stream then ends without a next line
+    (its `max_tokens`). What follows is prefetched when it ends, not never."""
+    truth = tmp_path / "truth.py"
+    truth.write_text(TRUTH)
+    (tmp_path / "ws").mkdir()
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, tokens_per_s=40, truth=(str(truth),))) as sim:
+        async with serve(tmp_path / "ws", "vscode", options=fast_model(sim.base_url, max_tokens=8)) as session:
+            uri = session.open("sample.py", before)
+            cursor = session.position_at_end(before)
+            item = await _the_suggestion(session, uri, cursor)
+            await _tab(session, uri, cursor, item)  # at 40 tokens a second the stream is still running
+            await _until(lambda: any(r["kind"] == "prefetch" for r in session.records()), attempts=1000)
+    assert item.insert_text is not None and TRUTH.startswith(before + item.insert_text)
+    [prefetch] = [r for r in session.records() if r["kind"] == "prefetch"]
+    assert prefetch["tokens"]["out"] > 0
+
+
 async def test_a_partial_acceptance_is_traced_with_its_length(tmp_path: pathlib.Path, sim: SimHandle) -> None:
     before, _ = _cut("return fibonacci(n - 1) + ")
     async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
