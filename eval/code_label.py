@@ -1,15 +1,8 @@
 """What a commit changed in code: the role of each file, and the "hard" label an edit request is judged by.
 
 An editor's edit request is about code. A one-line fix that also adds a changelog line is a one-file
-edit, so the label counts only source files, by role:
-
-    source      code (by extension), outside tests, docs, configuration and generated files
-    test        test code: a `tests`/`test`/`testing` directory, `test_*`, `*_test.*`, `*.test.*`, `*.spec.*`,
-                `conftest.py`; and the files under it (test data written as code)
-    doc         code under a `docs`/`doc` directory (examples, Sphinx's conf.py)
-    config      code that configures the build or the tooling: setup.py, noxfile.py, CI scripts (.github/ ...)
-    generated   code written by a tool: protobuf output, minified or vendored code
-    other       everything else: changelogs, prose, lock files, data, configuration formats (toml, yaml, json)
+edit, so the label counts only source files, by the roles of `tandem.completion.file_roles` (source,
+test, doc, config, generated, other), which the router's history features share.
 
 `code_hard`: the change needs more than one source file, or more than `max_lines` changed lines of them.
 Tests do not count when the commit changes source too: the regression test that comes with a fix is
