@@ -461,7 +461,7 @@ class Engine:
         ]
         stream = self._start(target, tier, record, prefetch=True)
         if stream is None:
-            TokenBudget.settle(charge, 0)  # nothing went out
+            TokenBudget.settle(charge, 0, sent=False)
             self._refused(record, record.error)
             return False
         stream.on_done(lambda s: self._trace_stream(record, s, charge))
@@ -470,9 +470,8 @@ class Engine:
     def _trace_stream(self, record: TraceRecord, stream: Stream, charge: Charge | None = None) -> None:
         counter = self.workspace.counter if self.workspace is not None else None
         record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
-        spent = record.tokens_in + record.tokens_out
-        if charge is not None and (spent or not stream.stats.request_sent_ns):
-            TokenBudget.settle(charge, spent)  # a provider that reports no usage keeps the estimate
+        if charge is not None:
+            TokenBudget.settle(charge, record.tokens_in + record.tokens_out, sent=bool(stream.stats.request_sent_ns))
         tier = self.tiers.get(record.tier) if record.tier else None
         record.cost_usd = estimate_cost_usd(
             tier.config if tier is not None else None,

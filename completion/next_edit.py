@@ -595,9 +595,8 @@ class NextEdits:
                 record.tokens_cached += part.tokens_cached
                 record.tokens_estimated = record.tokens_estimated or part.tokens_estimated
             record.context_tokens = context_tokens
-            spent = record.tokens_in + record.tokens_out
-            if spent or not any(stream.stats.request_sent_ns for stream, _ in streams):
-                TokenBudget.settle(charge, spent)  # a provider that reports no usage keeps the estimate
+            sent = any(stream.stats.request_sent_ns for stream, _ in streams)
+            TokenBudget.settle(charge, record.tokens_in + record.tokens_out, sent=sent)
 
         for stream, _ in streams:
             stream.on_done(ended)

@@ -96,7 +96,9 @@ class TokenBudget:
         return charge
 
     @staticmethod
-    def settle(charge: Charge, tokens: int) -> None:
+    def settle(charge: Charge, tokens: int, *, sent: bool = True) -> None:
         """`charge`'s request has ended having spent `tokens` (prompt and output): count that instead of
-        the estimate, at the time it was charged."""
-        charge.tokens = max(tokens, 0)
+        the estimate, at the time it was charged. A request that went out (`sent`) yet reports no tokens
+        (a provider without usage) keeps the estimate; one that never went out costs nothing."""
+        if tokens > 0 or not sent:
+            charge.tokens = max(tokens, 0)

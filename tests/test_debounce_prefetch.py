@@ -75,6 +75,11 @@ def test_token_budget_settles_a_charge_to_what_was_spent() -> None:
     TokenBudget.settle(charge, 300)  # cancelled after a few tokens
     assert budget.spent(now_s=1) == 300 and budget.allows(700, now_s=1)
     assert budget.spent(now_s=61) == 0  # still counted at the time it was charged
+    unreported = budget.charge(500, now_s=70)
+    TokenBudget.settle(unreported, 0)  # went out, no usage reported: the estimate stands
+    assert budget.spent(now_s=71) == 500
+    TokenBudget.settle(unreported, 0, sent=False)  # never went out: nothing spent
+    assert budget.spent(now_s=71) == 0
 
 
 def test_the_median_typing_interval_is_not_lengthened_by_pauses() -> None:
