@@ -212,6 +212,7 @@ class EditFlow:
             working_diff=inputs.working_diff,
             history=inputs.file_history,
             lines_history=inputs.lines_history,
+            past_commits=inputs.past_commits,
             thresholds=thresholds,
         )
         override: Tier | None = request.override or (self.config.router.force or None)

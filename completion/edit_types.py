@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tandem.completion.edits import FileEdit
-from tandem.completion.file_history import FileHistory
+from tandem.completion.file_history import FileHistory, PastCommit
 from tandem.completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
 from tandem.completion.trace import TraceRecord
 
@@ -85,6 +85,8 @@ class EditInputs:
     file_history: FileHistory | None = None
     # The selected lines' past commits (`file_history.read_lines_history`; None: not read).
     lines_history: FileHistory | None = None
+    # The repository's last commits (`file_history.read_past_commits`; None: not read).
+    past_commits: tuple[PastCommit, ...] | None = None
     # Files to show whatever the route found (the evaluation shows the commit's files).
     extra_context: tuple[str, ...] = ()
 

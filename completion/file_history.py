@@ -9,7 +9,9 @@ code file, how many changed more than 20 lines of code, and which code files cha
 changes no source file). The evaluation reads the history before each task's commit (`rev` = its parent),
 the server before HEAD: the answer is never in it. The same is read for the selected lines alone (their
 last `MAX_LINE_COMMITS` commits, `git log -L`): a file that changes with everything may have functions that
-do not.
+do not. And the repository's last commits (`read_past_commits`, at most `MAX_PAST_COMMITS`, mass changes left
+out as above), each only as its subject line and whether it was hard by the label: the router compares an
+instruction with those subjects (`router.similar_commits`).
 
 A repository is the user's, but it may be hostile: git obeys the repository's own `.git/config`, and a
 repository that arrives as an archive or a shared folder brings one. The history is read with one
@@ -52,6 +54,8 @@ HUGE_FILES = 40
 HUGE_LINES = 1500
 # More changed lines of code than this in one commit make it large (the label's threshold).
 LARGE_LINES = 20
+# The repository's last commits compared with an instruction: ~0.1-0.2 s of git for 300 here.
+MAX_PAST_COMMITS = 300
 
 # Every option that keeps git from running a command the repository's config names, or waiting on a user.
 _SAFE = (
@@ -87,13 +91,31 @@ class FileHistory:
     partners: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class PastCommit:
+    """One of the repository's past commits: its subject line, and whether it was hard by the label about
+    code (more than one code file, or more than `LARGE_LINES` changed lines of code)."""
+
+    subject: str
+    hard: bool
+
+
+def _mass_change(changes: list[Change]) -> bool:
+    return len(changes) > HUGE_FILES or sum(c.added + c.deleted for c in changes) > HUGE_LINES
+
+
+def is_hard(changes: list[Change]) -> bool:
+    """The label about code for one commit's files (`tandem.eval.code_label.code_hard`)."""
+    code = code_files(changes)
+    return len(code) > 1 or sum(c.added + c.deleted for c in code) > LARGE_LINES
+
+
 def summarise(path: str, commits: list[list[Change]]) -> FileHistory:
     """The history of `path` from its past commits (each a list of the files it changed)."""
     read = co_changed = large = 0
     partners: Counter[str] = Counter()
     for changes in commits:
-        lines = sum(c.added + c.deleted for c in changes)
-        if not changes or len(changes) > HUGE_FILES or lines > HUGE_LINES:
+        if not changes or _mass_change(changes):
             continue
         read += 1
         code = code_files(changes)
@@ -114,12 +136,22 @@ def summarise(path: str, commits: list[list[Change]]) -> FileHistory:
 def parse_log(out: bytes, *, complete: bool = True) -> list[list[Change]]:
     """The commits of `git log --numstat -z --no-renames --format=%x01%H` output. Cut short (`complete`
     False), the last commit, perhaps read in part, is dropped."""
-    commits: list[list[Change]] = []
+    return [changes for _, changes in _parse(out, complete=complete)]
+
+
+def parse_subjects_log(out: bytes, *, complete: bool = True) -> list[tuple[str, list[Change]]]:
+    """(subject, files) of each commit of `git log --numstat -z --no-renames --format=%x01%H%x02%s` output,
+    cut short as `parse_log`."""
+    return [(header.partition("\x02")[2], changes) for header, changes in _parse(out, complete=complete)]
+
+
+def _parse(out: bytes, *, complete: bool) -> list[tuple[str, list[Change]]]:
+    commits: list[tuple[str, list[Change]]] = []
     chunks = out.decode("utf-8", "replace").split("\x01")[1:]
     if not complete:
         chunks = chunks[:-1]
     for chunk in chunks:
-        fields = chunk.split("\0")[1:]  # the first is the commit's hash
+        header, *fields = chunk.split("\0")  # the header: the commit's hash (and subject)
         changes: list[Change] = []
         for entry in fields:
             parts = entry.lstrip("\n").split("\t", 2)
@@ -129,7 +161,7 @@ def parse_log(out: bytes, *, complete: bool = True) -> list[list[Change]]:
             binary = not (added.isdigit() and deleted.isdigit())
             changes.append(Change(path=changed, added=0 if binary else int(added),
                                   deleted=0 if binary else int(deleted), binary=binary))  # fmt: skip
-        commits.append(changes)
+        commits.append((header, changes))
     return commits
 
 
@@ -228,6 +260,33 @@ def read_lines_history(
     return summarise(path, parse_log(done[0], complete=done[1]))
 
 
+def read_past_commits(
+    top: Path,
+    *,
+    rev: str = "HEAD",
+    max_commits: int = MAX_PAST_COMMITS,
+    timeout: float = TIMEOUT_S,
+    max_output: int = MAX_OUTPUT_BYTES,
+) -> tuple[PastCommit, ...] | None:
+    """The repository's last commits up to and including `rev`, newest first, merges and mass changes left
+    out: one guarded `git log` (see the module docstring); None when git cannot answer."""
+    if rev.startswith("-"):
+        return None
+    args = [
+        "git", "--no-pager", "-C", str(top), *_SAFE, "log", "--no-merges", "--numstat", "-z", "--no-renames",
+        "--no-ext-diff", "--no-textconv", "--no-show-signature", "--no-color", f"--max-count={max(1, max_commits)}",
+        "--format=%x01%H%x02%s", rev, "--",
+    ]  # fmt: skip
+    done = _run_bounded(args, timeout=timeout, limit=max_output)
+    if done is None:
+        return None
+    return tuple(
+        PastCommit(subject=subject, hard=is_hard(changes))
+        for subject, changes in parse_subjects_log(done[0], complete=done[1])
+        if changes and not _mass_change(changes)
+    )
+
+
 def _relative(root: Path, top: Path, path: str) -> str | None:
     try:
         return (root / path).resolve().relative_to(top.resolve()).as_posix()
@@ -254,3 +313,10 @@ def histories(
     if top is None or relative is None:
         return None, None
     return read_history(top, relative), read_lines_history(top, relative, first_line, end_line)
+
+
+def past_commits(root: Path | None) -> tuple[PastCommit, ...] | None:
+    """The last commits before HEAD of the workspace's repository, for the router; None as for
+    `file_history`. Blocking: call it in a worker thread."""
+    top = git_toplevel(root) if root is not None else None
+    return read_past_commits(top) if top is not None else None

@@ -15,7 +15,11 @@ Inputs (`RouteFeatures`, built by `route_features`):
 - the file's own change history (`file_history`, read from the workspace's git before HEAD): the share of
   its last commits that also changed another code file, the share that changed more than 20 lines of
   code, and how many code files changed with it; and the same two shares for the selected lines' own
-  last commits.
+  last commits;
+- the repository's past commits most like the instruction (`similar_commits`): of its last commits, the
+  ten whose subject lines read most like the instruction (TF-IDF cosine over their words), and how many
+  more of them than of all its commits were hard. The repository's own record of what such a request
+  took, where fitted weights can only say what a request like it took in other repositories.
 
 `route` is a logistic model: the log-odds that the edit is hard (it needs more than one source file, or
 more than 20 changed lines of source) are a bias plus one weighted term per feature (`feature_values`:
@@ -31,14 +35,15 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tandem.completion.edits.rebase import user_changes
 
 if TYPE_CHECKING:
-    from tandem.completion.file_history import FileHistory
+    from tandem.completion.file_history import FileHistory, PastCommit
 
 Tier = Literal["fast", "accurate"]
 Mode = Literal["inline", "block", "edit"]
@@ -205,6 +210,69 @@ class WorkingDiff:
     files: tuple[str, ...] = ()
 
 
+# The past commits compared with an instruction: the most similar this many, and their hard share shrunk
+# towards the repository's as if this much more similarity were the repository's average commit.
+SIMILAR_NEIGHBOURS = 10
+SIMILAR_PRIOR = 2.0
+_WORD = re.compile(r"[a-z][a-z0-9]+")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimilarCommits:
+    """The repository's past commits most like an instruction, as counts (`similar_commits`)."""
+
+    # Past commits read, and of them those hard by the label about code.
+    commits: int = 0
+    hard: int = 0
+    # The most similar (at most `SIMILAR_NEIGHBOURS`, each sharing a word with the instruction) ...
+    neighbours: int = 0
+    neighbours_hard: int = 0
+    # ... their summed cosine similarity, and that of the hard ones.
+    similarity: float = 0.0
+    hard_similarity: float = 0.0
+
+    def base(self) -> float:
+        """The repository's hard share (shrunk towards 1/2 by one commit of each kind)."""
+        return (self.hard + 1) / (self.commits + 2)
+
+    def lift(self) -> float:
+        """The similarity-weighted hard share of the neighbours, shrunk towards the repository's by
+        `SIMILAR_PRIOR`, less the repository's: 0 when nothing is like the instruction."""
+        base = self.base()
+        return (self.hard_similarity + SIMILAR_PRIOR * base) / (self.similarity + SIMILAR_PRIOR) - base
+
+
+def _words(text: str) -> Counter[str]:
+    """Words of an instruction or commit subject (of 3+ characters; file paths and dotted names left out)."""
+    return Counter(w for w in _WORD.findall(_PATH_LIKE.sub(" ", text).lower()) if len(w) >= 3)
+
+
+def similar_commits(instruction: str, past: Sequence[PastCommit]) -> SimilarCommits:
+    """The past commits (newest first) most like `instruction` by TF-IDF cosine similarity of their subject
+    lines' words, the word weights from those same subjects (a word in every subject says nothing)."""
+    docs = [_words(c.subject) for c in past]
+    n = len(docs)
+    df = Counter(word for doc in docs for word in doc)
+
+    def unit(doc: Counter[str]) -> dict[str, float]:
+        weights = {w: (1 + math.log(k)) * math.log((n + 1) / (df[w] + 1)) for w, k in doc.items()}
+        norm = math.sqrt(sum(v * v for v in weights.values()))
+        return {w: v / norm for w, v in weights.items()} if norm else {}
+
+    query = unit(_words(instruction))
+    sims = [sum(query.get(w, 0.0) * v for w, v in unit(doc).items()) if query.keys() & doc.keys() else 0.0
+            for doc in docs]  # fmt: skip
+    nearest = sorted((i for i in range(n) if sims[i] > 0), key=lambda i: (-sims[i], i))[:SIMILAR_NEIGHBOURS]
+    return SimilarCommits(
+        commits=n,
+        hard=sum(c.hard for c in past),
+        neighbours=len(nearest),
+        neighbours_hard=sum(past[i].hard for i in nearest),
+        similarity=sum(sims[i] for i in nearest),
+        hard_similarity=sum(sims[i] for i in nearest if past[i].hard),
+    )
+
+
 @dataclass(frozen=True, kw_only=True)
 class RouteFeatures:
     """Everything the router looked at, as plain values (they go into traces)."""
@@ -235,6 +303,8 @@ class RouteFeatures:
     # The file's last commits, and the selected lines' (None: no git history to read, or not read).
     history: FileHistory | None = None
     lines_history: FileHistory | None = None
+    # The repository's past commits most like the instruction (None: no git history to read).
+    similar: SimilarCommits | None = None
 
     def expected_lines(self) -> int:
         """Changed lines (removed plus added) if the edit rewrites its whole selection: the upper bound
@@ -292,6 +362,9 @@ class RouteDecision:
             "lines_history_commits": f.lines_history.commits if f.lines_history else None,
             "lines_history_co_changed": f.lines_history.co_changed if f.lines_history else None,
             "lines_history_large": f.lines_history.large if f.lines_history else None,
+            "similar_commits": f.similar.commits if f.similar else None,
+            "similar_neighbours": f.similar.neighbours if f.similar else None,
+            "similar_neighbours_hard": f.similar.neighbours_hard if f.similar else None,
             "overridden": self.overridden,
         }
 
@@ -342,10 +415,12 @@ def route_features(
     working_diff: WorkingDiff | None = None,
     history: FileHistory | None = None,
     lines_history: FileHistory | None = None,
+    past_commits: Sequence[PastCommit] | None = None,
     thresholds: RouterThresholds | None = None,
 ) -> RouteFeatures:
     """The features of one request. `selection` is the selected text (block completions: the code
-    around the cursor); `path` is the file it is in, which is left out of the cross-file sets."""
+    around the cursor); `path` is the file it is in, which is left out of the cross-file sets;
+    `past_commits` the repository's last commits (`file_history.read_past_commits`)."""
     thresholds = thresholds or RouterThresholds()
     lowered = _PATH_LIKE.sub(" ", instruction).lower()
     verb, verb_class = leading_verb(instruction)
@@ -398,6 +473,7 @@ def route_features(
         working_diff=working_diff or WorkingDiff(),
         history=history,
         lines_history=lines_history,
+        similar=similar_commits(instruction, past_commits) if past_commits is not None and mode != "inline" else None,
     )
 
 
@@ -427,65 +503,71 @@ class RouterWeights:
     (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`).
     The defaults are that command's fit on all three of its histories ("fitted on all of them"), with
     `--limit 300`: tandem's own at 5768743 (199 tasks), flask's at 2ac89889 and black's at 8947c48 (their
-    newest 300 tasks each), the commit's changed region as the selection, each task's file history and
-    its changed lines' history read at its parent commit, the ridge penalty (0.03) chosen by leaving each
-    of the three out in turn. That fit is in-sample on those histories; what says it generalises is each
-    history's figure with the weights fitted without it, which the same command prints (for the enclosing
-    block as the selection too: a user's selection, on which the router fitted without flask's or black's
-    history is weak on it, ROC AUC 0.75 and 0.61)."""
+    newest 300 tasks each), the commit's changed region as the selection, each task's file history, its
+    changed lines' history and the repository's last commits read at its parent commit, the ridge penalty
+    (0.03) chosen by leaving each of the three out in turn. That fit is in-sample on those histories; what
+    says it generalises is each history's figure with the weights fitted without it, which the same command
+    prints (for the enclosing block as the selection too, a user's selection: fitted on it without flask's
+    or black's history, ROC AUC 0.76 and 0.62 on it; and fitted on the changed region as these are, 0.71,
+    0.68 and 0.61 on tandem's, flask's and black's with a user's selection)."""
 
-    bias: float = -1.6353
+    bias: float = -1.5667
     # log(1 + lines expected to change / large_selection_lines)
-    selection: float = 0.5609
+    selection: float = 0.5447
     # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
     # straight line): no line selected (a cursor), 1-5, 6-20, 21-60 lines; over 60 is the reference.
-    selection_none: float = -0.1131
-    selection_small: float = -1.352
-    selection_medium: float = -0.0421
-    selection_large: float = 0.3274
-    new_file: float = 2.494
+    selection_none: float = -0.1278
+    selection_small: float = -1.3131
+    selection_medium: float = -0.0319
+    selection_large: float = 0.3267
+    new_file: float = 2.4785
     # log(1 + files / span_files), by kind of reach
-    callers: float = 0.1305
-    mentioned: float = -0.1242
-    dependencies: float = 0.3119
+    callers: float = 0.138
+    mentioned: float = -0.1362
+    dependencies: float = 0.3146
     # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
-    interface_reach: float = 0.0417
-    wide: float = 0.462
-    small: float = 0.114
-    whole_selection: float = 0.1278
+    interface_reach: float = 0.0309
+    wide: float = 0.4299
+    small: float = 0.1049
+    whole_selection: float = 0.121
     # clauses after the first
-    items: float = 0.1892
+    items: float = 0.1937
     # log(1 + words of the instruction)
-    instruction_words: float = 0.1694
+    instruction_words: float = 0.1432
     # The instruction's leading verb, by class (`VERB_CLASSES`); any other word is the reference.
-    verb_new: float = 0.6277
-    verb_fix: float = -0.0541
-    verb_remove: float = 1.0095
-    verb_restructure: float = 0.4585
-    verb_maintain: float = 0.6219
+    verb_new: float = 0.5599
+    verb_fix: float = -0.096
+    verb_remove: float = 0.8517
+    verb_restructure: float = 0.4801
+    verb_maintain: float = 0.7849
     # The file's own history (`history_values`): the share of its last commits that changed another code
     # file, the share that changed more than 20 lines of code (each shrunk towards 1/2 and less 1/2: 0
     # without a history), and log(1 + other code files changed with it / 10).
-    history_co_change: float = 1.1873
-    history_large: float = 0.9085
-    history_files: float = 0.3122
+    history_co_change: float = 1.1357
+    history_large: float = 0.876
+    history_files: float = 0.2568
     # The selected lines' own last commits: the same two shares as the file's.
-    lines_co_change: float = -0.6644
-    lines_large: float = 1.4719
+    lines_co_change: float = -0.6199
+    lines_large: float = 1.3012
+    # The past commits most like the instruction (`SimilarCommits.lift`): how much more often than the
+    # repository's commits they were hard.
+    similar_hard: float = 1.9106
     # Not fitted: the history terms of the fit's average task, added in their place when there is no
     # history to read (no git, or a repository whose config names commands), so that such a workspace is
     # scored as a typical file, not as one that never changed with another (`fit_weights` derives them).
-    history_missing: float = 0.4955
-    lines_missing: float = 0.0231
+    history_missing: float = 0.4335
+    lines_missing: float = 0.0171
+    similar_missing: float = 0.0684
 
 
 HISTORY_FEATURES = ("history_co_change", "history_large", "history_files")
 LINES_FEATURES = ("lines_co_change", "lines_large")
+SIMILAR_FEATURES = ("similar_hard",)
 FEATURES = (
     "selection", "selection_none", "selection_small", "selection_medium", "selection_large", "new_file",
     "callers", "mentioned", "dependencies", "interface_reach", "wide", "small", "whole_selection", "items",
     "instruction_words", "verb_new", "verb_fix", "verb_remove", "verb_restructure", "verb_maintain",
-    *HISTORY_FEATURES, *LINES_FEATURES,
+    *HISTORY_FEATURES, *LINES_FEATURES, *SIMILAR_FEATURES,
 )  # fmt: skip
 DEFAULT_WEIGHTS = RouterWeights()
 
@@ -545,6 +627,8 @@ def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
         "history_missing": float(f.history is None),
         **lines_values(f.lines_history),
         "lines_missing": float(f.lines_history is None),
+        "similar_hard": f.similar.lift() if f.similar is not None else 0.0,
+        "similar_missing": float(f.similar is None),
     }
 
 
@@ -581,13 +665,18 @@ def _reason(name: str, f: RouteFeatures, t: RouterThresholds) -> str:
         assert h is not None
         return (f"the selected lines changed with other code in {h.co_changed} of their last {h.commits} "
                 f"commits, more than 20 lines in {h.large}")  # fmt: skip
+    if name == "similar_hard":
+        c = f.similar
+        assert c is not None
+        return (f"{c.neighbours_hard} of the {c.neighbours} past commits most like it changed other code or more "
+                f"than 20 lines ({c.hard} of all {c.commits})")  # fmt: skip
     return "writes a new file"
 
 
 # The kinds of reach, reported as one reason: "reaches 3 other files (...)".
 _REACH = ("callers", "mentioned", "dependencies", "interface_reach")
 # Inputs given as one reason per history, or none.
-_NOT_ALONE = frozenset((*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing"))
+_NOT_ALONE = frozenset((*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing", "similar_missing"))
 
 
 # Set by hand, not fitted: what the histories cannot teach. The working diff's log-odds at its threshold
@@ -662,6 +751,7 @@ def route(
     terms = _terms(features, thresholds, weights)
     bias = weights.bias + (weights.history_missing if features.history is None else 0.0)
     bias += weights.lines_missing if features.lines_history is None else 0.0
+    bias += weights.similar_missing if features.similar is None else 0.0
     score = score_of_pressure(1.0 + (bias + sum(p for p, _ in terms)) / 3.0)
     decided: Tier = "accurate" if score >= thresholds.accurate_score else "fast"
     ranked = sorted(terms, key=lambda pr: -abs(pr[0]))

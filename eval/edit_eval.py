@@ -49,7 +49,7 @@ import httpx
 from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig, RouterConfig
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import apply_all
-from tandem.completion.file_history import read_history
+from tandem.completion.file_history import read_history, read_past_commits
 from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights, route
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
@@ -404,6 +404,7 @@ async def _run_task(
         symbols=symbols,
         file_history=read_history(repo, task.path, rev=task.parent, timeout=60.0),
         lines_history=lines_history_before(repo, task),
+        past_commits=read_past_commits(repo, rev=task.parent, timeout=60.0),
         extra_context=prepared.context,
     )
     request = EditRequest(

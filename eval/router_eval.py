@@ -2,8 +2,8 @@
 
 Each task of `completion.history` is routed exactly as an edit would be in the editor, seeing only
 what the user would have shown: the selection and instruction, the symbol index of the parent
-commit's tree (source files, bounded in number and size), the file's history up to the parent commit
-(`file_history`), and no working diff. The truth (lines and
+commit's tree (source files, bounded in number and size), the file's history and the repository's last
+commits up to the parent commit (`file_history`), and no working diff. The truth (lines and
 files the commit changed) is used only to score the result: ROC AUC of `RouteDecision.score` for
 "hard" under the label about code (`code_label.code_hard`: more than one source file or more than 20
 changed source lines), and precision/recall of the accurate tier at the configured thresholds. Beside
@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.file_history import FileHistory, read_history, read_lines_history
+from tandem.completion.file_history import FileHistory, PastCommit, read_history, read_lines_history, read_past_commits
 from tandem.completion.router import (
     FileSymbols,
     RouteDecision,
@@ -152,10 +152,11 @@ def decide(
     thresholds: RouterThresholds,
     history: FileHistory | None = None,
     lines_history: FileHistory | None = None,
+    past_commits: Sequence[PastCommit] | None = None,
 ) -> RouteDecision:
     """Route one history task as the editor would: edit mode, its selection and instruction, the file's
-    history before the commit, no working diff (a commit's diff is the truth, not the user's change in
-    progress)."""
+    history and the repository's last commits before the commit, no working diff (a commit's diff is the
+    truth, not the user's change in progress)."""
     features = route_features(
         mode="edit",
         path=task.path,
@@ -165,6 +166,7 @@ def decide(
         symbols=symbols,
         history=history,
         lines_history=lines_history,
+        past_commits=past_commits,
         thresholds=thresholds,
     )
     return route(features, thresholds)
@@ -177,15 +179,17 @@ def evaluate_tasks(
     thresholds: RouterThresholds,
     history_for: Callable[[EditTask], FileHistory | None] | None = None,
     lines_history_for: Callable[[EditTask], FileHistory | None] | None = None,
+    past_commits_for: Callable[[EditTask], Sequence[PastCommit] | None] | None = None,
 ) -> tuple[list[RouteDecision], list[TaskOutcome]]:
     """Route every task; `symbols_for` gives the symbol index of the task's parent tree, `history_for` its
-    file's history up to the parent."""
+    file's history up to the parent, `past_commits_for` the repository's last commits up to it."""
     decisions: list[RouteDecision] = []
     outcomes: list[TaskOutcome] = []
     for task in tasks:
         history = history_for(task) if history_for is not None else None
         lines_history = lines_history_for(task) if lines_history_for is not None else None
-        decision = decide(task, symbols_for(task), thresholds, history, lines_history)
+        past = past_commits_for(task) if past_commits_for is not None else None
+        decision = decide(task, symbols_for(task), thresholds, history, lines_history, past)
         decisions.append(decision)
         outcomes.append(
             TaskOutcome(
@@ -223,6 +227,7 @@ def evaluate_repo(
         thresholds=thresholds,
         history_for=lambda task: read_history(repo, task.path, rev=task.parent, timeout=60.0),
         lines_history_for=lambda task: lines_history_before(repo, task),
+        past_commits_for=lambda task: read_past_commits(repo, rev=task.parent, timeout=60.0),
     )
     labels = [o.hard for o in outcomes]
     old_labels = [o.hard_old for o in outcomes]

@@ -18,7 +18,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tandem.completion.router import FEATURES, HISTORY_FEATURES, LINES_FEATURES, RouterWeights, hand_logit
+from tandem.completion.router import (
+    FEATURES,
+    HISTORY_FEATURES,
+    LINES_FEATURES,
+    SIMILAR_FEATURES,
+    RouterWeights,
+    hand_logit,
+)
 from tandem.eval.router_eval import roc_auc
 
 # The ridge penalty on standardised weights (per task), fixed: chosen from 0.03, 0.1, 0.3 (with the selection
@@ -94,10 +101,12 @@ def fit_weights(
     # The average task's history terms, for a request with no history to read.
     missing = sum(raw[name] * mean[j] for j, name in enumerate(names) if name in HISTORY_FEATURES)
     lines_missing = sum(raw[name] * mean[j] for j, name in enumerate(names) if name in LINES_FEATURES)
+    similar_missing = sum(raw[name] * mean[j] for j, name in enumerate(names) if name in SIMILAR_FEATURES)
     return RouterWeights(
         bias=round(bias, 4),
         history_missing=round(missing, 4),
         lines_missing=round(lines_missing, 4),
+        similar_missing=round(similar_missing, 4),
         **unused,
         **{name: round(value, 4) for name, value in raw.items()},
     )
@@ -228,4 +237,5 @@ def logit(weights: RouterWeights, inputs: Mapping[str, float]) -> float:
     fitted = sum(float(getattr(weights, name)) * inputs[name] for name in FEATURES)
     missing = weights.history_missing * inputs.get("history_missing", 0.0)
     missing += weights.lines_missing * inputs.get("lines_missing", 0.0)
+    missing += weights.similar_missing * inputs.get("similar_missing", 0.0)
     return weights.bias + missing + fitted + hand_logit(inputs)

@@ -19,10 +19,14 @@ each in turn, beside the router before this change (hand-set, tuned on tandem's 
 tasks. The ridge penalty is chosen inside each fold from the training histories alone
 (`router_fit.choose_l2`); the figure at the fixed penalty is printed beside it.
 
-Each task's file history (`file_history.read_history`) is read before the task's commit (at its parent), so
-the answer is never in it; the router is fitted with it and without it (`HISTORY_FEATURES` left out), each
-inside the fold, and both held-out figures are printed. Single features' AUCs per
-history (nothing fitted) show which only look good with the changed region. Real figures: nothing here is simulated.
+Each task's file history (`file_history.read_history`), and the repository's last commits compared with its
+instruction (`file_history.read_past_commits`), are read before the task's commit (at its parent), so the
+answer is never in them; the router is fitted with them and without them (`HISTORY_FEATURES`, and each of
+the others, left out), each inside the fold, and the held-out figures are printed. The shipped weights are
+fitted on the changed region, so each fold's changed-region fit is also judged with a user's selection
+(`as_shipped`): that, not the fold fitted on the user's selection, is the figure of the router an editor
+runs. Single features' AUCs per history (nothing fitted) show which only look good with the changed region.
+Real figures: nothing here is simulated.
 """
 
 from __future__ import annotations
@@ -34,11 +38,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.file_history import FileHistory, read_history, read_lines_history
+from tandem.completion.file_history import FileHistory, PastCommit, read_history, read_lines_history, read_past_commits
 from tandem.completion.router import (
     FEATURES,
     HISTORY_FEATURES,
     LINES_FEATURES,
+    SIMILAR_FEATURES,
     RouterThresholds,
     RouterWeights,
     feature_values,
@@ -47,12 +52,14 @@ from tandem.completion.router import (
 from tandem.eval.history import EditTask, scan_history
 from tandem.eval.router_before import before_score
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols, roc_auc
-from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out
+from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out, logit
 
 SELECTIONS = ("changed", "user", "largest")
-# Without any history (the router before it), and with the file's but not the selected lines'.
-WITHOUT_HISTORY = tuple(f for f in FEATURES if f not in HISTORY_FEATURES and f not in LINES_FEATURES)
+# Without any git history (the router before it), with all but the selected lines', and with all but the
+# similar past commits.
+WITHOUT_HISTORY = tuple(f for f in FEATURES if f not in (*HISTORY_FEATURES, *LINES_FEATURES, *SIMILAR_FEATURES))
 FILE_HISTORY_ONLY = tuple(f for f in FEATURES if f not in LINES_FEATURES)
+WITHOUT_SIMILAR = tuple(f for f in FEATURES if f not in SIMILAR_FEATURES)
 
 
 def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory | None]:
@@ -60,6 +67,12 @@ def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory 
     each, not the server's 1.5 s, so that a figure does not depend on the machine's load)."""
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(lambda task: read_history(repo, task.path, rev=task.parent, timeout=60.0), tasks))
+
+
+def past_commits_before(repo: Path, tasks: Sequence[EditTask]) -> list[tuple[PastCommit, ...] | None]:
+    """Each task's repository's last commits up to its parent commit (the task's own is never among them)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        return list(pool.map(lambda task: read_past_commits(repo, rev=task.parent, timeout=60.0), tasks))
 
 
 def lines_of(task: EditTask, kind: str) -> tuple[int, int]:
@@ -108,7 +121,8 @@ def samples_of_repo(
     samples: list[Sample] = []
     histories = histories_before(repo, scan.tasks)
     by_lines = lines_histories_before(repo, scan.tasks)
-    for task, history, lines in zip(scan.tasks, histories, by_lines, strict=True):
+    pasts = past_commits_before(repo, scan.tasks)
+    for task, history, lines, past in zip(scan.tasks, histories, by_lines, pasts, strict=True):
         symbols = trees.index(task.parent, task.path)
         inputs: dict[str, dict[str, float]] = {}
         before: dict[str, float] = {}
@@ -122,6 +136,7 @@ def samples_of_repo(
                 symbols=symbols,
                 history=history,
                 lines_history=lines[kind] or FileHistory(path=task.path),
+                past_commits=past,
                 thresholds=thresholds,
             )
             inputs[kind] = feature_values(features, thresholds)
@@ -157,10 +172,33 @@ class LeaveOneOutResult:
     held_out_without_history: tuple[HeldOut, ...] = ()
     # With the file's history but not the selected lines'.
     held_out_file_history_only: tuple[HeldOut, ...] = ()
+    # With everything but the similar past commits.
+    held_out_without_similar: tuple[HeldOut, ...] = ()
     all_weights_without_history: RouterWeights | None = None
     all_l2_without_history: float = L2
     # Tasks with a history read (a file with past commits before the task), per history.
     with_history: dict[str, int] = field(default_factory=dict)
+    # Per history and selection kind: the AUC of the weights fitted without it on the changed region (as the
+    # shipped weights are fitted), judged with that selection (`as_shipped`).
+    as_shipped: dict[str, dict[str, float | None]] = field(default_factory=dict)
+
+
+def as_shipped(
+    histories: Mapping[str, Sequence[Sample]], held_out: Sequence[HeldOut]
+) -> dict[str, dict[str, float | None]]:
+    """Each history's AUC, per selection kind, of the weights fitted without it on the changed region. The
+    shipped weights are fitted on the changed region, but an editor routes a user's selection: the fold
+    fitted on the user's selection (its `HeldOut` figure) is not the router that ships."""
+    fitted = {h.repo: h.weights for h in held_out if h.selection == "changed"}
+    return {
+        name: {
+            kind: roc_auc([logit(fitted[name], s.inputs[kind]) for s in rows], [s.hard for s in rows])
+            for kind in SELECTIONS
+            if all(kind in s.inputs for s in rows)
+        }
+        for name, rows in histories.items()
+        if name in fitted
+    }
 
 
 def name_of(repo: Path) -> str:
@@ -181,10 +219,12 @@ def evaluate_leave_one_out(
     held: list[HeldOut] = []
     without: list[HeldOut] = []
     file_only: list[HeldOut] = []
+    no_similar: list[HeldOut] = []
     for kind in SELECTIONS:
         held += leave_one_out(histories, selection=kind)
         without += leave_one_out(histories, selection=kind, features=WITHOUT_HISTORY)
         file_only += leave_one_out(histories, selection=kind, features=FILE_HISTORY_ONLY)
+        no_similar += leave_one_out(histories, selection=kind, features=WITHOUT_SIMILAR)
     feature_auc = {
         name: {
             kind: {f: roc_auc([s.inputs[kind][f] for s in rows], [s.hard for s in rows]) for f in FEATURES}
@@ -205,9 +245,11 @@ def evaluate_leave_one_out(
         all_l2=all_l2,
         held_out_without_history=tuple(without),
         held_out_file_history_only=tuple(file_only),
+        held_out_without_similar=tuple(no_similar),
         all_weights_without_history=fit_weights(everything, l2=all_l2_without, features=WITHOUT_HISTORY),
         all_l2_without_history=all_l2_without,
         with_history={name: sum(1 for s in rows if s.history_commits) for name, rows in histories.items()},
+        as_shipped=as_shipped(histories, held),
     )
 
 
@@ -235,8 +277,10 @@ def render_text(result: LeaveOneOutResult) -> str:
                      f"{'tests counted: hard':>20}{'fitted':>9}")  # fmt: skip
         without = {h.repo: h for h in result.held_out_without_history if h.selection == kind}
         file_only = {h.repo: h for h in result.held_out_file_history_only if h.selection == kind}
+        no_similar = {h.repo: h for h in result.held_out_without_similar if h.selection == kind}
         gains: list[float] = []
         lines_gains: list[float] = []
+        similar_gains: list[float] = []
         for h in result.held_out:
             if h.selection != kind:
                 continue
@@ -246,6 +290,9 @@ def render_text(result: LeaveOneOutResult) -> str:
             f = file_only.get(h.repo)
             if f is not None and h.fitted_auc is not None and f.fitted_auc is not None:
                 lines_gains.append(h.fitted_auc - f.fitted_auc)
+            n = no_similar.get(h.repo)
+            if n is not None and h.fitted_auc is not None and n.fitted_auc is not None:
+                similar_gains.append(h.fitted_auc - n.fitted_auc)
             lines.append(
                 f"    {h.repo:<12}{h.tasks:>6}{h.hard:>6}{_fmt(h.fitted_auc):>9}{f'({h.l2:g})':>7}"
                 f"{_fmt(h.fitted_auc_fixed_l2):>8}{_fmt(h.before_auc):>9}"
@@ -263,6 +310,11 @@ def render_text(result: LeaveOneOutResult) -> str:
                 f"    the selected lines' history on top of the file's: {' '.join(f'{g:+.3f}' for g in lines_gains)} "
                 f"(mean {sum(lines_gains) / len(lines_gains):+.3f})"
             )
+        if similar_gains:
+            lines.append(
+                f"    the similar past commits on top of the rest: {' '.join(f'{g:+.3f}' for g in similar_gains)} "
+                f"(mean {sum(similar_gains) / len(similar_gains):+.3f})"
+            )
     lines += [
         "  (before = the router before its weights were fitted: hand-set on tandem's own history, so its figure",
         "   on tandem's history is on the data it was tuned on. Not fitted here, and set with tandem's history in",
@@ -273,10 +325,19 @@ def render_text(result: LeaveOneOutResult) -> str:
         f"{result.l2:g}' = the fixed penalty, once chosen among three by the",
         "   figures themselves. 'tests counted': the same scores against the label with tests counted as code.",
         "   'no hist.' = fitted in the fold the same way without the file's and the selected lines' own history",
-        "   (its penalty in brackets).)",
+        "   and the similar past commits (its penalty in brackets).)",
         "  tasks whose file had past commits before the task: "
         + ", ".join(f"{name} {n}" for name, n in result.with_history.items()),
     ]
+    if result.as_shipped:
+        lines.append(
+            "  fitted on the changed region (as the shipped weights are) and judged with each selection, held "
+            "out, changed region -> enclosing block -> largest hunk's: "
+            + ", ".join(
+                f"{name} " + "->".join(_fmt(kinds.get(kind)) for kind in SELECTIONS)
+                for name, kinds in result.as_shipped.items()
+            )
+        )
     lines.append(
         "  single features alone, new label (nothing fitted), changed region -> enclosing block -> largest hunk's:"
     )
@@ -295,7 +356,15 @@ def render_text(result: LeaveOneOutResult) -> str:
             + ", ".join(
                 f"{k} {v:g}"
                 for k, v in asdict(result.all_weights_without_history).items()
-                if k not in (*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing")
+                if k
+                not in (
+                    *HISTORY_FEATURES,
+                    *LINES_FEATURES,
+                    *SIMILAR_FEATURES,
+                    "history_missing",
+                    "lines_missing",
+                    "similar_missing",
+                )
             )
         )
     return "\n".join(lines)

@@ -575,7 +575,7 @@ def _git_workspace(tmp_path: pathlib.Path) -> None:
     subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
     _commit(root, "start", {"models.py": MODELS, "views.py": VIEWS})
     _commit(root, "views", {"models.py": MODELS + "\n", "views.py": VIEWS + "\n"})
-    _commit(root, "note", {"models.py": MODELS, "CHANGES.md": "- models\n"})
+    _commit(root, "note the total", {"models.py": MODELS, "CHANGES.md": "- models\n"})
 
 
 async def test_the_router_reads_the_edited_files_git_history(
@@ -593,3 +593,6 @@ async def test_the_router_reads_the_edited_files_git_history(
     assert (features["history_commits"], features["history_co_changed"], features["history_co_files"]) == (3, 2, 1)
     # The selected lines (the whole file) were written by "start", with views.py.
     assert (features["lines_history_commits"], features["lines_history_co_changed"]) == (1, 1)
+    # The repository's three commits, one of them like "fix the total" (its subject says "total"), not hard.
+    similar = (features["similar_commits"], features["similar_neighbours"], features["similar_neighbours_hard"])
+    assert similar == (3, 1, 0)

@@ -11,20 +11,25 @@ import subprocess
 import pytest
 from tandem.completion.file_history import (
     FileHistory,
+    PastCommit,
     file_history,
     histories,
     parse_log,
+    past_commits,
     read_history,
     read_lines_history,
+    read_past_commits,
 )
 from tandem.completion.router import (
     DEFAULT_WEIGHTS,
     HISTORY_FEATURES,
     RouterThresholds,
+    SimilarCommits,
     feature_values,
     history_values,
     route,
     route_features,
+    similar_commits,
 )
 
 IDENTITY = ["-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]
@@ -200,15 +205,20 @@ def test_a_hostile_repositorys_commands_never_run(
     lines = read_lines_history(repo, "src/app.py", 0, 1)
     assert lines is not None and lines.commits == 1  # the signed commit wrote that line
     assert ran(out) == []
+    past = read_past_commits(repo)
+    assert past is not None and past[0] == PastCommit(subject="signed", hard=True)  # app.py: 30 lines to 1
+    assert ran(out) == []
     # The server's entry point reads nothing from a repository whose config names commands.
     assert file_history(repo, "src/app.py") is None
     assert histories(repo, "src/app.py", 0, 1) == (None, None)
+    assert past_commits(repo) is None
     assert ran(out) == []
     # The user's own environment naming a pager does not start one either (a terminal is not at hand in a
     # test: the pager is disabled by option, by config and by environment whatever stdout is).
     monkeypatch.setenv("GIT_PAGER", str(out / "pager.sh"))
     monkeypatch.setenv("PAGER", str(out / "pager.sh"))
     assert read_history(repo, "src/app.py") == history
+    assert read_past_commits(repo) == past
     assert ran(out) == []
 
 
@@ -265,3 +275,91 @@ def test_the_selected_lines_history_is_a_router_feature_with_its_reason() -> Non
     gap = log_odds(route(unread, t, weights=weights).score) - log_odds(route(never, t, weights=weights).score)
     assert gap == pytest.approx(0.25)
     assert decision.trace_features()["lines_history_co_changed"] == 5
+
+
+def test_the_repositorys_past_commits_by_subject_and_label(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    past = read_past_commits(repo)
+    # Newest first; hard = more than one code file or more than 20 lines of code (README and tests aside).
+    assert past == (
+        PastCommit(subject="other", hard=True),
+        PastCommit(subject="rewrite", hard=True),
+        PastCommit(subject="fix with test", hard=False),
+        PastCommit(subject="feature", hard=True),
+        PastCommit(subject="fix", hard=False),
+        PastCommit(subject="start", hard=True),
+    )
+    # Read at a past commit, nothing after it is in them; a mass change and a merge are left out.
+    parent = git(repo, "rev-parse", "HEAD~1").strip()
+    assert read_past_commits(repo, rev=parent) == past[1:]
+    commit(repo, "vendor everything", {f"vendor/m{i}.py": "x = 1\n" for i in range(41)})
+    git(repo, "checkout", "-qb", "side", "HEAD~1")
+    commit(repo, "on the side", {"src/side.py": "s = 1\n"})
+    git(repo, "checkout", "-q", "-")
+    git(repo, "merge", "-q", "--no-edit", "side")
+    assert [c.subject for c in read_past_commits(repo) or ()][:3] == ["on the side", "other", "rewrite"]
+    assert read_past_commits(repo, max_commits=2) == (PastCommit(subject="on the side", hard=False),)
+    assert read_past_commits(repo, rev="--output=/tmp/x") is None  # a revision is never an option
+    assert read_past_commits(repo, rev="no-such-rev") is None
+    assert past_commits(repo) == read_past_commits(repo)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert past_commits(plain) is None and past_commits(None) is None
+
+
+def test_the_past_commits_most_like_the_instruction() -> None:
+    past = [
+        PastCommit(subject="Fix crash on empty cache files", hard=False),
+        PastCommit(subject="Add preview feature: hug parentheses", hard=True),
+        PastCommit(subject="Add preview feature: wrap comprehensions (#123)", hard=True),
+        PastCommit(subject="Fix typo in docs/index.rst", hard=False),
+        PastCommit(subject="Fix the changelog", hard=False),
+        PastCommit(subject="Bump mypy", hard=False),
+    ]
+    like_preview = similar_commits("Add a preview feature for dict unpacking", past)
+    assert like_preview.commits == 6 and like_preview.hard == 2
+    # Both preview commits share words with it; 'add' and 'feature' and 'preview' outweigh nothing else.
+    assert like_preview.neighbours == 2 and like_preview.neighbours_hard == 2
+    assert like_preview.similarity == pytest.approx(like_preview.hard_similarity)
+    # Shrunk towards the repository's share (3/8) by twice their similarity (0.51): +0.13.
+    assert like_preview.lift() == pytest.approx((0.5093 + 2 * 3 / 8) / (0.5093 + 2) - 3 / 8, abs=1e-3)
+    # A fix reads like the fixes: easy ones, so below the repository's share.
+    like_fix = similar_commits("Fix crash on a broken cache", past)
+    assert like_fix.neighbours_hard == 0 and like_fix.neighbours == 3 and like_fix.lift() < -0.05
+    # A path's words are not words of the instruction; nothing in common: no neighbour, no lift.
+    unlike = similar_commits("Rename docs/index.rst", past)
+    assert unlike.neighbours == 0 and unlike.lift() == 0.0
+    assert similar_commits("anything", []) == SimilarCommits()
+    assert SimilarCommits().lift() == 0.0
+    # A word in every subject says nothing; at most ten neighbours, the newest first among equals.
+    rules = [PastCommit(subject=f"add parser rule {i}", hard=i < 10) for i in range(15)]
+    assert similar_commits("add parser rule", rules).neighbours == 0
+    mixed = similar_commits("add parser rule", rules + [PastCommit(subject="fix docs", hard=False)] * 15)
+    assert mixed.neighbours == 10 and mixed.neighbours_hard == 10
+
+
+def test_the_similar_past_commits_are_a_router_feature_with_their_reason() -> None:
+    t = RouterThresholds()
+    past = [PastCommit(subject="Add preview feature: hug parentheses", hard=True)] + [
+        PastCommit(subject=f"Fix typo number {i}", hard=False) for i in range(9)
+    ]
+    base = dict(mode="edit", path="src/linegen.py", selection="x = 1\n", instruction="Add preview feature: wrap")
+    features = route_features(**base, past_commits=past)  # type: ignore[arg-type]
+    assert features.similar == similar_commits("Add preview feature: wrap", past)
+    values = feature_values(features, t)
+    assert values["similar_hard"] == pytest.approx(features.similar.lift()) and values["similar_hard"] > 0.15
+    weights = dataclasses.replace(DEFAULT_WEIGHTS, similar_hard=2.0, similar_missing=0.3)
+    decision = route(features, t, weights=weights)
+    assert "1 of the 1 past commits most like it changed other code or more than 20 lines (1 of all 10)" in (
+        decision.reasons
+    )
+    assert decision.score > route(features, t, weights=dataclasses.replace(weights, similar_hard=0.0)).score
+    # Not read (no git): the fit's average term stands in for it.
+    unread = route_features(**base)  # type: ignore[arg-type]
+    assert unread.similar is None and feature_values(unread, t)["similar_hard"] == 0.0
+    unrelated = route_features(**base, past_commits=[])  # type: ignore[arg-type]
+    gap = log_odds(route(unread, t, weights=weights).score) - log_odds(route(unrelated, t, weights=weights).score)
+    assert gap == pytest.approx(0.3)
+    assert decision.trace_features()["similar_neighbours_hard"] == 1
+    assert route(unread, t).trace_features()["similar_commits"] is None
+    # Inline completions do not compare anything.
+    assert route_features(mode="inline", instruction="Add preview", past_commits=past).similar is None

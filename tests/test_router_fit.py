@@ -7,10 +7,11 @@ import math
 import random
 
 import pytest
-from tandem.completion.router import FEATURES, RouterWeights
+from tandem.completion.router import FEATURES, HISTORY_FEATURES, SIMILAR_FEATURES, RouterWeights
 from tandem.eval.code_label import code_files, code_hard, file_role
 from tandem.eval.history import EditTask, FileChange
 from tandem.eval.router_fit import L2, L2_GRID, Sample, choose_l2, fit_weights, leave_one_out, logit
+from tandem.eval.router_loo import as_shipped
 from tandem.eval.user_selection import enclosing_block
 
 
@@ -193,3 +194,36 @@ def test_the_users_block_at_the_largest_hunk() -> None:
     start, end = task.user_selection_at_largest_hunk
     assert SOURCE[start:end] == "".join(lines[12:15])
     assert dataclasses.replace(task, hunks=()).user_selection_at_largest_hunk == task.user_selection
+
+
+def test_the_changed_region_fit_is_judged_with_each_selection_as_shipped() -> None:
+    # The label follows `selection` in the changed region's inputs; the user's selection carries the same
+    # value reversed, so a fit on the changed region ranks the user's selections backwards.
+    def history(seed: int) -> list[Sample]:
+        rows = []
+        for x, y in synthetic(120, seed):
+            flipped = {**x, "selection": 1.0 - x["selection"]}
+            rows.append(Sample(inputs={"changed": x, "user": flipped}, before={"changed": 0.5}, hard=y, hard_old=y))
+        return rows
+
+    histories = {"a": history(9), "b": history(10), "c": history(11)}
+    held = leave_one_out(histories, selection="changed")
+    shipped = as_shipped(histories, held)
+    assert set(shipped) == {"a", "b", "c"}
+    for r in held:
+        assert shipped[r.repo]["changed"] == r.fitted_auc
+        user = shipped[r.repo]["user"]
+        assert user is not None and r.fitted_auc is not None and user < r.fitted_auc - 0.2
+        assert "largest" not in shipped[r.repo]  # a selection the samples do not carry is left out
+
+
+def test_the_missing_histories_stand_in_as_the_average_tasks_terms() -> None:
+    samples = synthetic(300, 12)
+    weights = fit_weights(samples, l2=0.01)
+    for group, missing in ((HISTORY_FEATURES, "history_missing"), (SIMILAR_FEATURES, "similar_missing")):
+        terms = [getattr(weights, f) * sum(x[f] for x, _ in samples) / len(samples) for f in group]
+        assert all(terms)
+        assert getattr(weights, missing) == pytest.approx(sum(terms), abs=2e-3)
+    # The logit adds it for a task without that history.
+    x = {**samples[0][0], "similar_missing": 1.0}
+    assert logit(weights, x) - logit(weights, samples[0][0]) == pytest.approx(weights.similar_missing)

@@ -33,7 +33,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import EditConflict, line_offset, rebase_edits
-from tandem.completion.file_history import histories
+from tandem.completion.file_history import histories, past_commits
 from tandem.completion.working_diff import working_diff
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.completion.workspace_symbols import IndexLookup, candidate_names
@@ -254,18 +254,19 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         received_ns=received_ns,
         uri=args.uri,
     )
-    # Off the loop: the working diff and the file's history run git, the symbol lookup reads the indexed
-    # texts once.
+    # Off the loop: the working diff, the file's history and the repository's last commits run git, the
+    # symbol lookup reads the indexed texts once.
     overlay = workspace.open_texts()
     lookup = IndexLookup(workspace.symbols(), overlay)
     names = candidate_names(text[start:end], instruction, workspace.symbols())
     open_files = workspace.open_files()
     first_line, end_line = text.count("\n", 0, start), text.count("\n", 0, end)
     end_line += bool(end > start and end > 0 and text[end - 1] != "\n")  # a last line selected in part counts
-    diff, _, (history, lines_history) = await asyncio.gather(
+    diff, _, (history, lines_history), past = await asyncio.gather(
         asyncio.to_thread(working_diff, workspace.root, open_files),
         asyncio.to_thread(lookup.prepare, names),
         asyncio.to_thread(histories, workspace.root, path, first_line, end_line),
+        asyncio.to_thread(past_commits, workspace.root),
     )
     inputs = EditInputs(
         current_texts=workspace.current,
@@ -274,6 +275,7 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         working_diff=diff,
         file_history=history,
         lines_history=lines_history,
+        past_commits=past,
     )
     await progress.begin("routing the edit", cancel)
     task = asyncio.ensure_future(flow.run(request, inputs, on_progress=lambda p: progress.report(p.message)))
