@@ -211,6 +211,12 @@ class NextEditConfig:
     # Each part costs a prompt (twice the prompt tokens); two parts only while they leave half the
     # minute's speculation budget.
     split: bool = True
+    # Keep a rewrite streaming after its request is answered or overtaken, and answer the keys that follow
+    # from it while it agrees with them (it has what the user typed, or that with more at the cursor): one
+    # request serves a change, and the next change is on screen when the user finishes this one
+    # (`completion.next_edit_rebase`). Off: each key that asks is a new request, its rewrite stopped at
+    # the first hunk shown.
+    rebase: bool = True
     deadline_s: float = 5.0
     # Ask for the next edit at once when one is accepted (Tab, Tab, Tab costs no wait).
     prefetch_on_accept: bool = True

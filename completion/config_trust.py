@@ -103,6 +103,8 @@ RULES: dict[str, Rule] = {
     "next_edit.split": _ONLY_OFF,
     "next_edit.deadline_s": _AT_MOST,
     "next_edit.prefetch_on_accept": _ONLY_OFF,
+    # Either way the same material is sent, within the same speculation budget.
+    "next_edit.rebase": _FREE,
     "edit.max_tokens": _AT_MOST,
     "edit.deadline_s": _AT_MOST,
     "edit.context_files": _AT_MOST,

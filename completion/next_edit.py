@@ -36,6 +36,7 @@ from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.next_edit_hunks import first_hunk, holds
 from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
+from tandem.completion.next_edit_rebase import Generation, agreement, carried, snapshot
 from tandem.completion.next_edit_split import first_of, split
 from tandem.completion.prefetch import Charge, TokenBudget
 from tandem.completion.request import Ticket
@@ -51,6 +52,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _CHARS_PER_TOKEN = 4
+# The step the prompt's changing parts are counted in when the excerpt's lines are chosen (~128 tokens).
+_STABLE_CHARS = 512
 # The longest pause waited for before asking, once half the minute's speculation budget is spent.
 _TIGHT_PAUSE_S = 1.0
 
@@ -107,6 +110,9 @@ class NextEditRecord(TraceRecord):
     streams: list[Stream] = field(default_factory=list, repr=False, compare=False)
     # How many parts the region was asked in (1, or 2 with `[next_edit] split`).
     parts: int = 0
+    # The request whose rewrite was carried over to this one's text: it answered (source "rebased"), or
+    # it disagreed with the user's newer text and a request was made (source "model").
+    rebased_from: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
@@ -118,6 +124,7 @@ class NextEditRecord(TraceRecord):
             "shown": self.shown,
             "parts": self.parts,
             "fate": self.fate,
+            "rebased_from": self.rebased_from,
         }
         return data
 
@@ -156,6 +163,9 @@ class NextEdits:
         self._prefetched: dict[str, tuple[int, asyncio.Task[NextEditResult]]] = {}
         # The version each document was last asked at: a request at the same version is cursor motion.
         self._asked_version: dict[str, int] = {}
+        # The latest rewrite asked for, by document: later keys are answered from it while it agrees
+        # with them (`completion.next_edit_rebase`).
+        self._generations: dict[str, Generation] = {}
         self._last: dict[str, NextEditResult] = {}
         # Learns the typing rhythm (see `_delay_s`).
         self._debounce = AdaptiveDebounce(ceiling_s=config.next_edit.debounce_ms / 1000)
@@ -247,7 +257,17 @@ class NextEdits:
         record.route_reasons = ["next edit: the fast model rewrites the region around the cursor"]
         if tier.holding_off():
             return done("error", tier.hold_reason())
+        generation = self._generations.get(request.uri)
+        if generation is not None and settings.rebase:
+            rebased = await self._rebase(generation, request, record, ticket)
+            if ticket.superseded:
+                return done("superseded")
+            if rebased is not None and (rebased[1] is not None or not request.prefetch):
+                return self._answer(request, record, rebased[1], done)
+            # The rewrite disagrees with the user's newer text (or, after an accept, has nothing more):
+            # a new request, for what the user has now (the record keeps `rebased_from`: it was tried).
         delay_s = 0.0 if request.prefetch else self._delay_s(request)
+        delay_s -= (time.perf_counter_ns() - record.received_ns) / 1e9
         if delay_s > 0:
             with ticket.waiting():
                 await anyio.sleep(delay_s)
@@ -256,6 +276,7 @@ class NextEdits:
         record.mark("debounce_end")
 
         region, prompt, record.history_edits, sources = self._context(request)
+        base = snapshot(request.document)
         record.region_lines = len(region.lines)
         # The whole region in one request, or (`split`) its part from the cursor down and its part above,
         # asked at once: a change below the cursor then settles without the lines above being copied.
@@ -293,6 +314,16 @@ class NextEdits:
             stream.run(tier.run(stream, model_request, remember=lambda _: None))
             streams.append(stream)
         record.source, record.stream_id, record.streams = "model", streams[0].id, streams
+        replaced = self._generations.get(request.uri)
+        if replaced is not None:
+            replaced.cancel()
+        self._generations[request.uri] = Generation(
+            uri=request.uri,
+            version=request.version,
+            lines=base,
+            parts=[(part_region, stream) for (part_region, _, _), stream in zip(asks, streams, strict=True)],
+            record_id=record.id,
+        )
         self._trace_usage(
             record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)], charge
         )
@@ -310,14 +341,25 @@ class NextEdits:
                 except TimeoutError:
                     record.error = f"no settled edit within {settings.deadline_s:g} s"
         finally:
-            for stream in streams:
-                stream.cancel()  # the rest of the rewrite is not needed
+            if not settings.rebase:
+                for stream in streams:
+                    stream.cancel()  # the rest of the rewrite is not needed
         if ticket.superseded:
             return done("superseded")
         if found is None:
             errors = [stream.error for stream in streams if stream.error is not None and not stream.cancelled]
             if errors and not record.refused:
                 return done("error", describe(errors[0]))
+        return self._answer(request, record, found, done)
+
+    def _answer(
+        self,
+        request: NextEditRequest,
+        record: NextEditRecord,
+        found: tuple[Hunk, CharEdit] | None,
+        done: Callable[..., NextEditResult],
+    ) -> NextEditResult:
+        if found is None:
             if record.refused:
                 return done("rejected", record.refused[0])
             return done("empty", record.error)
@@ -328,6 +370,57 @@ class NextEdits:
         suggestion = Suggestion(uri=request.uri, version=request.version, edit=found[1], trace_id=record.id)
         record.chars = len(found[1].text)
         return done("answered", suggestion=suggestion)
+
+    async def _rebase(
+        self, generation: Generation, request: NextEditRequest, record: NextEditRecord, ticket: Ticket
+    ) -> tuple[str, tuple[Hunk, CharEdit] | None] | None:
+        """The first hunk that may be shown of `generation`'s rewrite, carried over to the request's text
+        (`completion.next_edit_rebase`): (the generation's record id, the hunk or None when it has no
+        more), or None when no part of it agrees with what the user has now."""
+        parts = []
+        for base_region, stream in generation.parts:
+            now = carried(generation.lines, base_region, request.document) if stream.error is None else None
+            if now is not None:
+                parts.append((base_region, now, stream))
+        if not parts:
+            return None
+        record.rebased_from = generation.record_id
+        agreed: list[bool] = []
+        found: tuple[Hunk, CharEdit] | None = None
+        with ticket.waiting():
+            found = await first_of(
+                [self._rebased_hunk(request, record, base, now, stream, agreed) for base, now, stream in parts]
+            )
+        if ticket.superseded or not agreed:
+            return None
+        return generation.record_id, found
+
+    async def _rebased_hunk(
+        self,
+        request: NextEditRequest,
+        record: NextEditRecord,
+        base: Region,
+        now: Region,
+        stream: Stream,
+        agreed: list[bool],
+    ) -> tuple[Hunk, CharEdit] | None:
+        """One part of a rewrite carried over: once it is known to agree (`agreed` gets an entry), its first
+        hunk that may be shown; None when it disagrees, fails or has none."""
+        while True:
+            if stream.error is not None:
+                return None  # stopped or failed: what it streamed is not the whole rewrite
+            verdict = agreement(base, now, stream.text, done=stream.done)
+            if verdict is False:
+                return None
+            if verdict:
+                break
+            await stream.changed()
+        if not agreed:
+            record.mark("debounce_end")
+            record.source = "rebased"
+        agreed.append(True)
+        found = await self._first_hunk(request, now, stream, record)
+        return found if stream.error is None or not stream.done else None
 
     async def _first_hunk(
         self, request: NextEditRequest, region: Region, stream: Stream, record: NextEditRecord
@@ -423,7 +516,17 @@ class NextEdits:
                 sources += [snippet.path for snippet in window.snippets]
                 snippets = window.snippet_text[-quarter:] if len(window.snippet_text) > quarter else window.snippet_text
                 snippets = snippets[snippets.find("\n") + 1 :] if len(window.snippet_text) > quarter else snippets
-        left = budget_chars - len(history) - len(snippets) - sum(len(x) + 1 for x in marked)
+        # The excerpt's unchanged lines take what the other parts leave, each part counted rounded up (the
+        # history to a quarter at most): counted exactly, a key press that lengthens the newest edit or the
+        # region would drop the excerpt's outermost line now and then, and a line dropped above the region
+        # changes the prompt from its start, missing the provider's prompt cache.
+        region_chars = sum(len(x) + 1 for x in marked)
+        left = (
+            budget_chars
+            - min(_round_up(len(history), _STABLE_CHARS), quarter)
+            - len(snippets)
+            - _round_up(region_chars, _STABLE_CHARS)
+        )
         above: list[str] = []
         below: list[str] = []
         for offset in range(1, settings.context_lines + 1):
@@ -555,7 +658,7 @@ class NextEdits:
         for uri, open_record in list(self._open_records.items()):
             if open_record is record:
                 del self._open_records[uri]
-        self.tracer.write(record)
+        self._write(record)
 
     def _settle(self, uri: str, fate: str) -> None:
         record = self._open_records.pop(uri, None)
@@ -603,6 +706,9 @@ class NextEdits:
 
     def document_closed(self, uri: str) -> None:
         self._settle(uri, "")
+        generation = self._generations.pop(uri, None)
+        if generation is not None:
+            generation.cancel()
         self._asked_version.pop(uri, None)
         self._last.pop(uri, None)
         prefetched = self._prefetched.pop(uri, None)
@@ -613,6 +719,9 @@ class NextEdits:
             ticket.supersede()
 
     async def aclose(self) -> None:
+        for generation in self._generations.values():
+            generation.cancel()
+        self._generations.clear()
         for _, task in self._prefetched.values():
             task.cancel()
         for _, task in list(self._prefetched.values()):
@@ -621,6 +730,10 @@ class NextEdits:
         self._prefetched.clear()
         for uri in list(self._open_records):
             self._settle(uri, "")
+
+
+def _round_up(chars: int, step: int) -> int:
+    return -(-chars // step) * step
 
 
 def _log_failure(task: asyncio.Task[NextEditResult]) -> None:

@@ -1,13 +1,19 @@
 """Next-edit prompts (a chat form and a raw form for FIM/next-edit models), and reading the answer.
 
-Both forms show, in this order (stable material first, so a provider's prompt cache keeps hitting):
-cross-file snippets, the user's recent edits as diffs (oldest first), then the file excerpt, with the
-editable region between `REGION_START` and `REGION_END` lines and the cursor marked by `CURSOR`. The model
-answers with the region rewritten, between the same markers; `read_rewrite` takes the rewrite out of an
-answer as far as it has streamed (fences and an echoed start marker dropped, cut at the end marker).
+Both forms show cross-file snippets, the user's recent edits as diffs (oldest first) and the file excerpt,
+with the editable region between `REGION_START` and `REGION_END` lines and the cursor marked by `CURSOR`.
+The model answers with the region rewritten, between the same markers; `read_rewrite` takes the rewrite out
+of an answer as far as it has streamed (fences and an echoed start marker dropped, cut at the end marker).
 
-The layout is public: a next-edit model trained on these markers (Zed's Zeta uses the same three) can be
-served raw, and `tandem sim` reads it with its own code.
+The order is chosen for a provider's prompt cache, which reuses the longest prefix a recent prompt shares.
+The chat form puts the excerpt before the recent edits: while the user types, the newest edit changes at
+every key press and the excerpt only from the line being typed on, so snippets, the excerpt's lines above
+the region and the region's lines above the cursor stay a cached prefix (with the edits first, everything
+after the newest edit, the whole excerpt, was sent anew each time). The raw form keeps the edits before the
+excerpt, the order next-edit models are trained on (Zed's Zeta uses these three markers).
+
+The layout is public: a next-edit model trained on these markers can be served raw, and `tandem sim` reads
+it with its own code.
 """
 
 from __future__ import annotations
@@ -19,9 +25,9 @@ REGION_END = "<|editable_region_end|>"
 CURSOR = "<|user_cursor_is_here|>"
 
 SYSTEM_PROMPT = (
-    "You predict a programmer's next edit. You are shown the edits they just made (as diffs, oldest first) "
-    f"and an excerpt of the file they are in, where the lines between {REGION_START} and {REGION_END} may "
-    f"be rewritten and {CURSOR} marks the cursor. Rewrite that region, making the change the programmer is "
+    "You predict a programmer's next edit. You are shown an excerpt of the file they are in, where the lines "
+    f"between {REGION_START} and {REGION_END} may be rewritten and {CURSOR} marks the cursor, and after it "
+    "the edits they just made (as diffs, oldest first). Rewrite that region, making the change the programmer is "
     "most likely to make next (continue a rename, update the uses of what they changed, finish the pattern "
     "they started); change nothing if no change follows. Reply with only the rewritten region, starting "
     f"with {REGION_START} and ending with {REGION_END}, without the cursor marker and without comments."
@@ -53,7 +59,7 @@ class NextEditPrompt:
 def chat_messages(prompt: NextEditPrompt) -> tuple[tuple[str, str], ...]:
     related = f"Related code from other files:\n{prompt.snippets}\n\n" if prompt.snippets else ""
     edits = f"Recent edits:\n{prompt.history}\n" if prompt.history else "Recent edits: none\n\n"
-    user = f"{related}{edits}{prompt.excerpt()}Rewrite the editable region."
+    user = f"{related}{prompt.excerpt()}\n{edits}Rewrite the editable region."
     return (("system", SYSTEM_PROMPT), ("user", user))
 
 

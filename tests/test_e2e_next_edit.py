@@ -323,7 +323,8 @@ async def test_a_split_region_asks_both_parts_and_suggests_from_either(
         sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
         options = {
             **fast_model(sim.base_url),
-            "next_edit": {"split": True},
+            # Each suggestion from a request of its own (with `rebase`, the second is the first's rewrite).
+            "next_edit": {"split": True, "rebase": False},
             "prefetch": {"tokens_per_minute": tokens_per_minute},
         }
         async with serve(tmp_path, "vscode", options=options) as session:
@@ -342,7 +343,7 @@ async def test_the_budget_counts_what_a_next_edit_spent_not_its_max_tokens(tmp_p
         sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
         options = {
             **fast_model(sim.base_url),
-            "next_edit": {"split": False, "max_tokens": 5_000, "prefetch_on_accept": False},
+            "next_edit": {"split": False, "max_tokens": 5_000, "prefetch_on_accept": False, "rebase": False},
             "prefetch": {"tokens_per_minute": 8_000, "on_shown": False},
         }
         async with serve(tmp_path, "vscode", options=options) as session:

@@ -221,8 +221,12 @@ def _prompt_after(history: EditHistory, buffer: LineBuffer, cursor: tuple[int, i
 
 
 def test_the_prompt_keeps_its_start_from_one_keystroke_to_the_next_and_stays_in_budget() -> None:
-    """Recent edits (oldest first) come before the excerpt, so a keystroke in the open edit changes the
-    prompt only from that edit's diff on; a small budget trims the excerpt's unchanged lines, not the region."""
+    """The excerpt comes before the recent edits, and its lines are chosen in steps, so a keystroke in the
+    open edit changes the prompt only from the line typed on: the instructions, the excerpt's lines above
+    the region and the region's lines above the cursor are shared; a small budget trims the excerpt's
+    unchanged lines, not the region."""
+    from tandem.completion.next_edit_prompt import REGION_START, SYSTEM_PROMPT
+
     text = "".join(f"def f{i}(a):\n    return a + {i}\n\n" for i in range(200))
     buffer = LineBuffer(text)
     history = EditHistory()
@@ -230,13 +234,16 @@ def test_the_prompt_keeps_its_start_from_one_keystroke_to_the_next_and_stays_in_
     line = 300  # def f100(a):
     _type(history, "u", buffer, (line, 9), (line, 10), "ar")
     first = _prompt_after(history, buffer, (line, 11), budget_tokens=2048)
-    _type(history, "u", buffer, (line, 11), (line, 11), "g")
-    second = _prompt_after(history, buffer, (line, 12), budget_tokens=2048)
-    shared = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), len(first))
-    # The prompts part in the open edit's diff line: the instructions and the older edit are shared.
-    assert first.index("+def f0(arg):") < first.index("+def f100(ar") < shared < first.index("File: m.py")
-    # The budget is reckoned at 4 characters a token, the fixed instructions (~600 characters) not counted.
-    assert len(second) - len(first.split("Recent edits:")[0]) <= 2048 * 4
-    small = _prompt_after(history, buffer, (line, 12), budget_tokens=150)
-    assert "def f100(arg<|user_cursor_is_here|>):" in small and "def f117(a):" not in small
+    for column, key in enumerate("g_name", start=11):
+        _type(history, "u", buffer, (line, column), (line, column), key)
+        second = _prompt_after(history, buffer, (line, column + 1), budget_tokens=2048)
+        shared = next((i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b), len(first))
+        # The prompts part on the cursor's line, after the region's lines above it, before the edits.
+        assert first.index(REGION_START) < first.index("    return a + 99\n") < shared
+        assert shared == first.index("def f100(ar") + len("def f100(ar")
+        assert shared < first.index("+def f0(arg):")
+    # The budget is reckoned at 4 characters a token, the fixed instructions not counted.
+    assert len(second) - len(SYSTEM_PROMPT) - 200 <= 2048 * 4
+    small = _prompt_after(history, buffer, (line, 17), budget_tokens=150)
+    assert "def f100(arg_name<|user_cursor_is_here|>):" in small and "def f117(a):" not in small
     assert small.count("\n") < second.count("\n") - 40

@@ -370,23 +370,26 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         value = record.get("ms", {}).get(name)
         return float(value) if value is not None else None
 
-    def series(name: str, start: str = "") -> list[float]:
+    def series(name: str, start: str = "", of: list[dict[str, Any]] | None = None) -> list[float]:
         out = []
-        for record in answered:
+        for record in answered if of is None else of:
             end_ms, start_ms = phase(record, name), phase(record, start) if start else 0.0
             if end_ms is not None and start_ms is not None:
                 out.append(end_ms - start_ms)
         return out
 
-    ttft = series("first_token", "request_sent")
-    generation = series("first_line", "first_token")
-    debounce = series("debounce_end")
-    context = series("request_sent", "debounce_end")
-    after_model = series("answered", "first_line")
+    # The model's time on every request it answered (answered, or overtaken by the next key and, with
+    # `rebase`, answering later keys); the server's phases on the requests answered with a model request.
+    answered_asking = [r for r in answered if r.get("source") == "model"]
+    ttft = series("first_token", "request_sent", asked)
+    generation = series("first_line", "first_token", asked)
+    debounce = series("debounce_end", of=answered_asking)
+    context = series("request_sent", "debounce_end", answered_asking)
+    after_model = series("answered", "first_line", answered_asking)
     # The server's own time around the model: building and sending the prompt, and judging the hunk after
     # the model's text made it (the wait for a pause in the typing and the model's time left out).
     own = []
-    for record in answered:
+    for record in answered_asking:
         marks = [phase(record, name) for name in ("debounce_end", "request_sent", "first_line", "answered")]
         if None not in marks:
             debounce_end, sent, first_line, done = (float(m or 0.0) for m in marks)
@@ -394,12 +397,16 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
     # The server's whole time (request received -> answered) of the suggestions shown that were not
     # prefetched (after a change; after an accept too, without prefetch), by whether the request was asked
     # at once (a clause's end, `[next_edit] pause = "typed"`) or after the pause in the typing: the pause
-    # is the part of the user's wait no model speed removes.
-    by_wait: dict[str, list[float]] = {"at_once": [], "after_pause": []}
+    # is the part of the user's wait no model speed removes. "rebased": answered from the rewrite an
+    # earlier key's request had under way (`[next_edit] rebase`), no request of its own.
+    by_wait: dict[str, list[float]] = {"at_once": [], "after_pause": [], "rebased": []}
     for record in answered:
         total, waited = phase(record, "answered"), phase(record, "debounce_end")
         if total is not None and not record.get("prefetched") and record.get("next_edit", {}).get("shown"):
-            by_wait["after_pause" if (waited or 0.0) >= _AT_ONCE_MS else "at_once"].append(total)
+            if record.get("source") == "rebased":
+                by_wait["rebased"].append(total)
+            else:
+                by_wait["after_pause" if (waited or 0.0) >= _AT_ONCE_MS else "at_once"].append(total)
     region = [r["next_edit"]["region_lines"] for r in answered]
     judged = sum(r.get("next_edit", {}).get("hunks", 0) for r in asked)
     model_outcomes: dict[str, int] = {}
@@ -457,6 +464,10 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         "context_tokens_median": statistics.median(r["context_tokens"] for r in asked) if asked else None,
         "requests": len(records),
         "model_requests": len(asked),
+        # Requests answered from an earlier request's rewrite, and those that tried one, found it
+        # disagreeing with the user's newer text, and asked the model.
+        "rebased_answers": sum(1 for r in answered if r.get("source") == "rebased"),
+        "rebase_disagreed": sum(1 for r in asked if r.get("next_edit", {}).get("rebased_from")),
         "outcomes": outcomes,
         "model_outcomes": model_outcomes,
         "fates": fates,
@@ -593,7 +604,8 @@ def render(results: dict[str, Any]) -> str:
             f" {srv['after_first_hunk']}/{hi['after_first_hunk']} ms after it; tandem's own time (context, send,"
             f" judging) {srv['tandem_own']}/{hi['tandem_own']} ms; region {r['region_lines_median']} lines,"
             f" prompt {r['context_tokens_median']} tokens (median)",
-            f"    requests {r['requests']} ({r['model_requests']} asked the model); outcomes {r['outcomes']};"
+            f"    requests {r['requests']} ({r['model_requests']} asked the model, {r['rebased_answers']} answered from"
+            f" an earlier key's rewrite, {r['rebase_disagreed']} found it disagreeing); outcomes {r['outcomes']};"
             f" fates of answered {r['fates']}; refused hunks {r['refused_hunks']} of {r['hunks_judged']} judged;"
             f" wrong suggestions shown {r['wrong_shown']}/{r['shown']}",
             f"    shares: {', '.join(f'{k} {_share(v)}' for k, v in r['shares'].items())}",
