@@ -155,6 +155,14 @@ def char_edit(hunk: Hunk, region: Region, *, line_count: int) -> CharEdit:
             previous = region.lines[hunk.start - 1] if hunk.start > 0 else ""
             return CharEdit(start - 1, len(previous), end_line, end_char, "")
         return CharEdit(start, 0, end_line, end_char, "")
+    prefix, suffix = common_ends(old, new)
+    first_line, first_char = _locate(hunk.old, prefix)
+    last_line, last_char = _locate(hunk.old, len(old) - suffix)
+    return CharEdit(start + first_line, first_char, start + last_line, last_char, new[prefix : len(new) - suffix])
+
+
+def common_ends(old: str, new: str) -> tuple[int, int]:
+    """(the length of the start `old` and `new` share, the length of the end they share after it)."""
     prefix = 0
     limit = min(len(old), len(new))
     while prefix < limit and old[prefix] == new[prefix]:
@@ -162,9 +170,7 @@ def char_edit(hunk: Hunk, region: Region, *, line_count: int) -> CharEdit:
     suffix = 0
     while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
         suffix += 1
-    first_line, first_char = _locate(hunk.old, prefix)
-    last_line, last_char = _locate(hunk.old, len(old) - suffix)
-    return CharEdit(start + first_line, first_char, start + last_line, last_char, new[prefix : len(new) - suffix])
+    return prefix, suffix
 
 
 def _locate(lines: tuple[str, ...], offset: int) -> tuple[int, int]:

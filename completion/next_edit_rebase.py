@@ -21,7 +21,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from tandem.cache.edit_history import Lines
-from tandem.cache.edit_region import SETTLE_LINES, Region, rewrite_lines
+from tandem.cache.edit_region import SETTLE_LINES, Region, common_ends, rewrite_lines
 from tandem.completion.next_edit_prompt import read_rewrite
 from tandem.completion.streams import Stream
 
@@ -77,13 +77,7 @@ def agreement(base: Region, now: Region, partial: str, *, done: bool) -> bool | 
     if base.lines == now.lines:
         return True
     old, new = base.text, now.text
-    limit = min(len(old), len(new))
-    prefix = 0
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
+    prefix, suffix = common_ends(old, new)
     # The user's text: characters [low, high) of `now`, on its lines [first, last).
     low, high = prefix, len(new) - suffix
     first, last = new.count("\n", 0, low), new.count("\n", 0, high) + 1
