@@ -27,7 +27,7 @@ from pathlib import Path
 from tandem.completion.edits.types import line_offset
 from tandem.eval.code_label import code_hard, file_role
 from tandem.eval.code_label import is_source as is_source  # kept importable from here
-from tandem.eval.user_selection import enclosing_block
+from tandem.eval.user_selection import code_anchor, enclosing_block
 
 
 class GitError(RuntimeError):
@@ -62,8 +62,8 @@ class EditTask:
     start: int
     end: int
     changes: tuple[FileChange, ...]
-    # The primary file's hunks: (first line of the hunk in parent_text, 0-based; lines removed plus added).
-    hunks: tuple[tuple[int, int], ...] = ()
+    # The parent's line a user would be working at (`user_selection.code_anchor`); None: the first changed.
+    code_anchor: int | None = None
 
     @property
     def selection(self) -> str:
@@ -89,17 +89,17 @@ class EditTask:
     @property
     def user_selection(self) -> tuple[int, int]:
         """Offsets [start, end) of the selection a user would make for this edit: the innermost function
-        or block enclosing the first changed line (`user_selection.enclosing_block`), which does not
-        know how far the change goes."""
-        first, end = enclosing_block(self.parent_text, self.first_line)
+        or block enclosing the changed code they would be working at (`code_anchor`; the first changed
+        line without one), which does not know how far the change goes (`user_selection`)."""
+        anchor = self.first_line if self.code_anchor is None else self.code_anchor
+        first, end = enclosing_block(self.parent_text, anchor)
         return line_offset(self.parent_text, first), line_offset(self.parent_text, end)
 
     @property
-    def user_selection_at_largest_hunk(self) -> tuple[int, int]:
-        """Offsets [start, end) of the function or block enclosing the commit's largest hunk in the primary
-        file (the first of equals) instead of its first changed line, which is often an import line."""
-        anchor = max(self.hunks, key=lambda h: (h[1], -h[0]))[0] if self.hunks else self.first_line
-        first, end = enclosing_block(self.parent_text, anchor)
+    def user_selection_at_first_change(self) -> tuple[int, int]:
+        """Offsets [start, end) of the function or block enclosing the first changed line: the user's
+        selection before `code_anchor` (often the import paragraph), kept to compare figures with."""
+        first, end = enclosing_block(self.parent_text, self.first_line)
         return line_offset(self.parent_text, first), line_offset(self.parent_text, end)
 
 
@@ -149,21 +149,24 @@ def _numstat(repo: Path, parent: str, commit: str) -> list[FileChange]:
     return changes
 
 
-def _old_ranges(repo: Path, parent: str, commit: str, change: FileChange) -> list[tuple[int, int, int]]:
-    """The parent-side line ranges (0-based, end exclusive) of each hunk of one file's diff, each with the
-    hunk's changed lines (removed plus added)."""
+def _span(field: str) -> tuple[int, int]:
+    """Lines [first, end) (0-based) of a hunk header's "N,K" side; "N,0" (no line on this side) is the
+    empty range after line N."""
+    start_s, _, count_s = field.partition(",")
+    start, count = int(start_s), int(count_s) if count_s else 1
+    return (start, start) if count == 0 else (start - 1, start - 1 + count)
+
+
+def _hunk_ranges(repo: Path, parent: str, commit: str, change: FileChange) -> list[tuple[int, int, int, int]]:
+    """Each hunk of one file's diff as its line ranges (0-based, end exclusive) in the parent and in the
+    commit: (first, end, first, end)."""
     paths = [change.old_path, change.path] if change.old_path else [change.path]
     out = git(repo, "diff", "-U0", "--no-color", "-M", parent, commit, "--", *paths)
-    ranges: list[tuple[int, int, int]] = []
+    ranges: list[tuple[int, int, int, int]] = []
     for line in out.decode("utf-8", "replace").splitlines():
         if line.startswith("@@ -"):
             old, new = line[4:].split(" ", 2)[:2]
-            start_s, _, count_s = old.partition(",")
-            start, count = int(start_s), int(count_s) if count_s else 1
-            _, _, added_s = new.partition(",")
-            changed = count + (int(added_s) if added_s else 1)
-            # "-N,0": nothing removed, the new lines go after line N.
-            ranges.append((start, start, changed) if count == 0 else (start - 1, start - 1 + count, changed))
+            ranges.append((*_span(old), *_span(new.lstrip("+"))))
     return ranges
 
 
@@ -225,7 +228,7 @@ def _task(
     # The file a user would select in: code before tests, docs and configuration, then the most changed.
     primary = max(sources, key=lambda c: (file_role(c.path) == "source", c.added + c.deleted, c.path))
     old_path = primary.old_path or primary.path
-    ranges = _old_ranges(repo, parent, commit, primary)
+    ranges = _hunk_ranges(repo, parent, commit, primary)
     created = primary.deleted == 0 and [r[:2] for r in ranges] == [(0, 0)]
     try:
         parent_text = "" if created else _show(repo, parent, old_path)
@@ -252,7 +255,7 @@ def _task(
             start=line_offset(parent_text, first),
             end=line_offset(parent_text, end),
             changes=tuple(changes),
-            hunks=tuple((r[0], r[2]) for r in ranges) if parent_text else (),
+            code_anchor=code_anchor(parent_text, truth_text, ranges) if parent_text else None,
         ),
         "",
     )

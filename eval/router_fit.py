@@ -148,12 +148,15 @@ class HeldOut:
     # AUC at the fixed `L2` for comparison.
     l2: float = L2
     fitted_auc_fixed_l2: float | None = None
+    # The selection kinds the weights were fitted on (`leave_one_out`'s `fit_on`).
+    fitted_on: tuple[str, ...] = ()
 
 
 def _rows(
-    histories: Mapping[str, Sequence[Sample]], names: Sequence[str], selection: str
+    histories: Mapping[str, Sequence[Sample]], names: Sequence[str], fit_on: Sequence[str]
 ) -> list[tuple[Mapping[str, float], bool]]:
-    return [(s.inputs[selection], s.hard) for name in names for s in histories[name]]
+    """Each task of `names` once per selection kind in `fit_on` (pooled: a task twice, with each selection)."""
+    return [(s.inputs[kind], s.hard) for name in names for s in histories[name] for kind in fit_on]
 
 
 def _held_out_auc(
@@ -163,8 +166,9 @@ def _held_out_auc(
     selection: str,
     l2: float,
     features: Sequence[str] = FEATURES,
+    fit_on: Sequence[str] | None = None,
 ) -> float | None:
-    weights = fit_weights(_rows(histories, train, selection), l2=l2, features=features)
+    weights = fit_weights(_rows(histories, train, fit_on or (selection,)), l2=l2, features=features)
     tasks = histories[test]
     return roc_auc([logit(weights, s.inputs[selection]) for s in tasks], [s.hard for s in tasks])
 
@@ -175,16 +179,19 @@ def choose_l2(
     selection: str = "changed",
     grid: Sequence[float] = L2_GRID,
     features: Sequence[str] = FEATURES,
+    fit_on: Sequence[str] | None = None,
 ) -> float:
     """The penalty in `grid` with the best mean ROC AUC over `histories`, each left out in turn of a fit on
-    the others (the first of equals). Given only the training histories, it never sees the judged one."""
+    the others (the first of equals), fitted on the `fit_on` selections (default: `selection`) and judged
+    with `selection`. Given only the training histories, it never sees the judged one."""
     names = list(histories)
     if len(names) < 2:
         return L2
 
     def mean_auc(l2: float) -> float:
         aucs = [
-            _held_out_auc(histories, [n for n in names if n != test], test, selection, l2, features) for test in names
+            _held_out_auc(histories, [n for n in names if n != test], test, selection, l2, features, fit_on)
+            for test in names
         ]
         known = [a for a in aucs if a is not None]
         return sum(known) / len(known) if known else 0.0
@@ -198,16 +205,19 @@ def leave_one_out(
     selection: str = "changed",
     l2: float | None = None,
     features: Sequence[str] = FEATURES,
+    fit_on: Sequence[str] | None = None,
 ) -> list[HeldOut]:
-    """For each history: fit on all the others, score the one left out. `l2` None: the penalty is chosen
-    inside each fold from the training histories alone (`choose_l2`). `features`: the inputs fitted (the
-    others get weight 0)."""
+    """For each history: fit on all the others, score the one left out with `selection`. `l2` None: the
+    penalty is chosen inside each fold from the training histories alone (`choose_l2`). `features`: the
+    inputs fitted (the others get weight 0). `fit_on`: the selection kinds fitted on (default `selection`;
+    several pool each task once per kind)."""
+    fit_on = tuple(fit_on or (selection,))
     results: list[HeldOut] = []
     for held, tasks in histories.items():
         names = [name for name in histories if name != held]
         train = {n: histories[n] for n in names}
-        chosen = l2 if l2 is not None else choose_l2(train, selection=selection, features=features)
-        weights = fit_weights(_rows(histories, names, selection), l2=chosen, features=features)
+        chosen = l2 if l2 is not None else choose_l2(train, selection=selection, features=features, fit_on=fit_on)
+        weights = fit_weights(_rows(histories, names, fit_on), l2=chosen, features=features)
         scores = [logit(weights, s.inputs[selection]) for s in tasks]
         before = [s.before[selection] for s in tasks]
         new, old = [s.hard for s in tasks], [s.hard_old for s in tasks]
@@ -226,7 +236,8 @@ def leave_one_out(
                 hard_with_tests=sum(s.hard_with_tests for s in tasks),
                 fitted_auc_with_tests=roc_auc(scores, [s.hard_with_tests for s in tasks]),
                 l2=chosen,
-                fitted_auc_fixed_l2=_held_out_auc(histories, names, held, selection, L2, features),
+                fitted_auc_fixed_l2=_held_out_auc(histories, names, held, selection, L2, features, fit_on),
+                fitted_on=fit_on,
             )
         )
     return results

@@ -1,16 +1,16 @@
 """`tandem replay --edits --repo A --repo B --repo C --leave-one-out`: the router judged on histories it
 was not fitted on.
 
-For each history: its edit tasks (`history.scan_history`), each routed twice as the editor would route it,
-with two selections:
+For each history: its edit tasks (`history.scan_history`), each routed as the editor would route it, with
+three selections:
 
     changed   the commit's changed region (first to last changed line): derived from the answer, so
               its size leaks how much the commit changed (an optimistic figure)
-    user      the function or block enclosing the first changed line (`user_selection`): what a user
-              would select before knowing the answer
-    largest   the function or block enclosing the largest hunk of the primary file instead (the first
-              changed line is often an import); still a block a user would select, but its anchor is
-              taken from the answer, so it is reported beside `user`, not instead of it
+    user      the function or block enclosing the changed code a user would be working at (the hunk with
+              the most changed lines of code, imports not counted: `user_selection.code_anchor`): what
+              a user would select before knowing the answer
+    first     the function or block enclosing the first changed line instead: the user's selection
+              before that anchor, often the import paragraph, kept beside it to compare figures with
 
 and labelled three times: the label about code (`code_label.code_hard`), the old one (any file counts),
 and, for comparison, the label about code with tests counted as code (`count_tests`). Then
@@ -23,9 +23,10 @@ Each task's file history (`file_history.read_history`), and the repository's las
 instruction (`file_history.read_past_commits`), are read before the task's commit (at its parent), so the
 answer is never in them; the router is fitted with them and without them (`HISTORY_FEATURES`, and each of
 the others, left out), each inside the fold, and the held-out figures are printed. The shipped weights are
-fitted on the changed region, so each fold's changed-region fit is also judged with a user's selection
-(`as_shipped`): that, not the fold fitted on the user's selection, is the figure of the router an editor
-runs. Single features' AUCs per history (nothing fitted) show which only look good with the changed region.
+fitted once, on one of `FIT_OPTIONS` (the changed region, a user's selection, or both pooled), and an
+editor routes whatever the user selects: each option's folds are judged with every selection
+(`fit_options`); `SHIPPED_FIT`'s (`as_shipped`) is the figure of the router an editor runs. Single
+features' AUCs per history (nothing fitted) show which only look good with the changed region.
 Real figures: nothing here is simulated.
 """
 
@@ -54,12 +55,17 @@ from tandem.eval.router_before import before_score
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols, roc_auc
 from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out, logit
 
-SELECTIONS = ("changed", "user", "largest")
+SELECTIONS = ("changed", "user", "first")
 # Without any git history (the router before it), with all but the selected lines', and with all but the
 # similar past commits.
 WITHOUT_HISTORY = tuple(f for f in FEATURES if f not in (*HISTORY_FEATURES, *LINES_FEATURES, *SIMILAR_FEATURES))
 FILE_HISTORY_ONLY = tuple(f for f in FEATURES if f not in LINES_FEATURES)
 WITHOUT_SIMILAR = tuple(f for f in FEATURES if f not in SIMILAR_FEATURES)
+# What the shipped weights may be fitted on: the changed region, a user's selection, or each task once with
+# each (pooled). Each is fitted in each fold with its penalty chosen there judged with a user's selection
+# (what an editor sends), and judged held out with every selection (`fit_options`).
+FIT_OPTIONS: dict[str, tuple[str, ...]] = {"changed": ("changed",), "user": ("user",), "pooled": ("changed", "user")}
+SHIPPED_FIT = "changed"
 
 
 def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory | None]:
@@ -79,7 +85,7 @@ def lines_of(task: EditTask, kind: str) -> tuple[int, int]:
     """Lines [first, end) of the parent's file that a selection kind selects (`SELECTIONS`)."""
     if kind == "changed":
         return task.first_line, task.end_line
-    start, end = task.user_selection if kind == "user" else task.user_selection_at_largest_hunk
+    start, end = task.user_selection if kind == "user" else task.user_selection_at_first_change
     return task.parent_text.count("\n", 0, start), task.parent_text.count("\n", 0, end)
 
 
@@ -102,7 +108,7 @@ def selection_of(task: EditTask, kind: str) -> str:
     """The selected text of `task` for a selection kind (`SELECTIONS`)."""
     if kind == "changed":
         return task.selection
-    start, end = task.user_selection if kind == "user" else task.user_selection_at_largest_hunk
+    start, end = task.user_selection if kind == "user" else task.user_selection_at_first_change
     return task.parent_text[start:end]
 
 
@@ -178,18 +184,20 @@ class LeaveOneOutResult:
     all_l2_without_history: float = L2
     # Tasks with a history read (a file with past commits before the task), per history.
     with_history: dict[str, int] = field(default_factory=dict)
-    # Per history and selection kind: the AUC of the weights fitted without it on the changed region (as the
-    # shipped weights are fitted), judged with that selection (`as_shipped`).
+    # Per fit option (`FIT_OPTIONS`), history and selection kind: the AUC of that option's weights fitted
+    # without the history, judged with that selection (`judged_with_each`); `as_shipped` is `SHIPPED_FIT`'s.
+    fit_options: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
     as_shipped: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    shipped_fit: str = SHIPPED_FIT
 
 
-def as_shipped(
+def judged_with_each(
     histories: Mapping[str, Sequence[Sample]], held_out: Sequence[HeldOut]
 ) -> dict[str, dict[str, float | None]]:
-    """Each history's AUC, per selection kind, of the weights fitted without it on the changed region. The
-    shipped weights are fitted on the changed region, but an editor routes a user's selection: the fold
-    fitted on the user's selection (its `HeldOut` figure) is not the router that ships."""
-    fitted = {h.repo: h.weights for h in held_out if h.selection == "changed"}
+    """Each history's AUC, per selection kind, of the weights of `held_out` (one fold per history) fitted
+    without it. A fold fitted on one selection may be judged with another: the shipped weights are fitted
+    once, and an editor routes whatever the user selects."""
+    fitted = {h.repo: h.weights for h in held_out}
     return {
         name: {
             kind: roc_auc([logit(fitted[name], s.inputs[kind]) for s in rows], [s.hard for s in rows])
@@ -232,9 +240,14 @@ def evaluate_leave_one_out(
         }
         for name, rows in histories.items()
     }
-    everything = [(s.inputs["changed"], s.hard) for rows in histories.values() for s in rows]
-    all_l2 = choose_l2(histories, selection="changed")
-    all_l2_without = choose_l2(histories, selection="changed", features=WITHOUT_HISTORY)
+    options = {
+        name: judged_with_each(histories, leave_one_out(histories, selection="user", fit_on=fit_on))
+        for name, fit_on in FIT_OPTIONS.items()
+    }
+    shipped_on = FIT_OPTIONS[SHIPPED_FIT]
+    everything = [(s.inputs[kind], s.hard) for rows in histories.values() for s in rows for kind in shipped_on]
+    all_l2 = choose_l2(histories, selection="user", fit_on=shipped_on)
+    all_l2_without = choose_l2(histories, selection="user", fit_on=shipped_on, features=WITHOUT_HISTORY)
     return LeaveOneOutResult(
         repos=tuple(histories),
         limit=limit,
@@ -249,7 +262,8 @@ def evaluate_leave_one_out(
         all_weights_without_history=fit_weights(everything, l2=all_l2_without, features=WITHOUT_HISTORY),
         all_l2_without_history=all_l2_without,
         with_history={name: sum(1 for s in rows if s.history_commits) for name, rows in histories.items()},
-        as_shipped=as_shipped(histories, held),
+        fit_options=options,
+        as_shipped=options[SHIPPED_FIT],
     )
 
 
@@ -267,8 +281,8 @@ def render_text(result: LeaveOneOutResult) -> str:
     for kind in SELECTIONS:
         what = {
             "changed": "selection = the commit's changed region (derived from the answer: optimistic)",
-            "user": "selection = the function or block enclosing the first change (what a user would select)",
-            "largest": "selection = the function or block enclosing the largest hunk (anchor from the answer)",
+            "user": "selection = the function or block enclosing the changed code (what a user would select)",
+            "first": "selection = the function or block enclosing the first changed line (often an import)",
         }[kind]
         lines.append(f"  {what}")
         fixed = f"L2 {result.l2:g}"
@@ -329,24 +343,29 @@ def render_text(result: LeaveOneOutResult) -> str:
         "  tasks whose file had past commits before the task: "
         + ", ".join(f"{name} {n}" for name, n in result.with_history.items()),
     ]
-    if result.as_shipped:
+    if result.fit_options:
         lines.append(
-            "  fitted on the changed region (as the shipped weights are) and judged with each selection, held "
-            "out, changed region -> enclosing block -> largest hunk's: "
-            + ", ".join(
-                f"{name} " + "->".join(_fmt(kinds.get(kind)) for kind in SELECTIONS)
-                for name, kinds in result.as_shipped.items()
-            )
+            "  fitted on each option (penalty chosen in the fold judged with the enclosing block) and judged held out "
+            f"with each selection, changed region -> enclosing block -> first change's (shipped: {result.shipped_fit}):"
         )
+        for option, by_repo in result.fit_options.items():
+            judged = [[kinds.get(kind) for kinds in by_repo.values()] for kind in SELECTIONS]
+            means = [sum(v for v in row if v is not None) / max(1, sum(v is not None for v in row)) for row in judged]
+            each = ", ".join(
+                f"{name} " + "->".join(_fmt(kinds.get(kind)) for kind in SELECTIONS) for name, kinds in by_repo.items()
+            )
+            mean = "->".join(_fmt(m) for m in means)
+            lines.append(f"    fitted on {'+'.join(FIT_OPTIONS[option]):<13}{each}; mean {mean}")
     lines.append(
-        "  single features alone, new label (nothing fitted), changed region -> enclosing block -> largest hunk's:"
+        "  single features alone, new label (nothing fitted), changed region -> enclosing block -> first change's:"
     )
     for name, kinds in result.feature_auc.items():
         parts = [f"{f} " + "->".join(_fmt(kinds[kind][f]) for kind in SELECTIONS) for f in FEATURES]
         lines.append(f"    {name}: " + ", ".join(parts))
     shipped = result.all_weights
     lines.append(
-        f"  fitted on all of them (changed region, L2 {result.all_l2:g} chosen by leaving each out in turn; the "
+        f"  fitted on all of them ({'+'.join(FIT_OPTIONS[result.shipped_fit])}, L2 {result.all_l2:g} chosen by leaving "
+        "each out in turn; the "
         "shipped defaults come from this, not a held-out figure): "
         + ", ".join(f"{k} {v:g}" for k, v in asdict(shipped).items())
     )

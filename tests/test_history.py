@@ -142,6 +142,18 @@ def test_the_primary_file_is_code_before_its_tests_and_the_label_is_about_code(r
     assert task.parent_text[start:end] == "def compute_total(invoice):\n    return invoice.amount\n"
 
 
+def test_the_users_selection_is_the_function_changed_not_the_import_added(repo: Repo) -> None:
+    views = "import math\n" + VIEWS
+    views = views.replace("return compute_total(invoice)", "return math.ceil(compute_total(invoice))")
+    repo.commit("Round the shown total up", {"app/views.py": views})
+    (task,) = edit_tasks(repo.root, limit=1)
+    assert task.first_line == 0 and task.code_anchor == 4  # the import is added before line 0
+    start, end = task.user_selection
+    assert task.parent_text[start:end] == "def show(invoice):\n    return compute_total(invoice)\n"
+    start, end = task.user_selection_at_first_change
+    assert task.parent_text[start:end] == "from app.models import compute_total\n"
+
+
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(GitError, match="git log failed"):
         scan_history(tmp_path)

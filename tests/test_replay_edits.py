@@ -164,7 +164,7 @@ def test_leave_one_out_judges_each_history_on_weights_fitted_without_it(
     data = json.loads(done.stdout)["leave_one_out"]
     assert data["repos"] == ["repo", "other"]
     held = {(h["repo"], h["selection"]): h for h in data["held_out"]}
-    assert set(held) == {(r, s) for r in ("repo", "other") for s in ("changed", "user", "largest")}
+    assert set(held) == {(r, s) for r in ("repo", "other") for s in ("changed", "user", "first")}
     assert held[("repo", "changed")]["tasks"] == 3 and held[("other", "changed")]["tasks"] == 2
     # The rename is the one hard task of each history and its instruction is broad: it ranks first.
     assert held[("repo", "changed")]["fitted_auc"] == 1.0 and held[("other", "changed")]["fitted_auc"] == 1.0

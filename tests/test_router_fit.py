@@ -11,8 +11,8 @@ from tandem.completion.router import FEATURES, HISTORY_FEATURES, SIMILAR_FEATURE
 from tandem.eval.code_label import code_files, code_hard, file_role
 from tandem.eval.history import EditTask, FileChange
 from tandem.eval.router_fit import L2, L2_GRID, Sample, choose_l2, fit_weights, leave_one_out, logit
-from tandem.eval.router_loo import as_shipped
-from tandem.eval.user_selection import enclosing_block
+from tandem.eval.router_loo import judged_with_each
+from tandem.eval.user_selection import code_anchor, code_line_flags, enclosing_block
 
 
 @pytest.mark.parametrize(
@@ -181,40 +181,66 @@ def test_the_penalty_is_chosen_from_the_training_histories_alone() -> None:
     assert choose_l2({"a": histories["a"]}) == L2  # one history: nothing to leave out
 
 
-def test_the_users_block_at_the_largest_hunk() -> None:
-    # The commit adds an import (line 0) and rewrites the body of m (line 14): the first changed line's
-    # block is the import paragraph, the largest hunk's is the method.
+def test_the_users_anchor_is_the_hunk_with_the_most_changed_code() -> None:
+    # The commit adds an import (a hunk before line 0) and rewrites the body of m (line 14, one line for
+    # five): the first changed line's block is the import paragraph, the anchor's is the method.
+    truth = SOURCE.replace("        return 1\n", "".join(f"        y{i} = {i}\n" for i in range(5)))
+    truth = "import sys\n" + truth
+    hunks = ((0, 0, 0, 1), (14, 15, 15, 20))
+    assert code_anchor(SOURCE, truth, hunks) == 14
     task = EditTask(
-        commit="c", parent="p", instruction="x", path="a.py", parent_text=SOURCE, truth_text=SOURCE,
-        first_line=0, end_line=15, start=0, end=0, changes=(), hunks=((0, 1), (14, 6)),
+        commit="c", parent="p", instruction="x", path="a.py", parent_text=SOURCE, truth_text=truth,
+        first_line=0, end_line=15, start=0, end=0, changes=(), code_anchor=code_anchor(SOURCE, truth, hunks),
     )  # fmt: skip
     lines = SOURCE.splitlines(keepends=True)
     start, end = task.user_selection
-    assert SOURCE[start:end] == lines[0]
-    start, end = task.user_selection_at_largest_hunk
     assert SOURCE[start:end] == "".join(lines[12:15])
-    assert dataclasses.replace(task, hunks=()).user_selection_at_largest_hunk == task.user_selection
+    start, end = task.user_selection_at_first_change
+    assert SOURCE[start:end] == lines[0]
+    assert dataclasses.replace(task, code_anchor=None).user_selection == task.user_selection_at_first_change
 
 
-def test_the_changed_region_fit_is_judged_with_each_selection_as_shipped() -> None:
+def test_imports_comments_and_blanks_are_not_code_and_code_wins_over_size() -> None:
+    text = "from a import (\n    b,\n    c,\n)\n# note\n\nx = f(b)\n"
+    assert code_line_flags(text) == [False, False, False, False, False, False, True]
+    # A larger hunk of imports loses to a one-line change of code; it removes no code, so the anchor is
+    # where it inserts (its start), and hunks of no code at all anchor at the first.
+    assert code_anchor(text, text, ((0, 4, 0, 4), (6, 6, 6, 7))) == 6
+    assert code_anchor(text, text, ((1, 3, 1, 3), (4, 6, 4, 6))) == 1
+    assert code_anchor(text, text, ()) is None
+
+
+def test_each_fit_option_is_judged_with_each_selection() -> None:
     # The label follows `selection` in the changed region's inputs; the user's selection carries the same
-    # value reversed, so a fit on the changed region ranks the user's selections backwards.
+    # value reversed, so a fit on the changed region ranks the user's selections backwards, a fit on the
+    # user's selection ranks them right, and a fit on both pooled learns little from `selection`.
     def history(seed: int) -> list[Sample]:
         rows = []
         for x, y in synthetic(120, seed):
             flipped = {**x, "selection": 1.0 - x["selection"]}
-            rows.append(Sample(inputs={"changed": x, "user": flipped}, before={"changed": 0.5}, hard=y, hard_old=y))
+            before = {"changed": 0.5, "user": 0.5}
+            rows.append(Sample(inputs={"changed": x, "user": flipped}, before=before, hard=y, hard_old=y))
         return rows
 
     histories = {"a": history(9), "b": history(10), "c": history(11)}
     held = leave_one_out(histories, selection="changed")
-    shipped = as_shipped(histories, held)
+    shipped = judged_with_each(histories, held)
     assert set(shipped) == {"a", "b", "c"}
+    by_user = judged_with_each(histories, leave_one_out(histories, selection="user", fit_on=("user",)))
+    pooled_held = leave_one_out(histories, selection="user", fit_on=("changed", "user"))
+    pooled = judged_with_each(histories, pooled_held)
     for r in held:
-        assert shipped[r.repo]["changed"] == r.fitted_auc
+        assert r.fitted_on == ("changed",) and shipped[r.repo]["changed"] == r.fitted_auc
         user = shipped[r.repo]["user"]
         assert user is not None and r.fitted_auc is not None and user < r.fitted_auc - 0.2
-        assert "largest" not in shipped[r.repo]  # a selection the samples do not carry is left out
+        assert by_user[r.repo]["user"] == pytest.approx(r.fitted_auc, abs=0.02)
+        assert by_user[r.repo]["changed"] == pytest.approx(user, abs=0.02)
+        assert user < pooled[r.repo]["user"] < by_user[r.repo]["user"]  # type: ignore[operator]
+        assert "first" not in shipped[r.repo]  # a selection the samples do not carry is left out
+    assert all(h.fitted_on == ("changed", "user") for h in pooled_held)
+    # Pooled, each task counts once per selection: the fit is that of the rows listed twice.
+    rows = [(s.inputs[k], s.hard) for n in ("b", "c") for s in histories[n] for k in ("changed", "user")]
+    assert pooled_held[0].weights == fit_weights(rows, l2=pooled_held[0].l2)
 
 
 def test_the_missing_histories_stand_in_as_the_average_tasks_terms() -> None:
