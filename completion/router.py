@@ -503,61 +503,64 @@ class RouterWeights:
     (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`).
     The defaults are that command's fit on all three of its histories ("fitted on all of them"), with
     `--limit 300`: tandem's own at 5768743 (199 tasks), flask's at 2ac89889 and black's at 8947c48 (their
-    newest 300 tasks each), the commit's changed region as the selection, each task's file history, its
-    changed lines' history and the repository's last commits read at its parent commit, the ridge penalty
-    (0.03) chosen by leaving each of the three out in turn. That fit is in-sample on those histories; what
-    says it generalises is each history's figure with the weights fitted without it, which the same command
-    prints (for the enclosing block as the selection too, a user's selection: fitted on it without flask's
-    or black's history, ROC AUC 0.76 and 0.62 on it; and fitted on the changed region as these are, 0.71,
-    0.68 and 0.61 on tandem's, flask's and black's with a user's selection)."""
+    newest 300 tasks each), with a user's selection (the function or block enclosing the changed code,
+    `eval.user_selection`: what an editor sends, where the commit's changed region leaks the answer's
+    size), each task's file history, its selected lines' history and the repository's last commits read at
+    its parent commit, the ridge penalty (0.1) chosen by leaving each of the three out in turn. That fit is
+    in-sample on those histories; what says it generalises is each history's figure with the weights fitted
+    without it, which the same command prints: ROC AUC 0.79, 0.74 and 0.60 on tandem's, flask's and black's
+    with a user's selection (fitted on the changed region instead, as these were before, 0.70, 0.69 and 0.62).
+    A user's selection in a history is never a bare cursor in an existing file, so `selection_none` is not
+    fitted (0)."""
 
-    bias: float = -1.5667
+    bias: float = -0.9578
     # log(1 + lines expected to change / large_selection_lines)
-    selection: float = 0.5447
+    selection: float = 0.1637
     # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
-    # straight line): no line selected (a cursor), 1-5, 6-20, 21-60 lines; over 60 is the reference.
-    selection_none: float = -0.1278
-    selection_small: float = -1.3131
-    selection_medium: float = -0.0319
-    selection_large: float = 0.3267
-    new_file: float = 2.4785
+    # straight line): no line selected (a cursor in an existing file), 1-5, 6-20, 21-60 lines; over 60 is the
+    # reference.
+    selection_none: float = 0.0
+    selection_small: float = -0.2013
+    selection_medium: float = -0.1819
+    selection_large: float = 0.0001
+    new_file: float = 1.2126
     # log(1 + files / span_files), by kind of reach
-    callers: float = 0.138
-    mentioned: float = -0.1362
-    dependencies: float = 0.3146
+    callers: float = 0.0121
+    mentioned: float = -0.0678
+    dependencies: float = -0.0708
     # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
-    interface_reach: float = 0.0309
-    wide: float = 0.4299
-    small: float = 0.1049
-    whole_selection: float = 0.121
+    interface_reach: float = 0.0611
+    wide: float = 0.3619
+    small: float = 0.0349
+    whole_selection: float = 0.3262
     # clauses after the first
-    items: float = 0.1937
+    items: float = 0.1429
     # log(1 + words of the instruction)
-    instruction_words: float = 0.1432
+    instruction_words: float = 0.2156
     # The instruction's leading verb, by class (`VERB_CLASSES`); any other word is the reference.
-    verb_new: float = 0.5599
-    verb_fix: float = -0.096
-    verb_remove: float = 0.8517
-    verb_restructure: float = 0.4801
-    verb_maintain: float = 0.7849
+    verb_new: float = 0.3273
+    verb_fix: float = -0.2984
+    verb_remove: float = 0.7575
+    verb_restructure: float = 0.5259
+    verb_maintain: float = 0.1123
     # The file's own history (`history_values`): the share of its last commits that changed another code
     # file, the share that changed more than 20 lines of code (each shrunk towards 1/2 and less 1/2: 0
     # without a history), and log(1 + other code files changed with it / 10).
-    history_co_change: float = 1.1357
-    history_large: float = 0.876
-    history_files: float = 0.2568
+    history_co_change: float = 0.6536
+    history_large: float = 0.9206
+    history_files: float = 0.1282
     # The selected lines' own last commits: the same two shares as the file's.
-    lines_co_change: float = -0.6199
-    lines_large: float = 1.3012
+    lines_co_change: float = 0.5654
+    lines_large: float = 1.0237
     # The past commits most like the instruction (`SimilarCommits.lift`): how much more often than the
     # repository's commits they were hard.
-    similar_hard: float = 1.9106
+    similar_hard: float = 2.2503
     # Not fitted: the history terms of the fit's average task, added in their place when there is no
     # history to read (no git, or a repository whose config names commands), so that such a workspace is
     # scored as a typical file, not as one that never changed with another (`fit_weights` derives them).
-    history_missing: float = 0.4335
-    lines_missing: float = 0.0171
-    similar_missing: float = 0.0684
+    history_missing: float = 0.257
+    lines_missing: float = 0.1268
+    similar_missing: float = 0.0806
 
 
 HISTORY_FEATURES = ("history_co_change", "history_large", "history_files")
@@ -605,7 +608,9 @@ def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
     reach = len(f.caller_files) + len(f.mentioned_files)
     return {
         "selection": math.log1p(f.expected_change(t) / t.large_selection_lines),
-        "selection_none": float(lines == 0),
+        # A cursor in a file that exists: a new file has nothing to select, and says so by `new_file` alone (a
+        # user's selection in a history is empty only in a new file, so the two could not be told apart).
+        "selection_none": float(lines == 0 and not f.new_file),
         "selection_small": float(1 <= lines <= 5),
         "selection_medium": float(6 <= lines <= 20),
         "selection_large": float(21 <= lines <= 60),

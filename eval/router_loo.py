@@ -65,7 +65,7 @@ WITHOUT_SIMILAR = tuple(f for f in FEATURES if f not in SIMILAR_FEATURES)
 # each (pooled). Each is fitted in each fold with its penalty chosen there judged with a user's selection
 # (what an editor sends), and judged held out with every selection (`fit_options`).
 FIT_OPTIONS: dict[str, tuple[str, ...]] = {"changed": ("changed",), "user": ("user",), "pooled": ("changed", "user")}
-SHIPPED_FIT = "changed"
+SHIPPED_FIT = "user"
 
 
 def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory | None]:
