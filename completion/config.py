@@ -196,10 +196,12 @@ class NextEditConfig:
     # the wait). Once half the minute's speculation budget is spent, the pause may pass this, up to 1 s as
     # the budget runs out (`NextEdits._delay_s`).
     debounce_ms: int = 250
-    # When to ask: "typed" (at once after a key press that closes a bracket or a quote, types `:`, `,` or
-    # `;`, or begins a line: a change often ends there; after the pause otherwise), "interval" (always after
-    # the pause), "none" (at once after every edit).
-    pause: Literal["interval", "typed", "none"] = "typed"
+    # When to ask: "none" (at once after every edit: with `rebase`, a rewrite overtaken by the next key
+    # still answers it while it agrees), "typed" (at once after a key press that closes a bracket or a
+    # quote, types `:`, `,` or `;`, or begins a line; after the pause otherwise: the cheaper choice without
+    # `rebase`), "interval" (always after the pause). Each waits for the pause once half the minute's
+    # speculation budget is spent (`NextEdits._delay_s`).
+    pause: Literal["interval", "typed", "none"] = "none"
     # The pause that ends a burst of typing, in typing intervals (a typist's lognormal spread puts about one
     # gap in eight beyond 1.5 intervals, one in three beyond 1.2, one in forty beyond 2.0, one in 200 beyond 2.5).
     pause_gaps: float = 2.5

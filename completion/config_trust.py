@@ -97,7 +97,7 @@ RULES: dict[str, Rule] = {
     "next_edit.prompt": _FREE,
     "next_edit.debounce_ms": _AT_LEAST,
     # Asking only after a pause spends the fewest tokens.
-    "next_edit.pause": Rule("one_of", allowed=("interval",)),
+    "next_edit.pause": Rule("one_of", allowed=("interval", "typed")),
     "next_edit.settle": _FREE,
     "next_edit.pause_gaps": _AT_LEAST,
     "next_edit.split": _ONLY_OFF,

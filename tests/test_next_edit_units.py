@@ -144,8 +144,11 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     assert round(waits("typed", mid_word, gaps=2.0), 3) == 0.2
     assert waits("typed", mid_word, gaps=3.0) == 0.25  # never longer than debounce_ms
     assert waits("none", mid_word) == 0.0
-    # With more than half the minute's speculation budget spent, a clause's end waits for the pause too.
+    # With more than half the minute's speculation budget spent, a clause's end waits for the pause too,
+    # and so does every key under "none".
     assert round(waits("typed", after_clause, spent=12_000), 3) == 0.15
+    assert round(waits("none", mid_word, spent=12_000), 3) == 0.15
+    assert waits("none", mid_word, spent=10_000) == 0.0
     # ... and the pause may pass debounce_ms as the budget runs down: 250 ms at half spent, 1 s at all of it.
     assert waits("typed", mid_word, gaps=8.0, spent=10_000) == 0.25
     assert round(waits("typed", mid_word, gaps=8.0, spent=15_000), 3) == 0.625
