@@ -6,7 +6,8 @@ Inputs (`RouteFeatures`, built by `route_features`):
   ("rename everywhere", "refactor", "all callers" ... or "fix typo"; words inside a file path or a dotted
   name do not count), its leading verb's class (adds, fixes, removes, restructures, maintains), and the
   selected lines it is expected to change: all of them for an instruction that rewrites the selection,
-  a share otherwise;
+  a share otherwise; and the selection's shape (a whole definition, or part of a body or module-level
+  code);
 - its cross-file span: which other workspace files use the names the selection defines, define or use
   the names (and files) the instruction mentions, or define what the selection uses, counting only names
   specific enough to point somewhere (a `SymbolLookup` answers; `SymbolIndex` is a simple in-memory one
@@ -86,6 +87,12 @@ _DEFINITION = re.compile(
     re.MULTILINE,
 )
 _CLAUSES = re.compile(r",|;|\band\b|\s\+\s|&")
+# A definition's first line (or a decorator above one), across languages: where a whole function or class
+# starts (`partial_selection`; `eval.user_selection` finds the user's block by it).
+DEFINITION_HEADER = re.compile(
+    r"^\s*(?:@|(?:export\s+)?(?:default\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
+    r"(?:def|class|function|func|fn|impl|struct|enum|trait|interface|module|sub)\b)"
+)
 # A file path or dotted name in an instruction ("Delete scripts/migrate-black.py"): its words are not scope
 # words ('migrate').
 _PATH_LIKE = re.compile(r"\S*(?:/|\w\.[A-Za-z])\S*")
@@ -281,6 +288,9 @@ class RouteFeatures:
     path: str = ""
     selection_lines: int = 0
     selection_chars: int = 0
+    # The selection is not a whole definition: its first line (decorators aside) is no def/class/... header
+    # (part of a body, or module-level code).
+    partial_selection: bool = False
     # The file is empty: the edit writes it from nothing.
     new_file: bool = False
     instruction: str = ""
@@ -343,6 +353,7 @@ class RouteDecision:
         return {
             "selection_lines": f.selection_lines,
             "selection_chars": f.selection_chars,
+            "partial_selection": f.partial_selection,
             "new_file": f.new_file,
             "broad_words": list(f.broad_words),
             "wide_words": list(f.wide_words),
@@ -458,6 +469,7 @@ def route_features(
         path=path,
         selection_lines=selection.count("\n") + (1 if selection and not selection.endswith("\n") else 0),
         selection_chars=len(selection),
+        partial_selection=is_partial(selection),
         new_file=new_file,
         instruction=instruction,
         broad_words=broad,
@@ -475,6 +487,13 @@ def route_features(
         lines_history=lines_history,
         similar=similar_commits(instruction, past_commits) if past_commits is not None and mode != "inline" else None,
     )
+
+
+def is_partial(selection: str) -> bool:
+    """Whether a selection is not a whole definition: its first line that is not blank or a decorator is
+    no definition header (`DEFINITION_HEADER`). Nothing selected is not partial."""
+    first = next((line for line in selection.splitlines() if line.strip() and not line.lstrip().startswith("@")), "")
+    return bool(first) and not DEFINITION_HEADER.match(first)
 
 
 def _looks_like_code(word: str, symbols: SymbolLookup) -> bool:
@@ -506,68 +525,72 @@ class RouterWeights:
     newest 300 tasks each), with a user's selection (the function or block enclosing the changed code,
     `eval.user_selection`: what an editor sends, where the commit's changed region leaks the answer's
     size), each task's file history, its selected lines' history and the repository's last commits read at
-    its parent commit, the ridge penalty (0.1) chosen by leaving each of the three out in turn. That fit is
+    its parent commit, the ridge penalty (0.03) chosen by leaving each of the three out in turn. That fit is
     in-sample on those histories; what says it generalises is each history's figure with the weights fitted
-    without it, which the same command prints: ROC AUC 0.79, 0.74 and 0.60 on tandem's, flask's and black's
-    with a user's selection (fitted on the changed region instead, as these were before, 0.70, 0.69 and 0.62).
+    without it, which the same command prints: ROC AUC 0.80, 0.75 and 0.61 on tandem's, flask's and black's
+    with a user's selection (fitted on the changed region instead, as these were before, 0.70, 0.70 and 0.62).
     A user's selection in a history is never a bare cursor in an existing file, so `selection_none` is not
     fitted (0)."""
 
-    bias: float = -0.9578
+    bias: float = -1.3267
     # log(1 + lines expected to change / large_selection_lines)
-    selection: float = 0.1637
+    selection: float = 0.1572
     # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
     # straight line): no line selected (a cursor in an existing file), 1-5, 6-20, 21-60 lines; over 60 is the
     # reference.
     selection_none: float = 0.0
-    selection_small: float = -0.2013
-    selection_medium: float = -0.1819
-    selection_large: float = 0.0001
-    new_file: float = 1.2126
+    selection_small: float = -0.1169
+    selection_medium: float = -0.2208
+    selection_large: float = -0.007
+    # The selection is not a whole definition (`RouteFeatures.partial_selection`): part of a body, or
+    # module-level code.
+    selection_partial: float = -0.3873
+    new_file: float = 1.7742
     # log(1 + files / span_files), by kind of reach
-    callers: float = 0.0121
-    mentioned: float = -0.0678
-    dependencies: float = -0.0708
+    callers: float = 0.0033
+    mentioned: float = -0.1639
+    dependencies: float = -0.0969
     # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
-    interface_reach: float = 0.0611
-    wide: float = 0.3619
-    small: float = 0.0349
-    whole_selection: float = 0.3262
+    interface_reach: float = -0.0604
+    wide: float = 0.5409
+    small: float = 0.0962
+    whole_selection: float = 0.3044
     # clauses after the first
-    items: float = 0.1429
+    items: float = 0.2368
     # log(1 + words of the instruction)
-    instruction_words: float = 0.2156
+    instruction_words: float = 0.306
     # The instruction's leading verb, by class (`VERB_CLASSES`); any other word is the reference.
-    verb_new: float = 0.3273
-    verb_fix: float = -0.2984
-    verb_remove: float = 0.7575
-    verb_restructure: float = 0.5259
-    verb_maintain: float = 0.1123
+    verb_new: float = 0.4687
+    verb_fix: float = -0.3493
+    verb_remove: float = 1.0463
+    verb_restructure: float = 0.7828
+    verb_maintain: float = 0.3272
     # The file's own history (`history_values`): the share of its last commits that changed another code
     # file, the share that changed more than 20 lines of code (each shrunk towards 1/2 and less 1/2: 0
     # without a history), and log(1 + other code files changed with it / 10).
-    history_co_change: float = 0.6536
-    history_large: float = 0.9206
-    history_files: float = 0.1282
+    history_co_change: float = 0.6988
+    history_large: float = 0.8608
+    history_files: float = 0.338
     # The selected lines' own last commits: the same two shares as the file's.
-    lines_co_change: float = 0.5654
-    lines_large: float = 1.0237
+    lines_co_change: float = 0.5796
+    lines_large: float = 1.2384
     # The past commits most like the instruction (`SimilarCommits.lift`): how much more often than the
     # repository's commits they were hard.
-    similar_hard: float = 2.2503
+    similar_hard: float = 2.8118
     # Not fitted: the history terms of the fit's average task, added in their place when there is no
     # history to read (no git, or a repository whose config names commands), so that such a workspace is
     # scored as a typical file, not as one that never changed with another (`fit_weights` derives them).
-    history_missing: float = 0.257
-    lines_missing: float = 0.1268
-    similar_missing: float = 0.0806
+    history_missing: float = 0.4631
+    lines_missing: float = 0.1424
+    similar_missing: float = 0.1007
 
 
 HISTORY_FEATURES = ("history_co_change", "history_large", "history_files")
 LINES_FEATURES = ("lines_co_change", "lines_large")
 SIMILAR_FEATURES = ("similar_hard",)
 FEATURES = (
-    "selection", "selection_none", "selection_small", "selection_medium", "selection_large", "new_file",
+    "selection", "selection_none", "selection_small", "selection_medium", "selection_large", "selection_partial",
+    "new_file",
     "callers", "mentioned", "dependencies", "interface_reach", "wide", "small", "whole_selection", "items",
     "instruction_words", "verb_new", "verb_fix", "verb_remove", "verb_restructure", "verb_maintain",
     *HISTORY_FEATURES, *LINES_FEATURES, *SIMILAR_FEATURES,
@@ -614,6 +637,7 @@ def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
         "selection_small": float(1 <= lines <= 5),
         "selection_medium": float(6 <= lines <= 20),
         "selection_large": float(21 <= lines <= 60),
+        "selection_partial": float(f.partial_selection),
         "new_file": float(f.new_file),
         "callers": math.log1p(len(f.caller_files) / t.span_files),
         "mentioned": math.log1p(len(f.mentioned_files) / t.span_files),

@@ -21,11 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-_HEADER = re.compile(
-    r"^\s*(?:@|(?:export\s+)?(?:default\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
-    r"(?:def|class|function|func|fn|impl|struct|enum|trait|interface|module|sub)\b)"
-)
-
+from tandem.completion.router import DEFINITION_HEADER
 
 # The first line of an import statement, in the languages whose syntax is this regular.
 _IMPORT = re.compile(
@@ -94,14 +90,14 @@ def enclosing_block(text: str, first_line: int, *, max_lines: int = 150) -> tupl
 
 def _header_at_or_above(lines: list[str], anchor: int) -> int | None:
     """The innermost definition header enclosing `anchor` (the anchor itself if it is one)."""
-    if _HEADER.match(lines[anchor]) and not lines[anchor].lstrip().startswith("@"):
+    if DEFINITION_HEADER.match(lines[anchor]) and not lines[anchor].lstrip().startswith("@"):
         return anchor
     limit = _indent(lines[anchor])
     for i in range(anchor - 1, -1, -1):
         line = lines[i]
         if _blank(line) or _indent(line) >= limit:
             continue
-        if _HEADER.match(line) and not line.lstrip().startswith("@"):
+        if DEFINITION_HEADER.match(line) and not line.lstrip().startswith("@"):
             return i
         limit = _indent(line)
         if limit == 0:

@@ -195,7 +195,7 @@ def test_evaluate_repo(repo: Repo) -> None:
     assert set(accurate) == {"Rewrite grand_total", "Add a large report module",
                              "Rename compute_total to grand_total across the app"}  # fmt: skip
     assert "broad instruction ('across')" in accurate["Rename compute_total to grand_total across the app"].summary
-    assert "instruction rewrites the whole selection" in accurate["Rewrite grand_total"].summary
+    assert "instruction restructures code ('rewrite')" in accurate["Rewrite grand_total"].summary
     # Both labels and the router before its weights were fitted, on the same tasks.
     assert result.hard_old == 3 and result.auc_old_label == 1.0 and result.before_auc == 1.0
     text = render_text(result)
