@@ -23,9 +23,9 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from tandem.cache.edit_history import EditHistory, Lines, render
@@ -36,7 +36,7 @@ from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.next_edit_hunks import first_hunk, holds
 from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
-from tandem.completion.next_edit_rebase import Generation, agreement, carried, snapshot
+from tandem.completion.next_edit_rebase import Generation, agreement, behind, carried, snapshot
 from tandem.completion.next_edit_split import first_of, split
 from tandem.completion.prefetch import Charge, TokenBudget
 from tandem.completion.request import Ticket
@@ -56,6 +56,8 @@ _CHARS_PER_TOKEN = 4
 _STABLE_CHARS = 512
 # The longest pause waited for before asking, once half the minute's speculation budget is spent.
 _TIGHT_PAUSE_S = 1.0
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,6 +115,9 @@ class NextEditRecord(TraceRecord):
     # The request whose rewrite was carried over to this one's text: it answered (source "rebased"), or
     # it disagreed with the user's newer text and a request was made (source "model").
     rebased_from: str = ""
+    # That rewrite had not yet streamed as far as the user's change, so a request was made at once beside
+    # it; the source says which answered ("rebased": the earlier rewrite agreed and had a hunk first).
+    hedged: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
@@ -125,6 +130,7 @@ class NextEditRecord(TraceRecord):
             "parts": self.parts,
             "fate": self.fate,
             "rebased_from": self.rebased_from,
+            "hedged": self.hedged,
         }
         return data
 
@@ -258,14 +264,41 @@ class NextEdits:
         if tier.holding_off():
             return done("error", tier.hold_reason())
         generation = self._generations.get(request.uri)
+        # The rewrite under way, when it is still a model's time from showing whether it agrees with the
+        # user's change (`behind`) and this request would ask at once: a new request goes out beside it,
+        # and whichever first has a hunk answers (waiting for it, then asking, put both waits in a row).
+        hedge: list[tuple[Region, Region, Stream]] = []
         if generation is not None and settings.rebase:
-            rebased = await self._rebase(generation, request, record, ticket)
-            if ticket.superseded:
-                return done("superseded")
-            if rebased is not None and (rebased[1] is not None or not request.prefetch):
-                return self._answer(request, record, rebased[1], done)
-            # The rewrite disagrees with the user's newer text (or, after an accept, has nothing more):
-            # a new request, for what the user has now (the record keeps `rebased_from`: it was tried).
+            parts = self._carried(generation, request)
+            if parts and behind(parts) and (request.prefetch or self._delay_s(request) <= 0):
+                record.rebased_from, record.hedged, hedge = generation.record_id, True, parts
+            else:
+                rebased = await self._rebase(generation, parts, request, record, ticket)
+                if ticket.superseded:
+                    return done("superseded")
+                if rebased is not None and (rebased[1] is not None or not request.prefetch):
+                    return self._answer(request, record, rebased[1], done)
+                # The rewrite disagrees with the user's newer text (or, after an accept, has nothing
+                # more): a new request, for what the user has now (the record keeps `rebased_from`).
+        try:
+            return await self._ask(request, record, ticket, tier, done, generation if hedge else None, hedge)
+        finally:
+            if hedge and generation is not None and self._generations.get(request.uri) is not generation:
+                generation.cancel()  # the new request's rewrite replaced it
+
+    async def _ask(
+        self,
+        request: NextEditRequest,
+        record: NextEditRecord,
+        ticket: Ticket,
+        tier: Tier,
+        done: Callable[..., NextEditResult],
+        hedged: Generation | None,
+        hedge: list[tuple[Region, Region, Stream]],
+    ) -> NextEditResult:
+        """A new request to the model for the document as it reads now (beside `hedged`'s rewrite, carried
+        over as `hedge`, when given): the region's first hunk that may be shown."""
+        settings = self.config.next_edit
         delay_s = 0.0 if request.prefetch else self._delay_s(request)
         delay_s -= (time.perf_counter_ns() - record.received_ns) / 1e9
         if delay_s > 0:
@@ -315,9 +348,9 @@ class NextEdits:
             streams.append(stream)
         record.source, record.stream_id, record.streams = "model", streams[0].id, streams
         replaced = self._generations.get(request.uri)
-        if replaced is not None:
+        if replaced is not None and replaced is not hedged:
             replaced.cancel()
-        self._generations[request.uri] = Generation(
+        current = self._generations[request.uri] = Generation(
             uri=request.uri,
             version=request.version,
             lines=base,
@@ -327,23 +360,32 @@ class NextEdits:
         self._trace_usage(
             record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)], charge
         )
-        found: tuple[Hunk, CharEdit] | None = None
+        searches = [
+            _tagged("model", self._first_hunk(request, part_region, stream, record))
+            for (part_region, _, _), stream in zip(asks, streams, strict=True)
+        ]
+        if hedge:
+            searches.append(_tagged("rebased", self._rebased(hedge, request, record)))
+        winner: tuple[str, tuple[Hunk, CharEdit]] | None = None
         try:
             with ticket.waiting():
                 try:
                     with anyio.fail_after(settings.deadline_s):
-                        found = await first_of(
-                            [
-                                self._first_hunk(request, part_region, stream, record)
-                                for (part_region, _, _), stream in zip(asks, streams, strict=True)
-                            ]
-                        )
+                        winner = await first_of(searches)
                 except TimeoutError:
                     record.error = f"no settled edit within {settings.deadline_s:g} s"
         finally:
             if not settings.rebase:
                 for stream in streams:
                     stream.cancel()  # the rest of the rewrite is not needed
+        if winner is not None and winner[0] == "rebased" and hedged is not None:
+            # The earlier rewrite agreed and had a hunk first: it stays the rewrite under way.
+            record.source = "rebased"
+            for stream in streams:
+                stream.cancel()
+            if self._generations.get(request.uri) is current:
+                self._generations[request.uri] = hedged
+        found = winner[1] if winner is not None else None
         if ticket.superseded:
             return done("superseded")
         if found is None:
@@ -371,17 +413,27 @@ class NextEdits:
         record.chars = len(found[1].text)
         return done("answered", suggestion=suggestion)
 
-    async def _rebase(
-        self, generation: Generation, request: NextEditRequest, record: NextEditRecord, ticket: Ticket
-    ) -> tuple[str, tuple[Hunk, CharEdit] | None] | None:
-        """The first hunk that may be shown of `generation`'s rewrite, carried over to the request's text
-        (`completion.next_edit_rebase`): (the generation's record id, the hunk or None when it has no
-        more), or None when no part of it agrees with what the user has now."""
+    def _carried(self, generation: Generation, request: NextEditRequest) -> list[tuple[Region, Region, Stream]]:
+        """`generation`'s parts that carry over to the request's text: (the part's region as asked, as it
+        reads now, its stream)."""
         parts = []
         for base_region, stream in generation.parts:
             now = carried(generation.lines, base_region, request.document) if stream.error is None else None
             if now is not None:
                 parts.append((base_region, now, stream))
+        return parts
+
+    async def _rebase(
+        self,
+        generation: Generation,
+        parts: list[tuple[Region, Region, Stream]],
+        request: NextEditRequest,
+        record: NextEditRecord,
+        ticket: Ticket,
+    ) -> tuple[str, tuple[Hunk, CharEdit] | None] | None:
+        """The first hunk that may be shown of `generation`'s rewrite, carried over to the request's text
+        as `parts` (`completion.next_edit_rebase`): (the generation's record id, the hunk or None when it
+        has no more), or None when no part of it agrees with what the user has now."""
         if not parts:
             return None
         record.rebased_from = generation.record_id
@@ -393,7 +445,17 @@ class NextEdits:
             )
         if ticket.superseded or not agreed:
             return None
+        record.source = "rebased"
         return generation.record_id, found
+
+    async def _rebased(
+        self, parts: list[tuple[Region, Region, Stream]], request: NextEditRequest, record: NextEditRecord
+    ) -> tuple[Hunk, CharEdit] | None:
+        """The first hunk of a rewrite carried over as `parts` that agrees with the request's text."""
+        agreed: list[bool] = []
+        return await first_of(
+            [self._rebased_hunk(request, record, base, now, stream, agreed) for base, now, stream in parts]
+        )
 
     async def _rebased_hunk(
         self,
@@ -417,7 +479,6 @@ class NextEdits:
             await stream.changed()
         if not agreed:
             record.mark("debounce_end")
-            record.source = "rebased"
         agreed.append(True)
         found = await self._first_hunk(request, now, stream, record)
         return found if stream.error is None or not stream.done else None
@@ -735,6 +796,12 @@ class NextEdits:
         self._prefetched.clear()
         for uri in list(self._open_records):
             self._settle(uri, "")
+
+
+async def _tagged(tag: str, search: Awaitable[T | None]) -> tuple[str, T] | None:
+    """`search`'s result with `tag`, so that `first_of` tells which search answered."""
+    found = await search
+    return (tag, found) if found is not None else None
 
 
 def _round_up(chars: int, step: int) -> int:

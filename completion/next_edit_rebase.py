@@ -80,7 +80,7 @@ def agreement(base: Region, now: Region, partial: str, *, done: bool) -> bool | 
     prefix, suffix = common_ends(old, new)
     # The user's text: characters [low, high) of `now`, on its lines [first, last).
     low, high = prefix, len(new) - suffix
-    first, last = new.count("\n", 0, low), new.count("\n", 0, high) + 1
+    first, last = _user_lines(base, now)
     rewrite, finished = read_rewrite(partial, done=done)
     finished = finished or done
     if finished:
@@ -111,6 +111,30 @@ def agreement(base: Region, now: Region, partial: str, *, done: bool) -> bool | 
         if not _keeps("\n".join(now.lines[i1:i2]), added, low - starts[i1], high - starts[i1], removed):
             return False
     return True
+
+
+def behind(parts: list[tuple[Region, Region, Stream]]) -> bool:
+    """Whether no part of a rewrite carried over as (its region as asked, as it reads now, its stream) is
+    yet known to agree with the user's changes, and some part that is not yet known either way has not
+    yet streamed as far as them (it is waiting for its first token, or copying the lines above them): its
+    verdict is a model's time away, not a line's."""
+    for base, now, stream in parts:
+        if agreement(base, now, stream.text, done=stream.done):
+            return False
+    for base, now, stream in parts:
+        if stream.done or agreement(base, now, stream.text, done=False) is not None:
+            continue
+        rewrite, _ = read_rewrite(stream.text, done=False)
+        if not rewrite or rewrite.count("\n") < _user_lines(base, now)[0]:
+            return True
+    return False
+
+
+def _user_lines(base: Region, now: Region) -> tuple[int, int]:
+    """The lines [first, last) of `now` that hold what the user changed since `base`."""
+    old, new = base.text, now.text
+    prefix, suffix = common_ends(old, new)
+    return new.count("\n", 0, prefix), new.count("\n", 0, len(new) - suffix) + 1
 
 
 def _keeps(old: str, new: str, low: int, high: int, removed: str | None) -> bool:

@@ -5,6 +5,7 @@ that disagrees with what the user typed is never shown over it, and a new reques
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 from collections.abc import Iterator
 
@@ -103,6 +104,40 @@ async def test_a_rewrite_the_user_typed_against_is_not_shown_and_a_new_request_i
     records = sorted((r for r in session.records() if r["kind"] == "next_edit"), key=lambda r: int(r["id"][1:]))
     first = records[0]["id"]
     assert [(r["source"], r["next_edit"]["rebased_from"]) for r in records] == [("model", ""), ("model", first)]
+
+
+@pytest.fixture
+def slow_sim() -> Iterator[SimHandle]:
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=400, error_rate=0.0)) as handle:
+        handle.set_next_edit_truth({"sample.py": TRUTH})
+        yield handle
+
+
+async def test_a_key_that_comes_while_the_earlier_rewrite_has_shown_nothing_asks_beside_it(
+    tmp_path: pathlib.Path, slow_sim: SimHandle
+) -> None:
+    async with serve(tmp_path, "vscode", options=fast_model(slow_sim.base_url)) as session:
+        uri = session.open("sample.py", BEFORE)
+        session.insert(uri, types.Position(line=0, character=10), "i")
+        first = asyncio.ensure_future(_ask(session, uri, 2, 0, 11))
+        await _until(lambda: _model_requests(slow_sim) == 1)
+        # The first key's rewrite is still waiting for its first token when the user types against it.
+        session.insert(uri, types.Position(line=0, character=11), "x")
+        answer = await _ask(session, uri, 3, 0, 12)
+        assert await first == []  # overtaken by the second key
+        assert _model_requests(slow_sim) == 2
+        text = BEFORE.replace("def area(w,", "def area(wix,")
+        assert all("widthx" not in _apply(text, edit) for edit in answer)
+    # (An answered request's record is written when its fate is known: here, when the session ends.)
+    records = sorted((r for r in session.records() if r["kind"] == "next_edit"), key=lambda r: int(r["id"][1:]))
+    earlier, second = records[0], records[-1]
+    assert (earlier["source"], earlier["next_edit"]["hedged"]) == ("model", False)
+    # The second key's request tried the earlier rewrite, found it behind, and asked at once beside it: its
+    # request went out before the earlier rewrite's first token came (not after it had disagreed).
+    assert second["next_edit"]["hedged"] and second["next_edit"]["rebased_from"] == earlier["id"]
+    assert second["source"] == "model"
+    sent = second["received_at"] + second["ms"]["request_sent"] / 1000
+    assert sent < earlier["received_at"] + earlier["ms"]["first_token"] / 1000
 
 
 async def test_with_rebase_off_each_key_that_asks_is_its_own_request(tmp_path: pathlib.Path, sim: SimHandle) -> None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from tandem.cache.edit_region import Region
 from tandem.cache.lines import LineBuffer
 from tandem.completion.next_edit_prompt import REGION_END, REGION_START
-from tandem.completion.next_edit_rebase import agreement, carried, snapshot
+from tandem.completion.next_edit_rebase import agreement, behind, carried, snapshot
+from tandem.completion.streams import Stream
 
 BASE = ["import math", "", "def area(w, h):", "    scale = 1", "    return w * h * scale", "", "", "print(area(2, 3))"]
 
@@ -71,6 +72,36 @@ def test_a_rewrite_that_puts_back_lines_the_user_removed_disagrees() -> None:
     assert agreement(base, removed, _rewrite(*base.lines), done=True) is False
     # A rewrite that removes it too, and changes another line, agrees.
     assert agreement(base, removed, _rewrite("a = 1", "c = 3", "d = 5"), done=True) is True
+
+
+def _stream(text: str, *, done: bool = False) -> Stream:
+    stream = Stream(uri="u", line=0, character=0, before="", after="", model="m")
+    stream.append(text)
+    if done:
+        stream.finish()
+    return stream
+
+
+def test_a_rewrite_is_behind_until_it_has_streamed_as_far_as_the_users_change() -> None:
+    base = Region(2, ("import os", "", "def area(w, h):", "    scale = 1", "    return w * h * scale", "", ""))
+    typing = Region(2, (*base.lines[:2], "def area(wid, h):", *base.lines[3:]))
+    lines = ("import os", "", "def area(width, h):", "    scale = 1", "    return width * h * scale", "", "")
+
+    def behind_at(text: str, *, done: bool = False) -> bool:
+        return behind([(base, typing, _stream(text, done=done))])
+
+    # Waiting for the first token, or copying the two lines above the user's change: a model's time away.
+    assert behind_at("") and behind_at(f"{REGION_START}\n") and behind_at(_rewrite(*lines[:1], done=False))
+    # At the user's line, not yet settled past it: a line or two away, so not behind.
+    assert not behind_at(_rewrite(*lines[:2], done=False))
+    assert not behind_at(_rewrite(*lines[:3], done=False))
+    # Known either way, or done: not behind.
+    assert not behind_at(_rewrite(*lines)) and not behind_at(_rewrite(*base.lines), done=True)
+    # A part that agrees answers; one behind beside one that disagrees is still worth a request beside it.
+    agreeing = (base, typing, _stream(_rewrite(*lines), done=True))
+    disagreeing = (base, typing, _stream(_rewrite(*base.lines), done=True))
+    waiting = (base, typing, _stream(""))
+    assert not behind([agreeing, waiting]) and behind([disagreeing, waiting])
 
 
 def test_snapshot_is_the_whole_document() -> None:

@@ -467,7 +467,16 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         # Requests answered from an earlier request's rewrite, and those that tried one, found it
         # disagreeing with the user's newer text, and asked the model.
         "rebased_answers": sum(1 for r in answered if r.get("source") == "rebased"),
-        "rebase_disagreed": sum(1 for r in asked if r.get("next_edit", {}).get("rebased_from")),
+        "rebase_disagreed": sum(
+            1 for r in asked if r.get("next_edit", {}).get("rebased_from") and not r["next_edit"].get("hedged")
+        ),
+        # Requests made at once beside an earlier key's rewrite that had not yet streamed as far as the
+        # user's change, and those of them that the earlier rewrite answered after all (their own request
+        # cancelled, its tokens spent).
+        "hedged": sum(1 for r in records if r.get("next_edit", {}).get("hedged")),
+        "hedged_answered_by_rebase": sum(
+            1 for r in records if r.get("next_edit", {}).get("hedged") and r.get("source") == "rebased"
+        ),
         "outcomes": outcomes,
         "model_outcomes": model_outcomes,
         "fates": fates,
@@ -605,7 +614,8 @@ def render(results: dict[str, Any]) -> str:
             f" judging) {srv['tandem_own']}/{hi['tandem_own']} ms; region {r['region_lines_median']} lines,"
             f" prompt {r['context_tokens_median']} tokens (median)",
             f"    requests {r['requests']} ({r['model_requests']} asked the model, {r['rebased_answers']} answered from"
-            f" an earlier key's rewrite, {r['rebase_disagreed']} found it disagreeing); outcomes {r['outcomes']};"
+            f" an earlier key's rewrite, {r['rebase_disagreed']} found it disagreeing, {r['hedged']} asked beside"
+            f" one still behind, {r['hedged_answered_by_rebase']} of them answered by it); outcomes {r['outcomes']};"
             f" fates of answered {r['fates']}; refused hunks {r['refused_hunks']} of {r['hunks_judged']} judged;"
             f" wrong suggestions shown {r['wrong_shown']}/{r['shown']}",
             f"    shares: {', '.join(f'{k} {_share(v)}' for k, v in r['shares'].items())}",
