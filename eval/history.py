@@ -95,6 +95,21 @@ class EditTask:
         first, end = enclosing_block(self.parent_text, anchor)
         return line_offset(self.parent_text, first), line_offset(self.parent_text, end)
 
+    def selected_lines(self, kind: str = "changed") -> tuple[int, int]:
+        """Lines [first, end) of `parent_text` that a kind of selection selects: "changed" (the changed
+        region), "user" (`user_selection`) or "first" (`user_selection_at_first_change`)."""
+        if kind == "changed":
+            return self.first_line, self.end_line
+        start, end = self.user_selection if kind == "user" else self.user_selection_at_first_change
+        return self.parent_text.count("\n", 0, start), self.parent_text.count("\n", 0, end)
+
+    def selected_text(self, kind: str = "changed") -> str:
+        """The text a kind of selection selects (`selected_lines`)."""
+        if kind == "changed":
+            return self.selection
+        start, end = self.user_selection if kind == "user" else self.user_selection_at_first_change
+        return self.parent_text[start:end]
+
     @property
     def user_selection_at_first_change(self) -> tuple[int, int]:
         """Offsets [start, end) of the function or block enclosing the first changed line: the user's

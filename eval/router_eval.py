@@ -1,9 +1,12 @@
 """How well the router's pre-generation features predict real edits: replaying a git history.
 
 Each task of `completion.history` is routed exactly as an edit would be in the editor, seeing only
-what the user would have shown: the selection and instruction, the symbol index of the parent
-commit's tree (source files, bounded in number and size), the file's history and the repository's last
-commits up to the parent commit (`file_history`), and no working diff. The truth (lines and
+what the user would have shown: the selection and instruction (the selection a user would make, the
+function or block enclosing the changed code, `EditTask.user_selection`, which the shipped weights are
+fitted on; the commit's changed region, derived from the answer, is routed too and its AUC given
+beside), the symbol index of the parent commit's tree (source files, bounded in number and size), the
+file's history and the repository's last commits up to the parent commit (`file_history`), and no
+working diff. The truth (lines and
 files the commit changed) is used only to score the result: ROC AUC of `RouteDecision.score` for
 "hard" under the label about code (`code_label.code_hard`: more than one source file or more than 20
 changed source lines), and precision/recall of the accurate tier at the configured thresholds. Beside
@@ -83,6 +86,10 @@ class RouterEvalResult:
     feature_auc: dict[str, float | None] = field(default_factory=dict)
     thresholds: RouterThresholds = field(default_factory=RouterThresholds)
     outcomes: tuple[TaskOutcome, ...] = ()
+    # The selection routed ("user": the figures above; `EditTask.selected_lines`), and the AUC with the
+    # commit's changed region as the selection instead (derived from the answer: optimistic).
+    selection: str = "user"
+    auc_changed_region: float | None = None
 
 
 def roc_auc(scores: Sequence[float], labels: Sequence[bool]) -> float | None:
@@ -137,12 +144,14 @@ class TreeSymbols:
         return SymbolIndex({p: self._by_blob[b] for p, b in blobs.items() if b in self._by_blob})
 
 
-def lines_history_before(repo: Path, task: EditTask) -> FileHistory:
-    """The history of the task's selected lines (its changed region) up to its parent commit; none read (a
-    new file, or git could not answer) counts as no commit, as in the fit."""
+def lines_history_before(repo: Path, task: EditTask, kind: str = "changed") -> FileHistory:
+    """The history of the task's selected lines (by default its changed region; `EditTask.selected_lines`)
+    up to its parent commit; none read (a new file, or git could not answer) counts as no commit, as in the
+    fit."""
     found = None
     if task.parent_text:
-        found = read_lines_history(repo, task.path, task.first_line, task.end_line, rev=task.parent, timeout=60.0)
+        first, end = task.selected_lines(kind)
+        found = read_lines_history(repo, task.path, first, end, rev=task.parent, timeout=60.0)
     return found or FileHistory(path=task.path)
 
 
@@ -153,14 +162,15 @@ def decide(
     history: FileHistory | None = None,
     lines_history: FileHistory | None = None,
     past_commits: Sequence[PastCommit] | None = None,
+    kind: str = "user",
 ) -> RouteDecision:
-    """Route one history task as the editor would: edit mode, its selection and instruction, the file's
-    history and the repository's last commits before the commit, no working diff (a commit's diff is the
-    truth, not the user's change in progress)."""
+    """Route one history task as the editor would: edit mode, its selection (of `kind`:
+    `EditTask.selected_text`) and instruction, the file's history and the repository's last commits before
+    the commit, no working diff (a commit's diff is the truth, not the user's change in progress)."""
     features = route_features(
         mode="edit",
         path=task.path,
-        selection=task.selection,
+        selection=task.selected_text(kind),
         instruction=task.instruction,
         new_file=not task.parent_text,
         symbols=symbols,
@@ -180,16 +190,18 @@ def evaluate_tasks(
     history_for: Callable[[EditTask], FileHistory | None] | None = None,
     lines_history_for: Callable[[EditTask], FileHistory | None] | None = None,
     past_commits_for: Callable[[EditTask], Sequence[PastCommit] | None] | None = None,
+    kind: str = "user",
 ) -> tuple[list[RouteDecision], list[TaskOutcome]]:
-    """Route every task; `symbols_for` gives the symbol index of the task's parent tree, `history_for` its
-    file's history up to the parent, `past_commits_for` the repository's last commits up to it."""
+    """Route every task with its selection of `kind`; `symbols_for` gives the symbol index of the task's
+    parent tree, `history_for` its file's history up to the parent, `lines_history_for` that of the
+    selected lines, `past_commits_for` the repository's last commits up to it."""
     decisions: list[RouteDecision] = []
     outcomes: list[TaskOutcome] = []
     for task in tasks:
         history = history_for(task) if history_for is not None else None
         lines_history = lines_history_for(task) if lines_history_for is not None else None
         past = past_commits_for(task) if past_commits_for is not None else None
-        decision = decide(task, symbols_for(task), thresholds, history, lines_history, past)
+        decision = decide(task, symbols_for(task), thresholds, history, lines_history, past, kind)
         decisions.append(decision)
         outcomes.append(
             TaskOutcome(
@@ -221,14 +233,23 @@ def evaluate_repo(
     thresholds = thresholds or RouterThresholds()
     scan = scan_history(repo, limit=limit)
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=max_index_file_bytes)
-    decisions, outcomes = evaluate_tasks(
-        scan.tasks,
-        symbols_for=lambda task: trees.index(task.parent, task.path),
-        thresholds=thresholds,
-        history_for=lambda task: read_history(repo, task.path, rev=task.parent, timeout=60.0),
-        lines_history_for=lambda task: lines_history_before(repo, task),
-        past_commits_for=lambda task: read_past_commits(repo, rev=task.parent, timeout=60.0),
-    )
+    indexes = {task.commit: trees.index(task.parent, task.path) for task in scan.tasks}
+    histories = {task.commit: read_history(repo, task.path, rev=task.parent, timeout=60.0) for task in scan.tasks}
+    pasts = {task.commit: read_past_commits(repo, rev=task.parent, timeout=60.0) for task in scan.tasks}
+
+    def route_all(kind: str) -> tuple[list[RouteDecision], list[TaskOutcome]]:
+        return evaluate_tasks(
+            scan.tasks,
+            symbols_for=lambda task: indexes[task.commit],
+            thresholds=thresholds,
+            history_for=lambda task: histories[task.commit],
+            lines_history_for=lambda task: lines_history_before(repo, task, kind),
+            past_commits_for=lambda task: pasts[task.commit],
+            kind=kind,
+        )
+
+    decisions, outcomes = route_all("user")
+    changed, _ = route_all("changed")
     labels = [o.hard for o in outcomes]
     old_labels = [o.hard_old for o in outcomes]
     before = [o.before_score for o in outcomes]
@@ -272,6 +293,8 @@ def evaluate_repo(
         feature_auc=feature_auc,
         thresholds=thresholds,
         outcomes=tuple(outcomes),
+        selection="user",
+        auc_changed_region=roc_auc([d.score for d in changed], labels),
     )
 
 
@@ -293,6 +316,8 @@ def render_text(result: RouterEvalResult, *, show_tasks: int = 10) -> str:
         f"  ROC AUC (router score -> hard): {_fmt(result.auc)}; the router before its weights were fitted "
         f"{_fmt(result.before_auc)}; old label: {_fmt(result.auc_old_label)}, "
         f"before {_fmt(result.before_auc_old_label)}",
+        "  (selection = the function or block enclosing the changed code, what a user would select; with the "
+        f"commit's changed region instead, derived from the answer: {_fmt(result.auc_changed_region)})",
         "  (the weights were fitted on tandem's, flask's and black's histories: on those this is not a held-out "
         "figure; see --leave-one-out)",
         f"  at the configured thresholds: precision {_fmt(result.precision)}, recall {_fmt(result.recall)} "

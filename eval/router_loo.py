@@ -81,20 +81,12 @@ def past_commits_before(repo: Path, tasks: Sequence[EditTask]) -> list[tuple[Pas
         return list(pool.map(lambda task: read_past_commits(repo, rev=task.parent, timeout=60.0), tasks))
 
 
-def lines_of(task: EditTask, kind: str) -> tuple[int, int]:
-    """Lines [first, end) of the parent's file that a selection kind selects (`SELECTIONS`)."""
-    if kind == "changed":
-        return task.first_line, task.end_line
-    start, end = task.user_selection if kind == "user" else task.user_selection_at_first_change
-    return task.parent_text.count("\n", 0, start), task.parent_text.count("\n", 0, end)
-
-
 def lines_histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[dict[str, FileHistory | None]]:
     """Each task's selected lines' history up to its parent commit, per selection kind."""
 
     def one(task: EditTask) -> dict[str, FileHistory | None]:
         return {
-            kind: read_lines_history(repo, task.path, *lines_of(task, kind), rev=task.parent, timeout=60.0)
+            kind: read_lines_history(repo, task.path, *task.selected_lines(kind), rev=task.parent, timeout=60.0)
             if task.parent_text
             else None
             for kind in SELECTIONS
@@ -102,14 +94,6 @@ def lines_histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[dict[s
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         return list(pool.map(one, tasks))
-
-
-def selection_of(task: EditTask, kind: str) -> str:
-    """The selected text of `task` for a selection kind (`SELECTIONS`)."""
-    if kind == "changed":
-        return task.selection
-    start, end = task.user_selection if kind == "user" else task.user_selection_at_first_change
-    return task.parent_text[start:end]
 
 
 def samples_of_repo(
@@ -136,7 +120,7 @@ def samples_of_repo(
             features = route_features(
                 mode="edit",
                 path=task.path,
-                selection=selection_of(task, kind),
+                selection=task.selected_text(kind),
                 instruction=task.instruction,
                 new_file=not task.parent_text,
                 symbols=symbols,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tandem.completion.router import RouterThresholds
 from tandem.eval.history import GitError, edit_tasks, instruction_of, scan_history
-from tandem.eval.router_eval import TreeSymbols, evaluate_repo, render_json, render_text, roc_auc
+from tandem.eval.router_eval import TreeSymbols, decide, evaluate_repo, render_json, render_text, roc_auc
 
 
 class Repo:
@@ -200,6 +200,12 @@ def test_evaluate_repo(repo: Repo) -> None:
     assert result.hard_old == 3 and result.auc_old_label == 1.0 and result.before_auc == 1.0
     text = render_text(result)
     assert "ROC AUC (router score -> hard): 1.000; the router before its weights were fitted 1.000" in text
+    # Routed with a user's selection (the enclosing function), the changed region's figure beside it.
+    assert result.selection == "user" and result.auc_changed_region is not None
+    assert f"with the commit's changed region instead, derived from the answer: {result.auc_changed_region:.3f}" in text
+    rewrite = next(t for t in edit_tasks(repo.root, limit=1) if t.instruction == "Rewrite grand_total")
+    assert decide(rewrite, None, RouterThresholds()).features.selection_lines == 2  # the whole function
+    assert decide(rewrite, None, RouterThresholds(), kind="changed").features.selection_lines == 1
     assert "skipped 1: root commit (no parent)" in text
     data = json.loads(render_json(result))
     assert data["auc"] == 1.0 and len(data["outcomes"]) == 7
