@@ -1,16 +1,19 @@
 """Next-edit suggestions, top to bottom: `NextEdits.suggest`.
 
-    after an edit? -> prefetched? -> supersede the older request -> debounce -> budget -> context
-    -> stream the region's rewrite -> first settled hunk that passes `judge` -> parse check
-    -> still the same version? -> answer -> trace (written when the suggestion's fate is known)
+    after an edit? -> prefetched? -> supersede the older request -> the rewrite under way agrees?
+    -> pause -> context -> budget -> stream the region's rewrite (in two parts with `split`)
+    -> first settled hunk that passes `judge` -> parse check -> still the same version? -> answer
+    -> trace (written when the suggestion's fate is known)
 
 The fast model rewrites an editable region around the cursor, shown the user's recent edits as diffs
-(`cache.edit_history`) and the usual cross-file snippets; the rewrite is diffed against the region
-(`cache.edit_region`) and the first hunk that is not a no-op, not the undoing of the user's last edit, not
-outside the region and does not break the file's parse is the suggestion, sent as soon as that hunk is
-settled (the rest of the stream is stopped: it is not needed). A suggestion is stamped with the document
-version it was computed for; one whose document moved on is never returned, and accepting one whose
-document moved on is refused by `accepted`. Accepting a suggestion starts the next one at once.
+(`cache.edit_history`) and the usual cross-file snippets (`completion.next_edit_context`); the rewrite is
+diffed against the region (`cache.edit_region`) and the first hunk that is not a no-op, not the undoing of
+the user's last edit, not outside the region and does not break the file's parse is the suggestion, sent as
+soon as that hunk is settled. The rest of the rewrite streams on and answers the keys that follow while it
+agrees with them (`completion.next_edit_rebase`; with `rebase = false` it is stopped). A suggestion is
+stamped with the document version it was computed for; one whose document moved on is never returned, and
+accepting one whose document moved on is refused by `accepted`. Accepting a suggestion starts the next one
+at once.
 
 Model calls share the completions' machinery: the tier (retry hold-off, one HTTP client), the stream
 type, the speculation token budget, the tracer.
@@ -20,28 +23,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
-from tandem.cache.edit_history import EditHistory, Lines, render
-from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region, ends_a_clause, region_bounds
+from tandem.cache.edit_history import EditHistory, Lines
+from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region, ends_a_clause
 from tandem.completion.backends.base import ModelRequest
 from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
+from tandem.completion.next_edit_context import build_context, count_tokens, model_request
 from tandem.completion.next_edit_hunks import first_hunk, holds
-from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
 from tandem.completion.next_edit_rebase import Generation, agreement, behind, carried, snapshot
 from tandem.completion.next_edit_split import first_of, split
+from tandem.completion.next_edit_types import NextEditRecord, NextEditRequest, NextEditResult, Suggestion
 from tandem.completion.prefetch import Charge, TokenBudget
 from tandem.completion.request import Ticket
 from tandem.completion.streams import Stream
-from tandem.completion.trace import TraceRecord
 
 if TYPE_CHECKING:
     from tandem.completion.config import Config
@@ -51,88 +52,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_CHARS_PER_TOKEN = 4
-# The step the prompt's changing parts are counted in when the excerpt's lines are chosen (~128 tokens).
-_STABLE_CHARS = 512
 # The longest pause waited for before asking, once half the minute's speculation budget is spent.
 _TIGHT_PAUSE_S = 1.0
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True)
-class NextEditRequest:
-    """Where the user is: a position (server columns) in one version of one document."""
-
-    uri: str
-    version: int
-    line: int
-    character: int
-    document: Lines
-    language: str = ""
-    path: str = ""
-    client: str = ""
-    received_ns: int = 0
-    prefetch: bool = False
-
-
-@dataclass(frozen=True, kw_only=True)
-class Suggestion:
-    """One edit (server positions) for document `uri` at `version`."""
-
-    uri: str
-    version: int
-    edit: CharEdit
-    trace_id: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class NextEditResult:
-    suggestion: Suggestion | None = None
-    trace_id: str = ""
-    # answered | empty | rejected | stale | superseded | skipped | refused | error | not-configured
-    outcome: str = ""
-    reason: str = ""
-
-
-@dataclass(kw_only=True)
-class NextEditRecord(TraceRecord):
-    """A next-edit request's trace: region size, what was found, and the suggestion's fate."""
-
-    region_lines: int = 0
-    history_edits: int = 0
-    hunks: int = 0
-    # Why hunks were refused, in the order met: no-op | reversal | outside | parse.
-    refused: list[str] = field(default_factory=list)
-    shown: bool = False
-    # accepted | dismissed | superseded | stale (accept refused: the document moved on) | "" (unknown)
-    fate: str = ""
-    # The model streams behind the record (not written; two when the region is split): the record is
-    # written once they have ended.
-    streams: list[Stream] = field(default_factory=list, repr=False, compare=False)
-    # How many parts the region was asked in (1, or 2 with `[next_edit] split`).
-    parts: int = 0
-    # The request whose rewrite was carried over to this one's text: it answered (source "rebased"), or
-    # it disagreed with the user's newer text and a request was made (source "model").
-    rebased_from: str = ""
-    # That rewrite had not yet streamed as far as the user's change, so a request was made at once beside
-    # it; the source says which answered ("rebased": the earlier rewrite agreed and had a hunk first).
-    hedged: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        data["next_edit"] = {
-            "region_lines": self.region_lines,
-            "history_edits": self.history_edits,
-            "hunks": self.hunks,
-            "refused": self.refused,
-            "shown": self.shown,
-            "parts": self.parts,
-            "fate": self.fate,
-            "rebased_from": self.rebased_from,
-            "hedged": self.hedged,
-        }
-        return data
 
 
 DocumentLookup = Callable[[str], "tuple[int, Lines] | None"]
@@ -308,7 +231,16 @@ class NextEdits:
                 return done("superseded")
         record.mark("debounce_end")
 
-        region, prompt, record.history_edits, sources = self._context(request)
+        context = build_context(
+            request,
+            settings,
+            history_of=self.history,
+            workspace=self.workspace,
+            buffer=self._buffer,
+            may_send=lambda uri: bool(self.gate.document(uri)),
+        )
+        region, prompt, sources = context.region, context.prompt, context.sources
+        record.history_edits = context.history_edits
         base = snapshot(request.document)
         record.region_lines = len(region.lines)
         # The whole region in one request, or (`split`) its part from the cursor down and its part above,
@@ -316,21 +248,21 @@ class NextEdits:
         parts = (split(region, prompt, request.line) if settings.split else []) or [(region, prompt)]
         asks: list[tuple[Region, ModelRequest, int]] = []
         for part_region, part_prompt in parts:
-            model_request = self._model_request(tier, part_prompt)
-            verdict = self.gate.admit(Outbound(request=model_request, document=request.uri, snippet_paths=sources))
+            asked = model_request(settings, tier, part_prompt)
+            verdict = self.gate.admit(Outbound(request=asked, document=request.uri, snippet_paths=sources))
             if not verdict:
                 return done("refused", verdict.reason)
-            text = model_request.raw_prompt or "".join(content for _, content in model_request.messages)
+            text = asked.raw_prompt or "".join(content for _, content in asked.messages)
             record.prompt_chars += len(text)
-            asks.append((part_region, model_request, self._count(text)))
+            asks.append((part_region, asked, count_tokens(self.workspace, text)))
         cost = sum(tokens for _, _, tokens in asks) + len(asks) * settings.max_tokens
         if len(asks) > 1 and not self.budget.allows(cost + self.budget.per_minute // 2):
             # Two parts only while they leave half the minute's speculation budget: otherwise (and under a
             # tight budget) the whole region in one request, so that splitting never costs a suggestion.
-            region_request = self._model_request(tier, prompt)
+            region_request = model_request(settings, tier, prompt)
             text = region_request.raw_prompt or "".join(content for _, content in region_request.messages)
             record.prompt_chars = len(text)
-            asks = [(region, region_request, self._count(text))]
+            asks = [(region, region_request, count_tokens(self.workspace, text))]
             cost = asks[0][2] + settings.max_tokens
         record.context_tokens = sum(tokens for _, _, tokens in asks)
         record.parts = len(asks)
@@ -340,11 +272,11 @@ class NextEdits:
         record.mark("context_built")
 
         streams: list[Stream] = []
-        for _, model_request, _ in asks:
+        for _, asked, _ in asks:
             stream = Stream(
                 uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
             )
-            stream.run(tier.run(stream, model_request, remember=lambda _: None))
+            stream.run(tier.run(stream, asked, remember=lambda _: None))
             streams.append(stream)
         record.source, record.stream_id, record.streams = "model", streams[0].id, streams
         replaced = self._generations.get(request.uri)
@@ -360,7 +292,7 @@ class NextEdits:
         self._trace_usage(
             record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)], charge
         )
-        searches = [
+        searches: list[Awaitable[tuple[str, tuple[Hunk, CharEdit]] | None]] = [
             _tagged("model", self._first_hunk(request, part_region, stream, record))
             for (part_region, _, _), stream in zip(asks, streams, strict=True)
         ]
@@ -550,95 +482,9 @@ class NextEdits:
             ceiling_s += (spent_share - 0.5) * 2 * max(_TIGHT_PAUSE_S - ceiling_s, 0.0)
         return min(ceiling_s, settings.pause_gaps * gap_s)
 
-    # -- the prompt ------------------------------------------------------------------------------
-
-    def _context(self, request: NextEditRequest) -> tuple[Region, NextEditPrompt, int, tuple[str, ...]]:
-        """The region, the prompt's material, the number of recent edits in it and the paths its snippets
-        and recent edits come from, within the budget: snippets and history a quarter each at most, the
-        excerpt's unchanged lines what is left."""
-        settings = self.config.next_edit
-        lines = request.document
-        start, end = region_bounds(
-            lines.line_count, request.line, above=settings.region_above, below=settings.region_below
-        )
-        region = Region(start, tuple(lines.line_content(i) for i in range(start, end)))
-        marked = list(region.lines)
-        at = request.line - start
-        if 0 <= at < len(marked):
-            column = min(request.character, len(marked[at]))
-            marked[at] = marked[at][:column] + CURSOR + marked[at][column:]
-        budget_chars = settings.budget_tokens * _CHARS_PER_TOKEN
-        quarter = budget_chars // 4
-        edits = self.history.recent(self._buffer, allowed=self._may_send)
-        if self.workspace is not None:
-            # Paths as the workspace names them: shorter, and they say nothing of the user's home.
-            edits = [dataclasses.replace(edit, path=self.workspace.relative(edit.uri)) for edit in edits]
-        history = render(edits, max_chars=quarter)
-        snippets = ""
-        sources = [edit.path for edit in edits]
-        if self.workspace is not None:
-            window = self.workspace.window(request.uri, request.line, request.character)
-            if window is not None:
-                sources += [snippet.path for snippet in window.snippets]
-                snippets = window.snippet_text[-quarter:] if len(window.snippet_text) > quarter else window.snippet_text
-                snippets = snippets[snippets.find("\n") + 1 :] if len(window.snippet_text) > quarter else snippets
-        # The excerpt's unchanged lines take what the other parts leave, each part counted rounded up (the
-        # history to a quarter at most): counted exactly, a key press that lengthens the newest edit or the
-        # region would drop the excerpt's outermost line now and then, and a line dropped above the region
-        # changes the prompt from its start, missing the provider's prompt cache.
-        region_chars = sum(len(x) + 1 for x in marked)
-        left = (
-            budget_chars
-            - min(_round_up(len(history), _STABLE_CHARS), quarter)
-            - len(snippets)
-            - _round_up(region_chars, _STABLE_CHARS)
-        )
-        above: list[str] = []
-        below: list[str] = []
-        for offset in range(1, settings.context_lines + 1):
-            for index, side in ((start - offset, above), (end - 1 + offset, below)):
-                if 0 <= index < lines.line_count and left > 0:
-                    text = lines.line_content(index)
-                    left -= len(text) + 1
-                    side.append(text)
-        above.reverse()
-        prompt = NextEditPrompt(
-            path=self.workspace.relative(request.uri) if self.workspace is not None else request.path,
-            language=request.language,
-            snippets=snippets,
-            history=history,
-            before="".join(f"{text}\n" for text in above),
-            region="\n".join(marked),
-            after="\n".join(below),
-        )
-        count = history.count("\n--- ") + (1 if history else 0)
-        return region, prompt, count, tuple(dict.fromkeys(sources))
-
-    def _model_request(self, tier: Tier, prompt: NextEditPrompt) -> ModelRequest:
-        form = self.config.next_edit.prompt
-        raw = form == "raw" or (form == "auto" and tier.config.provider == "fim")
-        common: dict[str, Any] = {
-            "prefix": "",
-            "suffix": "",
-            "language": prompt.language,
-            "path": prompt.path,
-            "max_tokens": self.config.next_edit.max_tokens,
-            "temperature": tier.config.temperature,
-        }
-        if raw:
-            return ModelRequest(raw_prompt=raw_prompt(prompt), **common)
-        return ModelRequest(messages=chat_messages(prompt), **common)
-
     def _buffer(self, uri: str) -> Lines | None:
         found = self._documents(uri)
         return found[1] if found is not None else None
-
-    def _may_send(self, uri: str) -> bool:
-        return bool(self.gate.document(uri))
-
-    def _count(self, text: str) -> int:
-        counter = self.workspace.counter if self.workspace is not None else None
-        return counter.count(text) if counter is not None else -(-len(text) // _CHARS_PER_TOKEN)
 
     # -- what became of a suggestion ---------------------------------------------------------------
 
@@ -802,10 +648,6 @@ async def _tagged(tag: str, search: Awaitable[T | None]) -> tuple[str, T] | None
     """`search`'s result with `tag`, so that `first_of` tells which search answered."""
     found = await search
     return (tag, found) if found is not None else None
-
-
-def _round_up(chars: int, step: int) -> int:
-    return -(-chars // step) * step
 
 
 def _log_failure(task: asyncio.Task[NextEditResult]) -> None:

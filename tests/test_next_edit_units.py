@@ -111,7 +111,8 @@ def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     import dataclasses
 
     from tandem.completion.config import Config
-    from tandem.completion.next_edit import NextEditRequest, NextEdits
+    from tandem.completion.next_edit import NextEdits
+    from tandem.completion.next_edit_types import NextEditRequest
 
     buffer = LineBuffer("def f(a):\n    return f(a)\n")
 
@@ -204,23 +205,21 @@ def _prompt_after(history: EditHistory, buffer: LineBuffer, cursor: tuple[int, i
     import dataclasses
 
     from tandem.completion.config import Config
-    from tandem.completion.next_edit import NextEditRequest, NextEdits
+    from tandem.completion.next_edit_context import build_context
     from tandem.completion.next_edit_prompt import chat_messages
+    from tandem.completion.next_edit_types import NextEditRequest
 
-    config = Config()
-    config = dataclasses.replace(config, next_edit=dataclasses.replace(config.next_edit, budget_tokens=budget_tokens))
-    # Only the prompt's assembly is used: no model, tracer or budget is reached.
-    edits = NextEdits(
-        tiers=None,  # type: ignore[arg-type]
-        tracer=None,  # type: ignore[arg-type]
-        budget=None,  # type: ignore[arg-type]
-        config=config,
-        documents=lambda uri: (1, buffer) if uri == "u" else None,
-        history=history,
-    )
+    settings = dataclasses.replace(Config().next_edit, budget_tokens=budget_tokens)
     request = NextEditRequest(uri="u", version=1, line=cursor[0], character=cursor[1], document=buffer, path="m.py")
-    _, prompt, _, _ = edits._context(request)
-    return "\n".join(content for _, content in chat_messages(prompt))
+    context = build_context(
+        request,
+        settings,
+        history_of=history,
+        workspace=None,
+        buffer=lambda uri: buffer if uri == "u" else None,
+        may_send=lambda uri: True,
+    )
+    return "\n".join(content for _, content in chat_messages(context.prompt))
 
 
 def test_the_prompt_keeps_its_start_from_one_keystroke_to_the_next_and_stays_in_budget() -> None:

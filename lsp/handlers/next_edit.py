@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
-from tandem.completion.next_edit import NextEditRequest, NextEditResult, Suggestion
+from tandem.completion.next_edit_types import NextEditRequest, NextEditResult, Suggestion
 from tandem.lsp.handlers.completion import _plain
 
 if TYPE_CHECKING:

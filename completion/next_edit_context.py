@@ -1,0 +1,129 @@
+"""What the model is shown for a next edit: the editable region around the cursor (the cursor marked),
+the text around it, the user's recent edits as diffs and the cross-file snippets, within the prompt's
+token budget (`[next_edit] budget_tokens`): snippets and recent edits a quarter each at most, the
+excerpt's unchanged lines what is left. The prompt's layout is `completion.next_edit_prompt`'s."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tandem.cache.edit_history import EditHistory, Lines, render
+from tandem.cache.edit_region import Region, region_bounds
+from tandem.completion.backends.base import ModelRequest
+from tandem.completion.next_edit_prompt import CURSOR, NextEditPrompt, chat_messages, raw_prompt
+from tandem.completion.next_edit_types import NextEditRequest
+
+if TYPE_CHECKING:
+    from tandem.completion.config import NextEditConfig
+    from tandem.completion.tiers import Tier
+    from tandem.completion.workspace import WorkspaceIndex
+
+CHARS_PER_TOKEN = 4
+# The step the prompt's changing parts are counted in when the excerpt's lines are chosen (~128 tokens).
+_STABLE_CHARS = 512
+
+
+@dataclass(frozen=True, kw_only=True)
+class NextEditContext:
+    region: Region
+    prompt: NextEditPrompt
+    # The recent edits the prompt shows.
+    history_edits: int
+    # The paths its snippets and recent edits come from (for the gate).
+    sources: tuple[str, ...]
+
+
+def build_context(
+    request: NextEditRequest,
+    settings: NextEditConfig,
+    *,
+    history_of: EditHistory,
+    workspace: WorkspaceIndex | None,
+    buffer: Callable[[str], Lines | None],
+    may_send: Callable[[str], bool],
+) -> NextEditContext:
+    """The region and the prompt's material for `request` (`buffer`: a document's text by URI, for the
+    recent edits; `may_send`: whether the gate lets a document's text out)."""
+    lines = request.document
+    start, end = region_bounds(lines.line_count, request.line, above=settings.region_above, below=settings.region_below)
+    region = Region(start, tuple(lines.line_content(i) for i in range(start, end)))
+    marked = list(region.lines)
+    at = request.line - start
+    if 0 <= at < len(marked):
+        column = min(request.character, len(marked[at]))
+        marked[at] = marked[at][:column] + CURSOR + marked[at][column:]
+    budget_chars = settings.budget_tokens * CHARS_PER_TOKEN
+    quarter = budget_chars // 4
+    edits = history_of.recent(buffer, allowed=may_send)
+    if workspace is not None:
+        # Paths as the workspace names them: shorter, and they say nothing of the user's home.
+        edits = [dataclasses.replace(edit, path=workspace.relative(edit.uri)) for edit in edits]
+    history = render(edits, max_chars=quarter)
+    snippets = ""
+    sources = [edit.path for edit in edits]
+    if workspace is not None:
+        window = workspace.window(request.uri, request.line, request.character)
+        if window is not None:
+            sources += [snippet.path for snippet in window.snippets]
+            snippets = window.snippet_text[-quarter:] if len(window.snippet_text) > quarter else window.snippet_text
+            snippets = snippets[snippets.find("\n") + 1 :] if len(window.snippet_text) > quarter else snippets
+    # The excerpt's unchanged lines take what the other parts leave, each part counted rounded up (the
+    # history to a quarter at most): counted exactly, a key press that lengthens the newest edit or the
+    # region would drop the excerpt's outermost line now and then, and a line dropped above the region
+    # changes the prompt from its start, missing the provider's prompt cache.
+    region_chars = sum(len(x) + 1 for x in marked)
+    left = (
+        budget_chars
+        - min(_round_up(len(history), _STABLE_CHARS), quarter)
+        - len(snippets)
+        - _round_up(region_chars, _STABLE_CHARS)
+    )
+    above: list[str] = []
+    below: list[str] = []
+    for offset in range(1, settings.context_lines + 1):
+        for index, side in ((start - offset, above), (end - 1 + offset, below)):
+            if 0 <= index < lines.line_count and left > 0:
+                text = lines.line_content(index)
+                left -= len(text) + 1
+                side.append(text)
+    above.reverse()
+    prompt = NextEditPrompt(
+        path=workspace.relative(request.uri) if workspace is not None else request.path,
+        language=request.language,
+        snippets=snippets,
+        history=history,
+        before="".join(f"{text}\n" for text in above),
+        region="\n".join(marked),
+        after="\n".join(below),
+    )
+    count = history.count("\n--- ") + (1 if history else 0)
+    return NextEditContext(region=region, prompt=prompt, history_edits=count, sources=tuple(dict.fromkeys(sources)))
+
+
+def model_request(settings: NextEditConfig, tier: Tier, prompt: NextEditPrompt) -> ModelRequest:
+    """The request for `tier`: the raw prompt for a `fim` provider (with `prompt = "auto"`), chat otherwise."""
+    raw = settings.prompt == "raw" or (settings.prompt == "auto" and tier.config.provider == "fim")
+    common: dict[str, Any] = {
+        "prefix": "",
+        "suffix": "",
+        "language": prompt.language,
+        "path": prompt.path,
+        "max_tokens": settings.max_tokens,
+        "temperature": tier.config.temperature,
+    }
+    if raw:
+        return ModelRequest(raw_prompt=raw_prompt(prompt), **common)
+    return ModelRequest(messages=chat_messages(prompt), **common)
+
+
+def count_tokens(workspace: WorkspaceIndex | None, text: str) -> int:
+    """`text`'s tokens by the workspace's counter (tiktoken), else estimated from its length."""
+    counter = workspace.counter if workspace is not None else None
+    return counter.count(text) if counter is not None else -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _round_up(chars: int, step: int) -> int:
+    return -(-chars // step) * step
