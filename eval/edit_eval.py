@@ -4,9 +4,19 @@ Every edit task of a git history (`completion.history`) is run through `EditFlow
 simulators over loopback: spark as the fast model, codex as the accurate one, each answering edit prompts
 from the commit's after-texts (the edit truth) with its calibrated, difficulty-dependent error model
 (`tandem.sim.error_model`). The edit path sees what an editor would: the parent's version of the
-primary file with the commit's changed region selected, the commit's subject as the instruction, the
-symbol index of the parent's tree; and, as context, the other files the commit modifies (without them no
-answer could be right, whoever answers; the route itself sees only the index).
+primary file with a user's selection selected (`EditTask.user_selection`: the function or block enclosing
+the changed code, which does not know how far the change goes), the commit's subject as the instruction,
+the symbol index of the parent's tree; and, as context, the other files the commit modifies (without them
+no answer could be right, whoever answers; the route itself sees only the index).
+
+The selection is both what the router routes and what the model is asked to edit, as in an editor. The
+truth (the commit's change) can be produced from it: the prompt shows the whole primary file and any
+SEARCH/REPLACE block may change it outside the selection, and the simulator's answer and its error draw
+depend on the truth, not on the selection. What the selection changes is what the editor would see
+change: the route, the prompt's selected lines, and the fast answer's size check, which is relative to
+the selection (`validate`); with the changed region that check knew the answer's size, and a right answer
+reaching far outside the user's block may now fail it and escalate, as it would for a user.
+`selection="changed"` runs the changed region instead, to compare with.
 
     router           both tiers; the router decides; fast answers that fail validation escalate
     fast-first       both tiers; every edit asks the fast model first and escalates what fails validation
@@ -172,6 +182,8 @@ class EditEvalResult:
     # router-banded's edges, and where they were chosen ("" until `with_banded`).
     band: Band | None = None
     band_source: str = ""
+    # The kind of selection routed and edited (`EditTask.selected_span`): "user" or "changed".
+    selection: str = "user"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -274,9 +286,11 @@ async def evaluate_edits(
     progress: Callable[[int, int], None] | None = None,
     weights: RouterWeights = DEFAULT_WEIGHTS,
     strategies: Sequence[Strategy] = STRATEGIES,
+    selection: str = "user",
 ) -> EditEvalResult:
-    """Run every task of `repo`'s history (up to `limit`) through the edit path, once per strategy; the
-    router uses `weights` (an evaluation on a held-out history passes weights fitted without it)."""
+    """Run every task of `repo`'s history (up to `limit`) through the edit path, once per strategy, with
+    the kind of selection `selection` (`EditTask.selected_span`; see the module docstring); the router uses
+    `weights` (an evaluation on a held-out history passes weights fitted without it)."""
     scan = scan_history(repo, limit=limit)
     skipped = dict(scan.skipped)
     trees = TreeSymbols(repo, max_files=max_index_files, max_file_bytes=200_000)
@@ -299,7 +313,7 @@ async def evaluate_edits(
                     skipped.get("no change to the primary file's text", 0) + 1
                 )
                 continue
-            runs.append(await _run_task(repo, prepared, flows, figures, models, set_truth, trees))
+            runs.append(await _run_task(repo, prepared, flows, figures, models, set_truth, trees, selection))
     tracer.close()
     if "fast-first" in figures and "always-accurate" in figures:
         figures.update(_derived_figures(runs, models))
@@ -326,6 +340,7 @@ async def evaluate_edits(
         knowing_hard_time_share=hard_s / accurate.simulated_s if accurate.simulated_s else None,
         operating_points=points,
         accurate_speed=_accurate_speed(models),
+        selection=selection,
     )
 
 
@@ -383,6 +398,7 @@ async def _run_task(
     models: Models,
     set_truth: SetTruth,
     trees: TreeSymbols,
+    selection: str,
 ) -> TaskRun:
     task = prepared.task
     symbols = trees.index(task.parent, task.path)
@@ -403,13 +419,12 @@ async def _run_task(
         read_text=read_text,
         symbols=symbols,
         file_history=read_history(repo, task.path, rev=task.parent, timeout=60.0),
-        lines_history=lines_history_before(repo, task),
+        lines_history=lines_history_before(repo, task, selection),
         past_commits=read_past_commits(repo, rev=task.parent, timeout=60.0),
         extra_context=prepared.context,
     )
-    request = EditRequest(
-        path=task.path, text=task.parent_text, start=task.start, end=task.end, instruction=task.instruction
-    )
+    start, end = task.selected_span(selection)
+    request = EditRequest(path=task.path, text=task.parent_text, start=start, end=end, instruction=task.instruction)
     results: dict[str, str] = {}
     seconds: dict[str, float] = {}
     served: dict[str, str] = {}
@@ -550,11 +565,18 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.0%}"
 
 
+_SELECTION_WORDS = {
+    "user": "a user's (the function or block enclosing the changed code), routed and edited",
+    "changed": "the commit's changed region (derived from the answer: optimistic), routed and edited",
+}
+
+
 def render_text(result: EditEvalResult) -> str:
     """The comparison as a table, labelled simulated."""
     lines = [
         f"time to a correct edit on {result.repo} — SIMULATED (tandem sim: spark = fast, codex = accurate; "
         f"calibrated error model; run {result.time_scale:g}x faster, model times at the profiles' real speeds)",
+        f"  selection: {_SELECTION_WORDS.get(result.selection, result.selection)}",
         f"  tasks {result.tasks}" + "".join(f"; skipped {n}: {why}" for why, n in sorted(result.skipped.items())),
         f"  {'strategy':<16}{'correct':>8}{'wrong':>7}{'refused':>8}{'escal.':>7}{'by acc.':>8}"
         f"{'wait s':>9}{'s/correct':>10}{'correct/h':>10}{'tokens':>10}",

@@ -100,14 +100,18 @@ class EditTask:
         region), "user" (`user_selection`) or "first" (`user_selection_at_first_change`)."""
         if kind == "changed":
             return self.first_line, self.end_line
-        start, end = self.user_selection if kind == "user" else self.user_selection_at_first_change
+        start, end = self.selected_span(kind)
         return self.parent_text.count("\n", 0, start), self.parent_text.count("\n", 0, end)
+
+    def selected_span(self, kind: str = "changed") -> tuple[int, int]:
+        """Offsets [start, end) of `parent_text` that a kind of selection selects (`selected_lines`)."""
+        if kind == "changed":
+            return self.start, self.end
+        return self.user_selection if kind == "user" else self.user_selection_at_first_change
 
     def selected_text(self, kind: str = "changed") -> str:
         """The text a kind of selection selects (`selected_lines`)."""
-        if kind == "changed":
-            return self.selection
-        start, end = self.user_selection if kind == "user" else self.user_selection_at_first_change
+        start, end = self.selected_span(kind)
         return self.parent_text[start:end]
 
     @property

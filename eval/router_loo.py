@@ -173,6 +173,10 @@ class LeaveOneOutResult:
     fit_options: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
     as_shipped: dict[str, dict[str, float | None]] = field(default_factory=dict)
     shipped_fit: str = SHIPPED_FIT
+    # `SHIPPED_FIT`'s folds: per history, the weights fitted without it the way the shipped ones are (on
+    # `FIT_OPTIONS[SHIPPED_FIT]`, the penalty chosen in the fold judged with a user's selection), judged
+    # with a user's selection; what the simulated edits on that history route with (`weights_by_held_out`).
+    shipped_folds: tuple[HeldOut, ...] = ()
 
 
 def judged_with_each(
@@ -224,10 +228,8 @@ def evaluate_leave_one_out(
         }
         for name, rows in histories.items()
     }
-    options = {
-        name: judged_with_each(histories, leave_one_out(histories, selection="user", fit_on=fit_on))
-        for name, fit_on in FIT_OPTIONS.items()
-    }
+    folds = {name: leave_one_out(histories, selection="user", fit_on=fit_on) for name, fit_on in FIT_OPTIONS.items()}
+    options = {name: judged_with_each(histories, held_out) for name, held_out in folds.items()}
     shipped_on = FIT_OPTIONS[SHIPPED_FIT]
     everything = [(s.inputs[kind], s.hard) for rows in histories.values() for s in rows for kind in shipped_on]
     all_l2 = choose_l2(histories, selection="user", fit_on=shipped_on)
@@ -248,6 +250,7 @@ def evaluate_leave_one_out(
         with_history={name: sum(1 for s in rows if s.history_commits) for name, rows in histories.items()},
         fit_options=options,
         as_shipped=options[SHIPPED_FIT],
+        shipped_folds=tuple(folds[SHIPPED_FIT]),
     )
 
 
@@ -381,6 +384,7 @@ def render_json(result: LeaveOneOutResult) -> str:
     return json.dumps(result_json(result), indent=2)
 
 
-def weights_by_held_out(result: LeaveOneOutResult, selection: str = "changed") -> Mapping[str, RouterWeights]:
-    """{history: the weights fitted without it}."""
-    return {h.repo: h.weights for h in result.held_out if h.selection == selection}
+def weights_by_held_out(result: LeaveOneOutResult) -> Mapping[str, RouterWeights]:
+    """{history: the weights fitted without it the way the shipped weights are fitted} (`shipped_folds`):
+    what an editor would run on a repository the router was not fitted on."""
+    return {h.repo: h.weights for h in result.shipped_folds}

@@ -7,11 +7,14 @@ import json
 import pathlib
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from tandem.eval.edit_eval import prepare
+from tandem.eval.edit_eval import Models, evaluate_edits, prepare
 from tandem.eval.history import scan_history
+from tandem.eval.router_loo import FIT_OPTIONS, SHIPPED_FIT, evaluate_leave_one_out, weights_by_held_out
+from tandem.sim.runner import SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
 
@@ -152,13 +155,7 @@ def test_router_only_needs_no_simulator(repo: pathlib.Path) -> None:
 def test_leave_one_out_judges_each_history_on_weights_fitted_without_it(
     repo: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
-    other = tmp_path / "other"
-    other.mkdir()
-    git(other, "init", "-q")
-    commit(other, "start", {"a.py": MODELS, "b.py": VIEWS})
-    commit(other, "fix typo", {"a.py": MODELS.replace("total.", "total!")})
-    commit(other, "rename compute_total everywhere", {n: t.replace("compute_total", "grand") for n, t in
-                                                        {"a.py": MODELS, "b.py": VIEWS}.items()})  # fmt: skip
+    other = other_history(tmp_path)
     done = replay("--repo", str(repo), "--repo", str(other), "--leave-one-out", "--router-only", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)["leave_one_out"]
@@ -210,3 +207,62 @@ def test_errors_are_one_line(tmp_path: pathlib.Path) -> None:
     not_git = replay("--repo", str(tmp_path))
     assert not_git.returncode == 1 and len(not_git.stderr.strip().splitlines()) == 1
     assert "not a git repository" in not_git.stderr.lower() or "git log failed" in not_git.stderr
+
+
+def other_history(tmp_path: pathlib.Path) -> pathlib.Path:
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    commit(other, "start", {"a.py": MODELS, "b.py": VIEWS})
+    commit(other, "fix typo", {"a.py": MODELS.replace("total.", "total!")})
+    commit(other, "rename compute_total everywhere", {n: t.replace("compute_total", "grand") for n, t in
+                                                        {"a.py": MODELS, "b.py": VIEWS}.items()})  # fmt: skip
+    return other
+
+
+def test_simulated_edits_route_with_the_folds_fitted_as_the_shipped_weights_are(
+    repo: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    result = evaluate_leave_one_out([repo, other_history(tmp_path)], limit=10)
+    weights = weights_by_held_out(result)
+    assert set(weights) == {"repo", "other"}
+    for fold in result.shipped_folds:
+        # Fitted on what the shipped weights are fitted on, judged with a user's selection: the figure
+        # printed as the router an editor runs.
+        assert fold.fitted_on == FIT_OPTIONS[SHIPPED_FIT] and fold.selection == "user"
+        assert weights[fold.repo] == fold.weights
+        assert fold.fitted_auc == result.as_shipped[fold.repo]["user"]
+    changed = {h.repo: h.weights for h in result.held_out if h.selection == "changed"}
+    assert weights != changed
+
+
+async def test_simulated_edits_route_and_edit_a_users_selection(repo: pathlib.Path) -> None:
+    with (
+        start_in_thread(SimSettings(profile="spark", ttft_ms=1, tokens_per_s=100_000.0)) as fast,
+        start_in_thread(SimSettings(profile="codex", ttft_ms=1, tokens_per_s=100_000.0)) as accurate,
+    ):
+        handles = {fast.base_url: fast, accurate.base_url: accurate}
+
+        def set_truth(base_url: str, files: Mapping[str, str]) -> None:
+            handles[base_url].set_edit_truth(files, errors="off")
+
+        models = Models(fast_url=fast.base_url, accurate_url=accurate.base_url)
+        results = {
+            kind: await evaluate_edits(
+                repo, models, set_truth=set_truth, strategies=("router", "always-accurate"), selection=kind
+            )
+            for kind in ("user", "changed")
+        }
+    tasks = {t.commit[:10]: t for t in scan_history(repo, limit=50).tasks}
+    for kind, result in results.items():
+        assert result.selection == kind and result.tasks == 3
+        # The truth is reachable from either selection: the whole file is shown and the answer may change
+        # it outside the selection.
+        assert result.strategies["always-accurate"].correct == 3
+        for run in result.runs:
+            first, end = tasks[run.commit].selected_lines(kind)
+            assert run.features is not None and run.features.selection_lines == end - first
+    [average] = [t for t in tasks.values() if "empty list" in t.instruction]
+    # The commit inserts two lines before `return`: its changed region selects nothing, a user the function.
+    assert average.selected_text("changed") == ""
+    assert average.selected_text("user").startswith("def average(values):")

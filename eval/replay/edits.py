@@ -3,7 +3,8 @@
 `--repo A --repo B --repo C --leave-one-out`: the router's weights fitted on all histories but one and
 judged on the one left out, for each in turn (`eval.router_loo`), beside the router before its weights
 were fitted; then, unless `--router-only`, part 2 on each history (up to `--sim-limit` tasks) with the
-router fitted without it.
+router fitted without it the way the shipped weights are fitted (on a user's selection:
+`router_loo.weights_by_held_out`), routing and editing a user's selection.
 
 Two parts, printed one after the other (or as one JSON object):
 
@@ -12,7 +13,7 @@ Two parts, printed one after the other (or as one JSON object):
    Real figures: nothing is simulated here.
 2. Time to a correct edit and correct edits per hour, router vs fast-first vs always-fast vs
    always-accurate, through the real edit path against two simulators started here on loopback
-   (`completion.edit_eval`).
+   (`completion.edit_eval`), a user's selection routed and edited (the block enclosing the changed code).
    Simulated figures, and labelled so. `--router-only` skips this part.
 
 `--time-scale X` runs the simulators 1/X times faster than their profiles (default 0.25: 4x) and scales
@@ -162,7 +163,9 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
         simulated = _banded_held_out(simulated, held_out)
         if not args.json:
             for name, result in simulated.items():
-                sys.stdout.write(f"\nheld out: {name} (the router's weights fitted on the other histories)\n")
+                sys.stdout.write(
+                    f"\nheld out: {name} (the router's weights fitted on the other histories, on a user's selection)\n"
+                )
                 sys.stdout.write(render_edits(result) + "\n")
             sys.stdout.write(_band_on_all(simulated) + "\n")
             sys.stdout.flush()
