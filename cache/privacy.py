@@ -132,6 +132,22 @@ class Verdict:
 ALLOWED = Verdict(allowed=True)
 
 
+def _ignore_spec(lines: list[str]) -> tuple[GitIgnoreSpec, list[str]]:
+    """An ignore file's lines as a spec, and the lines that compile to no pattern (left out)."""
+    try:
+        return GitIgnoreSpec.from_lines(lines), []
+    except ValueError:
+        kept, skipped = [], []
+        for line in lines:
+            try:
+                GitIgnoreSpec.from_lines([line])
+            except ValueError:
+                skipped.append(line)
+            else:
+                kept.append(line)
+        return GitIgnoreSpec.from_lines(kept), skipped
+
+
 class PrivacyFilter:
     """Decides per path (and content) whether a file may leave the machine."""
 
@@ -144,13 +160,17 @@ class PrivacyFilter:
         for path, text in (ignore_files or {}).items():
             self.set_ignore_file(path, text)
 
-    def set_ignore_file(self, path: str, text: str) -> None:
-        """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`)."""
+    def set_ignore_file(self, path: str, text: str) -> list[str]:
+        """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`). Returns the
+        lines that are no pattern (a lone `!` or `\\`): they are skipped, as git skips them, and the
+        file's other lines apply (a repository's bad line must not switch its ignore rules off)."""
         path = posixpath.normpath(path.lstrip("/"))
         directory = posixpath.dirname(path)
+        spec, skipped = _ignore_spec(text.splitlines())
         self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
-        self._ignores.append((directory, posixpath.basename(path), GitIgnoreSpec.from_lines(text.splitlines())))
+        self._ignores.append((directory, posixpath.basename(path), spec))
         self._ignores.sort(key=lambda entry: (entry[0].count("/") + (entry[0] != ""), entry[0], entry[1]))
+        return skipped
 
     def remove_ignore_file(self, path: str) -> None:
         path = posixpath.normpath(path.lstrip("/"))

@@ -74,9 +74,10 @@ def scan_workspace(
         for name in IGNORE_FILE_NAMES:
             if name in files:
                 try:
-                    privacy.set_ignore_file(
-                        f"{relative_dir}/{name}".lstrip("/"), (pathlib.Path(directory) / name).read_text()
-                    )
+                    where = f"{relative_dir}/{name}".lstrip("/")
+                    skipped = privacy.set_ignore_file(where, (pathlib.Path(directory) / name).read_text())
+                    if skipped:
+                        log.info("%s: %d line(s) that are no pattern skipped, as git skips them", where, len(skipped))
                 except (OSError, UnicodeDecodeError):
                     log.info("cannot read %s/%s; its rules are not applied", relative_dir, name)
         dirs[:] = sorted(

@@ -72,6 +72,15 @@ def test_ignore_files_can_be_replaced_and_removed(privacy: PrivacyFilter) -> Non
     assert privacy.check_path("dist/a.js")
 
 
+def test_a_line_that_is_no_pattern_is_skipped_and_the_rest_of_the_file_applies() -> None:
+    # Git skips a lone "!" or "\\" (a real repository's test data has such files); the rest must apply.
+    privacy = PrivacyFilter()
+    assert privacy.set_ignore_file("vendor/.gitignore", "!\nkeys.py\n\\\n*.pem\n") == ["!", "\\"]
+    assert not privacy.check_path("vendor/keys.py") and not privacy.check_path("vendor/a/b.pem")
+    assert privacy.check_path("vendor/other.py") and privacy.check_path("keys.py")
+    assert privacy.set_ignore_file(".gitignore", "dist/\n") == []
+
+
 def test_content_checks(privacy: PrivacyFilter) -> None:
     real = pathlib.Path(inspect.getsourcefile(json.decoder) or "").read_bytes()
     assert privacy.check("Lib/json/decoder.py", real).allowed
