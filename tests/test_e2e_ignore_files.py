@@ -44,11 +44,15 @@ async def test_an_ignore_file_line_that_is_no_pattern_does_not_switch_the_rules_
     user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
     async with serve(tmp_path, "vscode", user_config=user) as session:
         uri = session.open("app.py", APP)
+        text = [APP]
 
         async def helper_sent() -> bool:
             # The scan and the document's index run in the background: ask until the model is shown the
             # definition the workspace may send (so the snippets path is working), then look for the others.
-            await session.inline(uri, session.position_at_end(APP))
+            # A key typed before each ask, so that each is a new prompt, not the last one's cached answer.
+            session.insert(uri, session.position_at_end(text[0]), "x")
+            text[0] += "x"
+            await session.inline(uri, session.position_at_end(text[0]))
             return HELPER_MARKER in model.sent()
 
         await _until_async(helper_sent)
