@@ -372,19 +372,22 @@ class NextEdits:
         agreed: list[bool] = []
         found: tuple[Hunk, CharEdit] | None = None
         with ticket.waiting():
-            found = await first_of(
-                [self._rebased_hunk(request, record, base, now, stream, agreed) for base, now, stream in parts]
-            )
+            found = await self._rebased(parts, request, record, agreed)
         if ticket.superseded or not agreed:
             return None
         record.source = "rebased"
         return generation.record_id, found
 
     async def _rebased(
-        self, parts: list[tuple[Region, Region, Stream]], request: NextEditRequest, record: NextEditRecord
+        self,
+        parts: list[tuple[Region, Region, Stream]],
+        request: NextEditRequest,
+        record: NextEditRecord,
+        agreed: list[bool] | None = None,
     ) -> tuple[Hunk, CharEdit] | None:
-        """The first hunk of a rewrite carried over as `parts` that agrees with the request's text."""
-        agreed: list[bool] = []
+        """The first hunk of a rewrite carried over as `parts` that agrees with the request's text
+        (`agreed` gets an entry for each part found to agree)."""
+        agreed = [] if agreed is None else agreed
         return await first_of(
             [self._rebased_hunk(request, record, base, now, stream, agreed) for base, now, stream in parts]
         )

@@ -118,15 +118,14 @@ def behind(parts: list[tuple[Region, Region, Stream]]) -> bool:
     yet known to agree with the user's changes, and some part that is not yet known either way has not
     yet streamed as far as them (it is waiting for its first token, or copying the lines above them): its
     verdict is a model's time away, not a line's."""
-    for base, now, stream in parts:
-        if agreement(base, now, stream.text, done=stream.done):
-            return False
-    for base, now, stream in parts:
-        if stream.done or agreement(base, now, stream.text, done=False) is not None:
-            continue
-        rewrite, _ = read_rewrite(stream.text, done=False)
-        if not rewrite or rewrite.count("\n") < _user_lines(base, now)[0]:
-            return True
+    verdicts = [agreement(base, now, stream.text, done=stream.done) for base, now, stream in parts]
+    if True in verdicts:
+        return False
+    for (base, now, stream), verdict in zip(parts, verdicts, strict=True):
+        if verdict is None and not stream.done:
+            rewrite, _ = read_rewrite(stream.text, done=False)
+            if not rewrite or rewrite.count("\n") < _user_lines(base, now)[0]:
+                return True
     return False
 
 

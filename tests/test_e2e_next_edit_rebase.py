@@ -19,11 +19,15 @@ from test_e2e_server import _until
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as handle:
+def _sim(ttft_ms: float) -> Iterator[SimHandle]:
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=ttft_ms, error_rate=0.0)) as handle:
         handle.set_next_edit_truth({"sample.py": TRUTH})
         yield handle
+
+
+@pytest.fixture
+def sim() -> Iterator[SimHandle]:
+    yield from _sim(20)
 
 
 def _model_requests(sim: SimHandle) -> int:
@@ -108,9 +112,7 @@ async def test_a_rewrite_the_user_typed_against_is_not_shown_and_a_new_request_i
 
 @pytest.fixture
 def slow_sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=400, error_rate=0.0)) as handle:
-        handle.set_next_edit_truth({"sample.py": TRUTH})
-        yield handle
+    yield from _sim(400)
 
 
 async def test_a_key_that_comes_while_the_earlier_rewrite_has_shown_nothing_asks_beside_it(
