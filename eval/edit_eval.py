@@ -451,7 +451,9 @@ async def _run_task(
                 continue
             break
         wall_s = time.perf_counter() - started
-        simulated_s = _simulated_s(outcome, wall_s, models)
+        # Rounded once, so that the strategy's total and the figures derived from the per-task seconds add
+        # the same numbers (a derived strategy is never slower than its source by a rounding).
+        simulated_s = round(_simulated_s(outcome, wall_s, models), 3)
         flow.finish(outcome, applied=outcome.ok)
         verdict = _judge(prepared, outcome)
         figure = figures[strategy]
@@ -464,7 +466,7 @@ async def _run_task(
         spent = sum(a.tokens_in + a.tokens_out for a in outcome.attempts)
         figure.tokens += spent
         tokens[strategy], outcomes[strategy] = spent, outcome
-        results[strategy], seconds[strategy] = verdict, round(simulated_s, 3)
+        results[strategy], seconds[strategy] = verdict, simulated_s
         served[strategy] = outcome.tier or ""
         if strategy in ("router", DEFAULT_RUN) and not route:
             route, score = outcome.decision.summary(), outcome.decision.score
