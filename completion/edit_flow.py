@@ -10,7 +10,7 @@
 2. Context: the files the route found in the edit's reach are shown to the model beside the edited file,
    those the gate (`completion.gate`) allows.
 3. Stream the answer (a whole conversation through `ModelRequest.messages`, raw), reporting progress.
-4. Check it (`completion.edits.checked_edits`): parse, validate (still parses; for the fast model, no
+4. Check it (`completion.edit_checks`, in a worker thread): parse, validate (still parses; for the fast model, no
    new undefined names, not far larger than predicted, and no name removed that another file still
    imports), rebase over what the user typed meanwhile.
    Every request passes `Gate.admit` just before it is sent; a refusal ends the edit (nothing is sent, to
@@ -36,18 +36,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import logging
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TypeVar
 
 import anyio
 from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.completion.backends.base import ModelRequest, StreamStats
 from tandem.completion.config import Config
+from tandem.completion.edit_checks import check_answer
 from tandem.completion.edit_types import (
     Attempt,
     AttemptOutcome,
@@ -66,16 +64,14 @@ from tandem.completion.edits import (
     CheckedEdit,
     EditConflict,
     EditError,
-    EditInvalid,
     EditPrompt,
     EditTarget,
     FileEdit,
-    apply_all,
-    checked_edits,
+    draft_check_message,
     edit_messages,
+    keeps_draft,
     selection_lines,
 )
-from tandem.completion.edits.references import dangling_references, removed_names
 from tandem.completion.errors import (
     BackendTimeout,
     BackendUnavailable,
@@ -96,8 +92,6 @@ from tandem.completion.router import (
     route_features,
 )
 from tandem.completion.trace import Tracer, estimate_cost_usd
-
-_T = TypeVar("_T")
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
 log = logging.getLogger(__name__)
@@ -123,36 +117,6 @@ class _Ask:
 
 def _other(tier: Tier) -> Tier:
     return "accurate" if tier == "fast" else "fast"
-
-
-# Checks that parse (ast, pyflakes) run in worker threads one at a time: CPython 3.11's ast module keeps
-# its recursion depth in state the threads share, so two parses at once can fail with "SystemError: AST
-# constructor recursion depth mismatch" (https://github.com/python/cpython/issues/106905); a hedged edit
-# checks two answers at nearly the same time.
-_PARSING = threading.Lock()
-
-
-def _one_at_a_time(work: Callable[[], _T]) -> _T:
-    with _PARSING:
-        return work()
-
-
-# A draft shown to the accurate model to check, in a message after the edit prompt (the edit prompt's own
-# sections are `completion.edits.prompt`'s), and what it is asked.
-DRAFT_MARKER = "<|tandem:draft|>"
-END_MARKER = "<|tandem:end|>"
-KEEP_ANSWER = "KEEP"
-_CHECK_REQUEST = (
-    "A faster model answered the request above with the draft between the markers. If the draft makes the "
-    f"change the instruction asks for, correctly and completely, answer with the one word {KEEP_ANSWER}. "
-    "Otherwise answer with your own SEARCH/REPLACE blocks for the whole change, as asked above."
-)
-
-
-def _keeps(answer: str) -> bool:
-    """Whether a checker's answer keeps the draft: KEEP on its first line, and no blocks of its own."""
-    lines = answer.strip().splitlines()
-    return bool(lines) and lines[0].strip().strip(".").upper() == KEEP_ANSWER and "<<<<<<< SEARCH" not in answer
 
 
 class _Cancelled(CompletionError):
@@ -400,11 +364,10 @@ class EditFlow:
         """The accurate model checks a fast draft that passed tandem's checks: KEEP applies the draft
         (checked again against the files as they are now), blocks of its own replace it. A check that
         fails (no answer, an answer that fails its checks) leaves the draft, which passed them."""
-        message = f"{DRAFT_MARKER}\n{draft.answer.rstrip()}\n{END_MARKER}\n{_CHECK_REQUEST}"
-        check = dataclasses.replace(ask, messages=(*ask.messages, ("user", message)))
+        check = dataclasses.replace(ask, messages=(*ask.messages, ("user", draft_check_message(draft.answer))))
         ask.progress(EditProgress(message="the accurate model checks the fast model's draft", tier="accurate"))
         second, rewritten = await self._attempt("accurate", accurate, check)
-        if _keeps(second.answer):
+        if keeps_draft(second.answer):
             attempts.append(dataclasses.replace(second, outcome="ok", error=""))
             why = "the accurate model kept the fast model's draft"
         elif rewritten is not None:
@@ -604,25 +567,8 @@ class EditFlow:
         return None
 
     async def _check(self, answer: str, tier_name: Tier, ask: _Ask) -> tuple[CheckedEdit, Mapping[str, str]]:
-        """Check `answer` against the files as they are now; (the checked edits, the texts they apply to).
-        Raises the check's `CompletionError`."""
-        # Read on the loop (the versions recorded are those of these texts); checked in a worker thread:
-        # parsing and name-checking a large file takes a noticeable time, and completions must not wait.
-        current = ask.inputs.current_texts(list(ask.target.originals))
-        check = functools.partial(
-            checked_edits,
-            answer,
-            ask.target,
-            current=current,
-            # Only the fast model's answers are held to the predicted size and to defined names: it is the
-            # one that rambles or guesses when a task is beyond it, and its rejected answer has somewhere to go.
-            predicted_lines=ask.decision.features.expected_lines() if tier_name == "fast" else None,
-            check_names=tier_name == "fast",
-        )
-        result = await anyio.to_thread.run_sync(_one_at_a_time, check)
-        if tier_name == "fast":
-            await self._check_references(result.edits, current, ask.inputs)
-        return result, current
+        predicted = ask.decision.features.expected_lines()
+        return await check_answer(answer, ask.target, ask.inputs, fast=tier_name == "fast", predicted_lines=predicted)
 
     async def _count_tokens(self, messages: tuple[tuple[str, str], ...], parts: list[str]) -> tuple[int, int]:
         """(prompt tokens, answer tokens so far) counted here, for a stream cut before its usage arrived."""
@@ -633,25 +579,6 @@ class EditFlow:
         except EncodingUnavailable:
             return len(prompt) // 4, len(answer) // 4
         return await anyio.to_thread.run_sync(lambda: (counter.count(prompt), counter.count(answer)))
-
-    async def _check_references(
-        self, edits: tuple[FileEdit, ...], current: Mapping[str, str], inputs: EditInputs
-    ) -> None:
-        """Raise `EditInvalid` if the edits remove a module-level name that another file still imports
-        (`completion.edits.references`): the change was made in one file and forgotten in another."""
-        if inputs.symbols is None:
-            return
-        after = apply_all(current, edits)
-        before = {path: current[path] for path in after if path in current}
-        removed = await anyio.to_thread.run_sync(_one_at_a_time, functools.partial(removed_names, before, after))
-        if not removed:
-            return
-        problems = dangling_references(
-            removed, after, files_using=inputs.symbols.files_using, read_text=inputs.read_text
-        )
-        if problems:
-            more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
-            raise EditInvalid("; ".join(problems[:2]) + more)
 
     # -- endings -------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """Edits: asking a model for one, reading its answer, checking it, and carrying it over the user's typing.
 
-prompt    edit_messages / read_edit_prompt      the request, and reading it back (tests)
+prompt    edit_messages / read_edit_prompt      the request, and reading it back (tests); the draft check
 parse     parse_answer                          SEARCH/REPLACE blocks, unified diffs, a fenced range
 validate  validate_edits / require_valid        still parses (or balances), no new undefined names, not
                                                 far larger than expected
@@ -15,8 +15,11 @@ from tandem.completion.edits.checked import CheckedEdit, checked_edits
 from tandem.completion.edits.parse import EditTarget, parse_answer
 from tandem.completion.edits.prompt import (
     EDIT_SYSTEM_PROMPT,
+    KEEP_ANSWER,
     EditPrompt,
+    draft_check_message,
     edit_messages,
+    keeps_draft,
     read_edit_prompt,
     selection_lines,
 )
@@ -43,6 +46,7 @@ from tandem.completion.edits.validate import (
 
 __all__ = [
     "EDIT_SYSTEM_PROMPT",
+    "KEEP_ANSWER",
     "AnswerParseError",
     "CheckedEdit",
     "EditConflict",
@@ -58,7 +62,9 @@ __all__ = [
     "balance_issues",
     "changed_lines",
     "checked_edits",
+    "draft_check_message",
     "edit_messages",
+    "keeps_draft",
     "line_col",
     "line_offset",
     "parse_answer",

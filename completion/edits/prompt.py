@@ -9,6 +9,9 @@ The model must answer with SEARCH/REPLACE blocks, each after a line naming its f
 `cache_control`, which serves a marked prefix only whole) marks each message before the last: the
 context files stay cached when an applied edit changes the file.
 
+The draft check ("draft-check" plan): `draft_check_message` follows the edit prompt with a fast model's
+draft for the accurate model to keep (`KEEP_ANSWER`, read by `keeps_draft`) or replace with its own blocks.
+
 `read_edit_prompt` recovers the task from the messages (tests check what was sent with it); the simulator
 reads the layout its own way (`tandem.sim.edit_reading`), so a change here is noticed by the contract tests.
 """
@@ -26,6 +29,13 @@ _CONTEXT = "<|tandem:context|>"
 _END = "<|tandem:end|>"
 _SELECTION = "<|tandem:selection|>"
 _INSTRUCTION = "<|tandem:instruction|>"
+DRAFT_MARKER = "<|tandem:draft|>"
+KEEP_ANSWER = "KEEP"
+_CHECK_REQUEST = (
+    "A faster model answered the request above with the draft between the markers. If the draft makes the "
+    f"change the instruction asks for, correctly and completely, answer with the one word {KEEP_ANSWER}. "
+    "Otherwise answer with your own SEARCH/REPLACE blocks for the whole change, as asked above."
+)
 
 EDIT_SYSTEM_PROMPT = """\
 You are a careful code editor. The user shows you a file, a selected range in it, possibly other files
@@ -91,6 +101,17 @@ def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
         {"role": "user", "content": "\n".join(file)},
         {"role": "user", "content": "\n".join(task) + "\nAnswer with SEARCH/REPLACE blocks."},
     ]
+
+
+def draft_check_message(draft: str) -> str:
+    """The user message after an edit prompt that asks the accurate model to check a fast model's draft."""
+    return f"{DRAFT_MARKER}\n{draft.rstrip()}\n{_END}\n{_CHECK_REQUEST}"
+
+
+def keeps_draft(answer: str) -> bool:
+    """Whether a checker's answer keeps the draft: KEEP on its first line, and no blocks of its own."""
+    lines = answer.strip().splitlines()
+    return bool(lines) and lines[0].strip().strip(".").upper() == KEEP_ANSWER and "<<<<<<< SEARCH" not in answer
 
 
 _MARKERS = (_FILE, _CONTEXT, _SELECTION, _INSTRUCTION)
