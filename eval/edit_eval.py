@@ -48,10 +48,9 @@ model's part is scaled back, so the machine's noise is not multiplied.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -82,7 +81,6 @@ from tandem.eval.edit_runs import (
     knowing_hard,
     operating_points,
     oracle_bound,
-    silent_what_if,
 )
 from tandem.eval.history import EditTask, GitError, git, scan_history
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols, lines_history_before
@@ -553,128 +551,3 @@ def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
     model_s = max(times, default=0.0) if outcome.plan == "hedged" else sum(times)
     scaled_model_s = model_s / models.time_scale
     return model_s + max(0.0, wall_s - scaled_model_s)
-
-
-def _share(result: EditEvalResult, name: str, field_name: str) -> float | None:
-    """`name`'s figure as a share of always-accurate's."""
-    mine, base = result.strategies.get(name), result.strategies.get("always-accurate")
-    if mine is None or base is None or not getattr(base, field_name):
-        return None
-    return float(getattr(mine, field_name)) / float(getattr(base, field_name))
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
-
-
-_SELECTION_WORDS = {
-    "user": "a user's (the function or block enclosing the changed code), routed and edited",
-    "changed": "the commit's changed region (derived from the answer: optimistic), routed and edited",
-}
-
-
-def render_text(result: EditEvalResult) -> str:
-    """The comparison as a table, labelled simulated."""
-    lines = [
-        f"time to a correct edit on {result.repo} — SIMULATED (tandem sim: spark = fast, codex = accurate; "
-        f"calibrated error model; run {result.time_scale:g}x faster, model times at the profiles' real speeds)",
-        f"  selection: {_SELECTION_WORDS.get(result.selection, result.selection)}",
-        f"  tasks {result.tasks}" + "".join(f"; skipped {n}: {why}" for why, n in sorted(result.skipped.items())),
-        f"  {'strategy':<16}{'correct':>8}{'wrong':>7}{'refused':>8}{'escal.':>7}{'by acc.':>8}"
-        f"{'wait s':>9}{'s/correct':>10}{'correct/h':>10}{'tokens':>10}",
-    ]
-    for figure in result.strategies.values():
-        per = figure.seconds_per_correct
-        lines.append(
-            f"  {figure.name:<16}{figure.correct:>8}{figure.wrong:>7}{figure.refused:>8}{figure.escalated:>7}"
-            f"{figure.accurate_served:>8}{figure.simulated_s:>9.1f}{'n/a' if per is None else f'{per:.1f}':>10}"
-            f"{figure.correct_per_hour:>10.0f}{figure.tokens:>10}"
-            + ("  (derived, see below)" if figure.derived else "")
-        )
-    lines.append(
-        "  wait = the user's time from request to checked answer, summed; hedged is exact from fast-first's and "
-        "always-accurate's runs (accurate started at once, cancelled when the fast answer passes); draft-check is "
-        "MODELLED on them (the accurate model keeps a correct draft in a few tokens and replaces a wrong one with "
-        "its own answer: an upper estimate); draft-check (run) is run through EditFlow against the simulator, "
-        "whose checker keeps a right draft and, where it could have written the edit itself, replaces a wrong one "
-        "(an assumption, kind to checking)"
-    )
-    if result.band is not None:
-        lines.append(
-            f"  router-banded: fast-first below score {result.band.hedge_from:g}, hedged from there, the accurate "
-            f"model alone from {result.band.accurate_from:g} (derived exactly like hedged; edges {result.band_source})"
-        )
-    if result.band is not None:
-        band = result.band
-
-        def plan(score: float) -> str:
-            return "accurate" if score >= band.accurate_from else "hedged" if score >= band.hedge_from else "fast-first"
-
-        for share in (0.5, 1.0):
-            what_if = silent_what_if(list(result.runs), share, [run.score for run in result.runs], plan)
-            lines.append(
-                f"  what-if (derived): {share:.0%} of the fast mistakes the checks caught had passed them, wrong: "
-                + "; ".join(f"{name} {c} correct {w} wrong {s:.0f} s" for name, (c, w, s) in what_if.figures.items())
-            )
-    if RETRIED[0]:
-        lines.append(
-            f"  {RETRIED[0]} strategy run(s) in this process were run again from the same dice after CPython 3.11's "
-            "'AST constructor recursion depth mismatch' (a parse in two threads at once, gh-106905)"
-        )
-    agreement = default_agreement(result)
-    if agreement is not None:
-        band = shipped_band()
-        lines.append(
-            f"  {DEFAULT_RUN}: the shipped [edit] strategy run through EditFlow (banded, hedge from score "
-            f"{band.hedge_from:g}, accurate alone from {band.accurate_from:g}: both models at once, the accurate "
-            f"stream cancelled when the fast answer passes); its verdict is the one derived for that band on "
-            f"{agreement[0]} of {agreement[1]} tasks"
-        )
-    for hard in (False, True):
-        subset = [run for run in result.runs if run.hard == hard]
-        if not subset:
-            continue
-        parts = []
-        for name in STRATEGIES:
-            correct = sum(1 for run in subset if run.results.get(name) == "correct")
-            seconds = sum(run.simulated_s.get(name, 0.0) for run in subset)
-            parts.append(f"{name} {correct} correct in {seconds:.0f} s")
-        kind = "hard (label about code)" if hard else "easy"
-        lines.append(f"  {len(subset)} {kind} tasks: " + ", ".join(parts))
-    lines.append(
-        f"  router keeps {_pct(result.keeps)} of always-accurate's correct edits (target >= {TARGET_KEEP:.0%}) "
-        f"in {_pct(result.time_share)} of its time (target <= {TARGET_TIME:.0%}): "
-        + ("target met" if result.meets_target else "target NOT met")
-    )
-    kept, took = _share(result, "fast-first", "correct"), _share(result, "fast-first", "simulated_s")
-    lines.append(
-        f"  fast-first keeps {_pct(kept)} in {_pct(took)} of the time; knowing every answer in advance, "
-        f"a router could keep {TARGET_KEEP:.0%} in {_pct(result.bound_time_share)} (a bound, not a strategy)"
-    )
-    lines.append("  the router at other boundaries ([router] accurate_score; pressure 1.0 is the default):")
-    for point in result.operating_points:
-        lines.append(
-            f"    accurate_score {point.accurate_score:<9g} (pressure {point.pressure:g}): {point.to_accurate} to the "
-            f"accurate model, keeps {_pct(point.keeps)} in {_pct(point.time_share)} of the time, "
-            f"{point.correct_per_hour:.0f} correct/h"
-        )
-    lines.append(
-        f"  a router that knew which tasks are hard (AUC 1.0; accurate for those, fast-first for the rest) keeps "
-        f"{_pct(result.knowing_hard_keeps)} in {_pct(result.knowing_hard_time_share)} of the time"
-    )
-    return "\n".join(lines)
-
-
-def result_json(result: EditEvalResult) -> dict[str, Any]:
-    data = asdict(result)
-    for run in data["runs"]:
-        run.pop("features", None)
-    data["default_agreement"] = default_agreement(result)
-    for name, figure in result.strategies.items():
-        data["strategies"][name]["correct_per_hour"] = round(figure.correct_per_hour, 1)
-        data["strategies"][name]["seconds_per_correct"] = figure.seconds_per_correct
-    return data
-
-
-def render_json(result: EditEvalResult) -> str:
-    return json.dumps(result_json(result), indent=2)

@@ -39,9 +39,9 @@ from tandem.eval.edit_eval import (
     shipped_band,
     with_banded,
 )
-from tandem.eval.edit_eval import render_text as render_edits
-from tandem.eval.edit_eval import result_json as edits_json
 from tandem.eval.edit_hedging import choose_band
+from tandem.eval.edit_report import render_text as render_edits
+from tandem.eval.edit_report import result_json as edits_json
 from tandem.eval.history import GitError
 from tandem.eval.router_eval import evaluate_repo, render_text, result_json
 from tandem.eval.router_loo import evaluate_leave_one_out, weights_by_held_out
