@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tandem.completion.edits import FileEdit
 from tandem.completion.file_history import FileHistory, PastCommit
-from tandem.completion.router import RouteDecision, SymbolLookup, Tier, WorkingDiff
+from tandem.completion.router import RouteDecision, Tier, WorkingDiff
+from tandem.completion.symbol_lookup import SymbolLookup
 from tandem.completion.trace import TraceRecord
 
 if TYPE_CHECKING:

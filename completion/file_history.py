@@ -11,7 +11,7 @@ the server before HEAD: the answer is never in it. The same is read for the sele
 last `MAX_LINE_COMMITS` commits, `git log -L`): a file that changes with everything may have functions that
 do not. And the repository's last commits (`read_past_commits`, at most `MAX_PAST_COMMITS`, mass changes left
 out as above), each only as its subject line and whether it was hard by the label: the router compares an
-instruction with those subjects (`router.similar_commits`).
+instruction with those subjects (`completion.similar_commits`).
 
 A repository is the user's, but it may be hostile: git obeys the repository's own `.git/config`, and a
 repository that arrives as an archive or a shared folder brings one. The history is read with one

@@ -10,14 +10,13 @@ Inputs (`RouteFeatures`, built by `route_features`):
   code);
 - its cross-file span: which other workspace files use the names the selection defines, define or use
   the names (and files) the instruction mentions, or define what the selection uses, counting only names
-  specific enough to point somewhere (a `SymbolLookup` answers; `SymbolIndex` is a simple in-memory one
-  built from (path, text) pairs);
+  specific enough to point somewhere (a `completion.symbol_lookup.SymbolLookup` answers);
 - the user's change in progress: lines and files of the working diff;
 - the file's own change history (`file_history`, read from the workspace's git before HEAD): the share of
   its last commits that also changed another code file, the share that changed more than 20 lines of
   code, and how many code files changed with it; and the same two shares for the selected lines' own
   last commits;
-- the repository's past commits most like the instruction (`similar_commits`): of its last commits, the
+- the repository's past commits most like the instruction (`completion.similar_commits`): of its last commits, the
   ten whose subject lines read most like the instruction (TF-IDF cosine over their words), and how many
   more of them than of all its commits were hard. The repository's own record of what such a request
   took, where fitted weights can only say what a request like it took in other repositories.
@@ -36,12 +35,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from tandem.completion.edits.rebase import user_changes
+from tandem.completion.similar_commits import PATH_LIKE, SimilarCommits, similar_commits
+from tandem.completion.symbol_lookup import IDENT, KEYWORDS, SymbolLookup, file_stem, file_symbols
 
 if TYPE_CHECKING:
     from tandem.completion.file_history import FileHistory, PastCommit
@@ -69,23 +69,9 @@ SMALL_SCOPE = (
     "typo", "comment", "comments", "docstring", "spelling", "whitespace", "format", "formatting", "lint",
     "wording", "rephrase", "minor", "tweak", "nit", "log message", "indentation",
 )  # fmt: skip
-_KEYWORDS = frozenset(
-    "and as assert async await break case catch class const continue def default del elif else enum "
-    "except export extends false final finally fn for from func function if impl import in interface "
-    "is lambda let match mod module new nil none not null or package pass private protected pub public "
-    "raise return self static struct super switch this throw true try type typeof use var void while "
-    "with yield int str bool float dict list set tuple len print range string object".split()
-)
 # File stems too generic to mean "that file" when an instruction says them.
 _GENERIC_STEMS = frozenset("test tests main init __init__ index setup utils util common base core types "
                            "readme mod lib app conftest".split())  # fmt: skip
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_DEFINITION = re.compile(
-    r"\b(?:def|class|function|func|fn|struct|enum|trait|interface|type|typedef|macro|defun|defmacro|"
-    r"procedure|sub)\s+(?:\([^)]*\)\s*)?\*?([A-Za-z_]\w*)"
-    r"|^(?:export\s+)?(?:(?:const|let|var)\s+)?([A-Za-z_]\w*)\s*(?::[^=\n]+)?=(?!=)",
-    re.MULTILINE,
-)
 _CLAUSES = re.compile(r",|;|\band\b|\s\+\s|&")
 # A definition's first line (or a decorator above one), across languages: where a whole function or class
 # starts (`partial_selection`; `eval.user_selection` finds the user's block by it).
@@ -93,9 +79,6 @@ DEFINITION_HEADER = re.compile(
     r"^\s*(?:@|(?:export\s+)?(?:default\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
     r"(?:def|class|function|func|fn|impl|struct|enum|trait|interface|module|sub)\b)"
 )
-# A file path or dotted name in an instruction ("Delete scripts/migrate-black.py"): its words are not scope
-# words ('migrate').
-_PATH_LIKE = re.compile(r"\S*(?:/|\w\.[A-Za-z])\S*")
 # The instruction's leading verb, by what it asks for: common English commit-message verbs, written down
 # from the words' meaning (not read off a history); whether each class says "hard" is fitted.
 VERB_CLASSES = {
@@ -118,72 +101,6 @@ _VERB_SAYS = {
 # Tags and a short area prefix before the instruction itself ("[docs] add ...", "router: fix ...").
 _TAGS = re.compile(r"^\s*(?:\[[^\]]*\]\s*)*")
 _AREA = re.compile(r"^[\w./ -]{1,40}:\s+")
-
-
-class SymbolLookup(Protocol):
-    """The workspace symbol index, as far as the router needs it. Paths are workspace-relative."""
-
-    def files_defining(self, name: str) -> set[str]: ...
-
-    def files_using(self, name: str) -> set[str]: ...
-
-    def files_named(self, stem: str) -> set[str]:
-        """Files whose name without extension is `stem` ("views" -> {"app/views.py"})."""
-        ...
-
-    def file_count(self) -> int: ...
-
-
-@dataclass(frozen=True)
-class FileSymbols:
-    """The names one file defines and the identifiers it mentions."""
-
-    defines: frozenset[str]
-    uses: frozenset[str]
-
-
-def file_symbols(text: str) -> FileSymbols:
-    """Definitions (by a language-agnostic pattern) and identifiers of `text`."""
-    defines = {a or b for a, b in _DEFINITION.findall(text)} - _KEYWORDS
-    uses = {word for word in _IDENT.findall(text) if len(word) >= 3} - _KEYWORDS
-    return FileSymbols(frozenset(defines), frozenset(uses))
-
-
-class SymbolIndex:
-    """An in-memory `SymbolLookup` over a fixed set of files; lookups scan the files (cached per name)."""
-
-    def __init__(self, files: Mapping[str, FileSymbols]) -> None:
-        self._files = dict(files)
-        self._stems: dict[str, set[str]] = {}
-        for path in self._files:
-            self._stems.setdefault(_stem(path), set()).add(path)
-        self._defining: dict[str, set[str]] = {}
-        self._using: dict[str, set[str]] = {}
-
-    @classmethod
-    def from_texts(cls, files: Iterable[tuple[str, str]], *, max_file_chars: int = 200_000) -> SymbolIndex:
-        """Index (path, text) pairs; each text is cut at `max_file_chars` to bound the cost."""
-        return cls({path: file_symbols(text[:max_file_chars]) for path, text in files})
-
-    def files_defining(self, name: str) -> set[str]:
-        if name not in self._defining:
-            self._defining[name] = {p for p, s in self._files.items() if name in s.defines}
-        return self._defining[name]
-
-    def files_using(self, name: str) -> set[str]:
-        if name not in self._using:
-            self._using[name] = {p for p, s in self._files.items() if name in s.uses}
-        return self._using[name]
-
-    def files_named(self, stem: str) -> set[str]:
-        return self._stems.get(stem, set())
-
-    def file_count(self) -> int:
-        return len(self._files)
-
-
-def _stem(path: str) -> str:
-    return path.rsplit("/", 1)[-1].split(".", 1)[0].lower()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -215,69 +132,6 @@ class WorkingDiff:
 
     lines: int = 0
     files: tuple[str, ...] = ()
-
-
-# The past commits compared with an instruction: the most similar this many, and their hard share shrunk
-# towards the repository's as if this much more similarity were the repository's average commit.
-SIMILAR_NEIGHBOURS = 10
-SIMILAR_PRIOR = 2.0
-_WORD = re.compile(r"[a-z][a-z0-9]+")
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimilarCommits:
-    """The repository's past commits most like an instruction, as counts (`similar_commits`)."""
-
-    # Past commits read, and of them those hard by the label about code.
-    commits: int = 0
-    hard: int = 0
-    # The most similar (at most `SIMILAR_NEIGHBOURS`, each sharing a word with the instruction) ...
-    neighbours: int = 0
-    neighbours_hard: int = 0
-    # ... their summed cosine similarity, and that of the hard ones.
-    similarity: float = 0.0
-    hard_similarity: float = 0.0
-
-    def base(self) -> float:
-        """The repository's hard share (shrunk towards 1/2 by one commit of each kind)."""
-        return (self.hard + 1) / (self.commits + 2)
-
-    def lift(self) -> float:
-        """The similarity-weighted hard share of the neighbours, shrunk towards the repository's by
-        `SIMILAR_PRIOR`, less the repository's: 0 when nothing is like the instruction."""
-        base = self.base()
-        return (self.hard_similarity + SIMILAR_PRIOR * base) / (self.similarity + SIMILAR_PRIOR) - base
-
-
-def _words(text: str) -> Counter[str]:
-    """Words of an instruction or commit subject (of 3+ characters; file paths and dotted names left out)."""
-    return Counter(w for w in _WORD.findall(_PATH_LIKE.sub(" ", text).lower()) if len(w) >= 3)
-
-
-def similar_commits(instruction: str, past: Sequence[PastCommit]) -> SimilarCommits:
-    """The past commits (newest first) most like `instruction` by TF-IDF cosine similarity of their subject
-    lines' words, the word weights from those same subjects (a word in every subject says nothing)."""
-    docs = [_words(c.subject) for c in past]
-    n = len(docs)
-    df = Counter(word for doc in docs for word in doc)
-
-    def unit(doc: Counter[str]) -> dict[str, float]:
-        weights = {w: (1 + math.log(k)) * math.log((n + 1) / (df[w] + 1)) for w, k in doc.items()}
-        norm = math.sqrt(sum(v * v for v in weights.values()))
-        return {w: v / norm for w, v in weights.items()} if norm else {}
-
-    query = unit(_words(instruction))
-    sims = [sum(query.get(w, 0.0) * v for w, v in unit(doc).items()) if query.keys() & doc.keys() else 0.0
-            for doc in docs]  # fmt: skip
-    nearest = sorted((i for i in range(n) if sims[i] > 0), key=lambda i: (-sims[i], i))[:SIMILAR_NEIGHBOURS]
-    return SimilarCommits(
-        commits=n,
-        hard=sum(c.hard for c in past),
-        neighbours=len(nearest),
-        neighbours_hard=sum(past[i].hard for i in nearest),
-        similarity=sum(sims[i] for i in nearest),
-        hard_similarity=sum(sims[i] for i in nearest if past[i].hard),
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -433,7 +287,7 @@ def route_features(
     around the cursor); `path` is the file it is in, which is left out of the cross-file sets;
     `past_commits` the repository's last commits (`file_history.read_past_commits`)."""
     thresholds = thresholds or RouterThresholds()
-    lowered = _PATH_LIKE.sub(" ", instruction).lower()
+    lowered = PATH_LIKE.sub(" ", instruction).lower()
     verb, verb_class = leading_verb(instruction)
     broad = _phrases(lowered, BROAD_SCOPE)
     wide = tuple(w for w in _phrases(lowered, WIDE_SCOPE) if not any(w in b for b in broad))
@@ -448,13 +302,13 @@ def route_features(
         def specific(files: set[str]) -> set[str]:
             return files - {path} if len(files) <= common else set()
 
-        own_stem = _stem(path) if path else ""
-        for word in set(_IDENT.findall(instruction)):
+        own_stem = file_stem(path) if path else ""
+        for word in set(IDENT.findall(instruction)):
             stem = word.lower()
             if len(stem) >= 4 and stem not in _GENERIC_STEMS and stem != own_stem:
                 # A word naming many files (a package, an area tag) says nothing about this edit's reach.
                 mentioned |= specific(symbols.files_named(stem))
-            if len(word) >= 3 and word.lower() not in _KEYWORDS and _looks_like_code(word, symbols):
+            if len(word) >= 3 and word.lower() not in KEYWORDS and _looks_like_code(word, symbols):
                 mentioned |= specific(symbols.files_defining(word) | symbols.files_using(word))
         selected = file_symbols(selection)
         for name in selected.defines:

@@ -16,7 +16,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from tandem.cache.symbols import SymbolIndex, extract_definitions
-from tandem.completion.router import file_symbols
+from tandem.completion.symbol_lookup import file_symbols
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -38,7 +38,7 @@ def candidate_names(selection: str, instruction: str, index: SymbolIndex | None 
 
 
 class IndexLookup:
-    """A `completion.router.SymbolLookup` over `index`, with `overlay` ({path: current text}) on top.
+    """A `completion.symbol_lookup.SymbolLookup` over `index`, with `overlay` ({path: current text}) on top.
 
     `files_using` answers only for names given to `prepare` (others: no files), so call `prepare` with
     `candidate_names(...)` first; it is O(workspace text) and belongs in a worker thread.

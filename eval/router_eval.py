@@ -28,16 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from tandem.completion.file_history import FileHistory, PastCommit, read_history, read_lines_history, read_past_commits
-from tandem.completion.router import (
-    FileSymbols,
-    RouteDecision,
-    RouterThresholds,
-    SymbolIndex,
-    SymbolLookup,
-    file_symbols,
-    route,
-    route_features,
-)
+from tandem.completion.router import RouteDecision, RouterThresholds, route, route_features
+from tandem.completion.symbol_lookup import FileSymbols, SymbolIndex, SymbolLookup, file_symbols
 from tandem.eval.history import EditTask, read_blobs, scan_history, tree_blobs
 from tandem.eval.router_before import before_score
 

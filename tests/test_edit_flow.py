@@ -18,7 +18,8 @@ from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConf
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditRequest
 from tandem.completion.edit_types import EditOutcome, EditProgress
 from tandem.completion.edits import apply_all, read_edit_prompt
-from tandem.completion.router import RouteDecision, SymbolIndex, WorkingDiff
+from tandem.completion.router import RouteDecision, WorkingDiff
+from tandem.completion.symbol_lookup import SymbolIndex
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
 

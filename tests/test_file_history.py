@@ -24,13 +24,12 @@ from tandem.completion.router import (
     DEFAULT_WEIGHTS,
     HISTORY_FEATURES,
     RouterThresholds,
-    SimilarCommits,
     feature_values,
     history_values,
     route,
     route_features,
-    similar_commits,
 )
+from tandem.completion.similar_commits import SimilarCommits, similar_commits
 
 IDENTITY = ["-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]
 

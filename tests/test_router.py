@@ -9,15 +9,14 @@ from tandem.completion.router import (
     DEFAULT_WEIGHTS,
     RouteFeatures,
     RouterThresholds,
-    SymbolIndex,
     WorkingDiff,
     feature_values,
-    file_symbols,
     is_partial,
     route,
     route_features,
     working_diff_of,
 )
+from tandem.completion.symbol_lookup import SymbolIndex, file_symbols
 
 T = RouterThresholds()
 
