@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 from tandem.cache.edit_history import EditHistory, Lines
-from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region, ends_a_clause
+from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region
 from tandem.completion.backends.base import ModelRequest
-from tandem.completion.debounce import AdaptiveDebounce
 from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.next_edit_context import build_context, count_tokens, model_request
 from tandem.completion.next_edit_hunks import first_hunk, holds
+from tandem.completion.next_edit_pause import NextEditPause
 from tandem.completion.next_edit_rebase import Generation, agreement, behind, carried, snapshot
 from tandem.completion.next_edit_split import first_of, split
 from tandem.completion.next_edit_types import NextEditRecord, NextEditRequest, NextEditResult, Suggestion
@@ -51,9 +51,6 @@ if TYPE_CHECKING:
     from tandem.completion.workspace import WorkspaceIndex
 
 log = logging.getLogger(__name__)
-
-# The longest pause waited for before asking, once half the minute's speculation budget is spent.
-_TIGHT_PAUSE_S = 1.0
 
 T = TypeVar("T")
 
@@ -96,8 +93,8 @@ class NextEdits:
         # with them (`completion.next_edit_rebase`).
         self._generations: dict[str, Generation] = {}
         self._last: dict[str, NextEditResult] = {}
-        # Learns the typing rhythm (see `_delay_s`).
-        self._debounce = AdaptiveDebounce(ceiling_s=config.next_edit.debounce_ms / 1000)
+        # Learns the typing rhythm, and says how long a request waits for a pause in it.
+        self._pause = NextEditPause(debounce_ms=config.next_edit.debounce_ms)
 
     # -- the request path ----------------------------------------------------------------------
 
@@ -118,7 +115,7 @@ class NextEdits:
             return NextEditResult(outcome="skipped", reason="no edit since the last request")
         self._asked_version[request.uri] = request.version
         if not request.prefetch:
-            self._debounce.keystroke(request.uri, (request.received_ns or time.perf_counter_ns()) / 1e9)
+            self._pause.keystroke(request.uri, (request.received_ns or time.perf_counter_ns()) / 1e9)
         record = NextEditRecord(
             kind="next_edit",
             received_ns=request.received_ns or time.perf_counter_ns(),
@@ -448,42 +445,7 @@ class NextEdits:
         return found
 
     def _delay_s(self, request: NextEditRequest) -> float:
-        """How long to wait before asking, by `[next_edit] pause`. "interval": a rewrite of the region takes
-        longer than a typing interval, so a request made mid-typing would be overtaken by the next key press
-        and its prompt paid for nothing: wait for a pause of `pause_gaps` typing intervals (2.5 by default; at
-        most `debounce_ms`; until the rhythm is known, ask at once). "typed": the same, except that a key
-        press that ends a clause (`ends_a_clause`: a closing bracket or quote, `:`, `,`, `;`, or a new line
-        begun) asks at once: a change often ends there, and waiting for the pause would put the pause in the
-        user's wait. "none" (the default): at once after every key. With `rebase` a request overtaken by the
-        next key is not paid for nothing: its rewrite answers that key too while it agrees with it, so the
-        pause saves few tokens and costs the user its length at the end of every change that ends inside a
-        word (`tandem replay --next-edits` on black and flask: more suggested exactly, the wait's p95 about
-        half, some 20% more tokens and about the same per accepted character). Without `rebase`, "typed"
-        spends far less.
-
-        All three hold only while half the minute's speculation budget is left. Past that, every key waits
-        for the pause, and the pause may pass `debounce_ms`, up to the whole `pause_gaps` intervals as the
-        budget runs out (at most `_TIGHT_PAUSE_S`): at a human rhythm (~170 ms a key) a pause of
-        `debounce_ms` is only 1.5 intervals, which one key in eight exceeds in the middle of a change, and
-        those requests, overtaken by the next key, spent the budget the change's end needed. Waiting longer
-        at the end of a change costs a few hundred milliseconds; an empty budget costs the suggestion."""
-        settings = self.config.next_edit
-        roomy = self.budget.spent() <= self.budget.per_minute // 2
-        if roomy and settings.pause == "none":
-            return 0.0
-        if roomy and settings.pause == "typed" and 0 <= request.line < request.document.line_count:
-            if ends_a_clause(request.document.line_content(request.line)[: request.character]):
-                return 0.0
-        gap_s = self._debounce.median_gap_s
-        if gap_s is None:
-            return 0.0
-        ceiling_s = settings.debounce_ms / 1000
-        if not roomy:
-            # From `debounce_ms` at half the budget spent to `_TIGHT_PAUSE_S` at all of it: the pause
-            # lengthens as the budget runs down, and the spending settles where the budget holds.
-            spent_share = min(self.budget.spent() / max(self.budget.per_minute, 1), 1.0)
-            ceiling_s += (spent_share - 0.5) * 2 * max(_TIGHT_PAUSE_S - ceiling_s, 0.0)
-        return min(ceiling_s, settings.pause_gaps * gap_s)
+        return self._pause.delay_s(request, self.config.next_edit, self.budget)
 
     def _buffer(self, uri: str) -> Lines | None:
         found = self._documents(uri)

@@ -110,33 +110,22 @@ def test_a_change_often_ends_where_a_clause_or_a_line_ends() -> None:
 def test_the_pause_rule_decides_how_long_a_request_waits() -> None:
     import dataclasses
 
-    from tandem.completion.config import Config
-    from tandem.completion.next_edit import NextEdits
+    from tandem.completion.config import NextEditConfig
+    from tandem.completion.next_edit_pause import NextEditPause
     from tandem.completion.next_edit_types import NextEditRequest
+    from tandem.completion.prefetch import TokenBudget
 
     buffer = LineBuffer("def f(a):\n    return f(a)\n")
 
-    from tandem.completion.prefetch import TokenBudget
-
     def waits(pause: str, character: int, gaps: float = 1.5, spent: int = 0) -> float:
-        config = Config()
-        settings = dataclasses.replace(config.next_edit, pause=pause, pause_gaps=gaps)
-        config = dataclasses.replace(config, next_edit=settings)
+        settings = dataclasses.replace(NextEditConfig(), pause=pause, pause_gaps=gaps)
         budget = TokenBudget(per_minute=20_000)
         budget.charge(spent)
-        # Only the wait is computed: no model or tracer is reached.
-        edits = NextEdits(
-            tiers=None,  # type: ignore[arg-type]
-            tracer=None,  # type: ignore[arg-type]
-            budget=budget,
-            config=config,
-            documents=lambda uri: (1, buffer),
-            history=EditHistory(),
-        )
+        pause = NextEditPause(debounce_ms=settings.debounce_ms)
         for at_s in (0.0, 0.1, 0.2, 0.3):  # a key press every 100 ms
-            edits._debounce.keystroke("u", at_s)
+            pause.keystroke("u", at_s)
         request = NextEditRequest(uri="u", version=1, line=1, character=character, document=buffer, path="m.py")
-        return edits._delay_s(request)
+        return pause.delay_s(request, settings, budget)
 
     after_clause, mid_word = 15, 9  # "    return f(a)|" and "    retu|rn f(a)"
     assert round(waits("interval", after_clause), 3) == round(waits("interval", mid_word), 3) == 0.15
