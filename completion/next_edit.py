@@ -34,8 +34,14 @@ from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region
 from tandem.completion.backends.base import ModelRequest
 from tandem.completion.errors import describe
 from tandem.completion.gate import Gate, Outbound
-from tandem.completion.next_edit_context import build_context, count_tokens, model_request
-from tandem.completion.next_edit_hunks import first_hunk, holds
+from tandem.completion.next_edit_context import (
+    build_context,
+    count_tokens,
+    model_request,
+    region_max_chars,
+    region_span,
+)
+from tandem.completion.next_edit_hunks import answered_whole, first_hunk, holds
 from tandem.completion.next_edit_pause import NextEditPause
 from tandem.completion.next_edit_rebase import Generation, agreement, behind, carried, snapshot
 from tandem.completion.next_edit_split import first_of, split
@@ -53,6 +59,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+_LINE_TOO_LONG = (
+    "the line at the cursor is longer than a next edit can rewrite ({limit} characters: [next_edit] max_tokens"
+    " and budget_tokens)"
+)
 
 
 DocumentLookup = Callable[[str], "tuple[int, Lines] | None"]
@@ -176,6 +187,8 @@ class NextEdits:
             return done("refused", verdict.reason)
         if not self.history.has_edits(request.uri):
             return done("skipped", "no edit in this document yet")
+        if region_span(request.document, request.line, settings) is None:
+            return done("skipped", _LINE_TOO_LONG.format(limit=region_max_chars(settings)))
         tier = self.tiers.for_completion()
         if tier is None:
             return done("not-configured")
@@ -236,6 +249,8 @@ class NextEdits:
             buffer=self._buffer,
             may_send=lambda uri: bool(self.gate.document(uri)),
         )
+        if context is None:
+            return done("skipped", _LINE_TOO_LONG.format(limit=region_max_chars(settings)))
         region, prompt, sources = context.region, context.prompt, context.sources
         record.history_edits = context.history_edits
         base = snapshot(request.document)
@@ -403,7 +418,7 @@ class NextEdits:
         while True:
             if stream.error is not None:
                 return None  # stopped or failed: what it streamed is not the whole rewrite
-            verdict = agreement(base, now, stream.text, done=stream.done)
+            verdict = agreement(base, now, stream.text, done=answered_whole(stream))
             if verdict is False:
                 return None
             if verdict:

@@ -1,7 +1,11 @@
 """What the model is shown for a next edit: the editable region around the cursor (the cursor marked),
 the text around it, the user's recent edits as diffs and the cross-file snippets, within the prompt's
 token budget (`[next_edit] budget_tokens`): snippets and recent edits a quarter each at most, the
-excerpt's unchanged lines what is left. The prompt's layout is `completion.next_edit_prompt`'s."""
+excerpt's unchanged lines what is left. The prompt's layout is `completion.next_edit_prompt`'s.
+
+The region is rewritten whole, so it is held to what an answer can hold (`region_span`): long lines
+(minified code, data) shrink it, and a cursor's line that alone does not fit asks nothing. An excerpt line
+that does not fit what is left ends that side of the excerpt: no prompt outgrows its budget."""
 
 from __future__ import annotations
 
@@ -36,6 +40,40 @@ class NextEditContext:
     sources: tuple[str, ...]
 
 
+def region_max_chars(settings: NextEditConfig) -> int:
+    """The most characters the editable region may hold: its rewrite must fit the answer's `max_tokens`
+    (with a quarter to spare for the markers and a changed line or two), and the region at most half the
+    prompt's budget."""
+    return min(settings.budget_tokens * CHARS_PER_TOKEN // 2, settings.max_tokens * CHARS_PER_TOKEN * 3 // 4)
+
+
+def region_span(lines: Lines, line: int, settings: NextEditConfig) -> tuple[int, int] | None:
+    """The editable region's lines [start, end) around the cursor's `line`: those of `region_bounds`
+    (`region_above` lines over it, `region_below` under it) that fit `region_max_chars`, taken outwards
+    from the cursor's line, a side ending at its first line that does not fit. None when the cursor's line
+    alone does not."""
+    low, high = region_bounds(lines.line_count, line, above=settings.region_above, below=settings.region_below)
+    if not low <= line < high:
+        return None
+    left = region_max_chars(settings) - len(lines.line_content(line)) - 1
+    if left < 0:
+        return None
+    start, end = line, line + 1
+    below, above = True, True
+    while below or above:
+        if below:
+            below = end < high and len(lines.line_content(end)) + 1 <= left
+            if below:
+                left -= len(lines.line_content(end)) + 1
+                end += 1
+        if above:
+            above = start > low and len(lines.line_content(start - 1)) + 1 <= left
+            if above:
+                start -= 1
+                left -= len(lines.line_content(start)) + 1
+    return start, end
+
+
 def build_context(
     request: NextEditRequest,
     settings: NextEditConfig,
@@ -44,11 +82,15 @@ def build_context(
     workspace: WorkspaceIndex | None,
     buffer: Callable[[str], Lines | None],
     may_send: Callable[[str], bool],
-) -> NextEditContext:
+) -> NextEditContext | None:
     """The region and the prompt's material for `request` (`buffer`: a document's text by URI, for the
-    recent edits; `may_send`: whether the gate lets a document's text out)."""
+    recent edits; `may_send`: whether the gate lets a document's text out); None when the cursor's line is
+    too long to rewrite (`region_span`)."""
     lines = request.document
-    start, end = region_bounds(lines.line_count, request.line, above=settings.region_above, below=settings.region_below)
+    span = region_span(lines, request.line, settings)
+    if span is None:
+        return None
+    start, end = span
     region = Region(start, tuple(lines.line_content(i) for i in range(start, end)))
     marked = list(region.lines)
     at = request.line - start
@@ -83,12 +125,18 @@ def build_context(
     )
     above: list[str] = []
     below: list[str] = []
+    # A side ends at the document's edge, or at its first line that no longer fits.
+    open_sides = {"above": True, "below": True}
     for offset in range(1, settings.context_lines + 1):
-        for index, side in ((start - offset, above), (end - 1 + offset, below)):
-            if 0 <= index < lines.line_count and left > 0:
-                text = lines.line_content(index)
-                left -= len(text) + 1
-                side.append(text)
+        for index, side, name in ((start - offset, above, "above"), (end - 1 + offset, below, "below")):
+            if not open_sides[name] or not 0 <= index < lines.line_count:
+                continue
+            text = lines.line_content(index)
+            if len(text) + 1 > left:
+                open_sides[name] = False
+                continue
+            left -= len(text) + 1
+            side.append(text)
     above.reverse()
     prompt = NextEditPrompt(
         path=workspace.relative(request.uri) if workspace is not None else request.path,

@@ -2,8 +2,11 @@
 
 `first_hunk` reads the model's stream, takes each hunk once it is settled (`cache.edit_region.settled_hunks`),
 and returns the first one `judge` lets through whose character edit keeps the file parsing (`parses`); the
-reason each earlier hunk was refused is appended to `refused`. `holds` says whether a document still holds
-an edit where it was suggested (an accept is refused otherwise).
+reason each earlier hunk was refused is appended to `refused`. A rewrite is whole only when the model
+closed it (the end marker) or stopped of its own accord (`answered_whole`): one cut at `max_tokens` or
+broken off ends mid-region, and read as whole its missing tail would be a deletion of the region's rest.
+`holds` says whether a document still holds an edit where it was suggested (an accept is refused
+otherwise).
 """
 
 from __future__ import annotations
@@ -20,6 +23,12 @@ from tandem.completion.streams import Stream
 
 # Documents larger than this are not parsed to check a suggestion (the check would cost more than it saves).
 _PARSE_CHECK_CHARS = 400_000
+
+
+def answered_whole(stream: Stream) -> bool:
+    """The stream has ended with the model's own stop: not cut at `max_tokens` ("length"), not failed or
+    cancelled."""
+    return stream.done and stream.error is None and stream.stats.finish_reason != "length"
 
 
 async def first_hunk(
@@ -42,8 +51,8 @@ async def first_hunk(
     after = tuple(document.line_content(i) for i in range(region.end, min(document.line_count, region.end + 3)))
     count = 0
     while True:
-        rewrite, finished = read_rewrite(stream.text, done=stream.done)
-        settled = settled_hunks(region.lines, rewrite, done=finished or stream.done, distinct=distinct)
+        rewrite, finished = read_rewrite(stream.text, done=answered_whole(stream))
+        settled = settled_hunks(region.lines, rewrite, done=finished, distinct=distinct)
         for hunk in settled[count:]:
             count += 1
             reason = judge(hunk, region, last=last, before=before, after=after)

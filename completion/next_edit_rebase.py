@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from tandem.cache.edit_history import Lines
 from tandem.cache.edit_region import SETTLE_LINES, Region, common_ends, rewrite_lines
+from tandem.completion.next_edit_hunks import answered_whole
 from tandem.completion.next_edit_prompt import read_rewrite
 from tandem.completion.streams import Stream
 
@@ -118,7 +119,7 @@ def behind(parts: list[tuple[Region, Region, Stream]]) -> bool:
     yet known to agree with the user's changes, and some part that is not yet known either way has not
     yet streamed as far as them (it is waiting for its first token, or copying the lines above them): its
     verdict is a model's time away, not a line's."""
-    verdicts = [agreement(base, now, stream.text, done=stream.done) for base, now, stream in parts]
+    verdicts = [agreement(base, now, stream.text, done=answered_whole(stream)) for base, now, stream in parts]
     if True in verdicts:
         return False
     for (base, now, stream), verdict in zip(parts, verdicts, strict=True):

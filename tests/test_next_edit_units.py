@@ -238,3 +238,28 @@ def test_the_prompt_keeps_its_start_from_one_keystroke_to_the_next_and_stays_in_
     small = _prompt_after(history, buffer, (line, 17), budget_tokens=150)
     assert "def f100(arg_name<|user_cursor_is_here|>):" in small and "def f117(a):" not in small
     assert small.count("\n") < second.count("\n") - 40
+
+
+def test_the_region_is_held_to_what_an_answer_can_rewrite() -> None:
+    from tandem.cache.edit_region import region_bounds
+    from tandem.completion.config import NextEditConfig
+    from tandem.completion.next_edit_context import region_max_chars, region_span
+
+    settings = NextEditConfig()
+    limit = region_max_chars(settings)
+    assert limit == min(settings.budget_tokens * 4 // 2, settings.max_tokens * 4 * 3 // 4)
+    code = LineBuffer("".join(f"line_{n} = {n}\n" for n in range(60)))
+    # Ordinary lines: the region is `region_bounds`' whole.
+    bounds = region_bounds(code.line_count, 30, above=settings.region_above, below=settings.region_below)
+    assert region_span(code, 30, settings) == bounds
+    # A long line two below the cursor: the region ends before it, and keeps its lines above.
+    lines = [f"line_{n} = {n}" for n in range(60)]
+    lines[32] = "x = [" + "1, " * limit + "]"
+    long_below = LineBuffer("\n".join(lines) + "\n")
+    assert region_span(long_below, 30, settings) == (bounds[0], 32)
+    # The cursor on the long line: nothing to rewrite.
+    assert region_span(long_below, 32, settings) is None
+    # Long lines everywhere: the region is what fits, nearest the cursor first.
+    wide = LineBuffer("\n".join("y" * (limit // 5) for _ in range(60)) + "\n")
+    start, end = region_span(wide, 30, settings) or (0, 0)
+    assert (start, end) == (29, 33) and (end - start) * (limit // 5 + 1) <= limit  # a line below first
