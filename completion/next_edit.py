@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
+from tandem.cache.context import MAX_BUDGET_TOKENS
 from tandem.cache.edit_history import EditHistory, Lines
 from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region
 from tandem.completion.backends.base import ModelRequest
@@ -278,6 +279,9 @@ class NextEdits:
             cost = asks[0][2] + settings.max_tokens
         record.context_tokens = sum(tokens for _, _, tokens in asks)
         record.parts = len(asks)
+        if max(tokens for _, _, tokens in asks) > MAX_BUDGET_TOKENS:
+            # The budget is counted in characters; a text that tokenizes densely could still pass the window.
+            return done("skipped", f"the prompt is over the {MAX_BUDGET_TOKENS:,}-token window")
         if not self.budget.allows(cost):
             return done("skipped", "speculation token budget spent for this minute")
         charge = self.budget.charge(cost)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tandem.cache.context import MAX_BUDGET_TOKENS
 from tandem.cache.edit_history import EditHistory, Lines, render
 from tandem.cache.edit_region import Region, region_bounds
 from tandem.completion.backends.base import ModelRequest
@@ -40,11 +41,16 @@ class NextEditContext:
     sources: tuple[str, ...]
 
 
+def budget_tokens(settings: NextEditConfig) -> int:
+    """The prompt's budget: `[next_edit] budget_tokens`, never over the largest window (128K tokens)."""
+    return min(settings.budget_tokens, MAX_BUDGET_TOKENS)
+
+
 def region_max_chars(settings: NextEditConfig) -> int:
     """The most characters the editable region may hold: its rewrite must fit the answer's `max_tokens`
     (with a quarter to spare for the markers and a changed line or two), and the region at most half the
     prompt's budget."""
-    return min(settings.budget_tokens * CHARS_PER_TOKEN // 2, settings.max_tokens * CHARS_PER_TOKEN * 3 // 4)
+    return min(budget_tokens(settings) * CHARS_PER_TOKEN // 2, settings.max_tokens * CHARS_PER_TOKEN * 3 // 4)
 
 
 def region_span(lines: Lines, line: int, settings: NextEditConfig) -> tuple[int, int] | None:
@@ -97,7 +103,7 @@ def build_context(
     if 0 <= at < len(marked):
         column = min(request.character, len(marked[at]))
         marked[at] = marked[at][:column] + CURSOR + marked[at][column:]
-    budget_chars = settings.budget_tokens * CHARS_PER_TOKEN
+    budget_chars = budget_tokens(settings) * CHARS_PER_TOKEN
     quarter = budget_chars // 4
     edits = history_of.recent(buffer, allowed=may_send)
     if workspace is not None:

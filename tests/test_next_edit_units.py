@@ -263,3 +263,16 @@ def test_the_region_is_held_to_what_an_answer_can_rewrite() -> None:
     wide = LineBuffer("\n".join("y" * (limit // 5) for _ in range(60)) + "\n")
     start, end = region_span(wide, 30, settings) or (0, 0)
     assert (start, end) == (29, 33) and (end - start) * (limit // 5 + 1) <= limit  # a line below first
+
+
+def test_the_next_edit_budget_never_passes_the_largest_window() -> None:
+    import dataclasses
+
+    from tandem.cache.context import MAX_BUDGET_TOKENS
+    from tandem.completion.config import NextEditConfig
+    from tandem.completion.next_edit_context import budget_tokens, region_max_chars
+
+    huge = dataclasses.replace(NextEditConfig(), budget_tokens=10**9, max_tokens=10**9)
+    assert budget_tokens(huge) == MAX_BUDGET_TOKENS
+    assert region_max_chars(huge) == MAX_BUDGET_TOKENS * 4 // 2
+    assert budget_tokens(NextEditConfig()) == NextEditConfig().budget_tokens
