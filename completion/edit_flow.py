@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import anyio
+from tandem.cache.context import MAX_BUDGET_TOKENS
 from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.completion.backends.base import ModelRequest, StreamStats
 from tandem.completion.config import Config
@@ -231,7 +232,10 @@ class EditFlow:
         )
         messages = tuple((m["role"], m["content"]) for m in edit_messages(prompt))
         record.prompt_chars = sum(len(content) for _, content in messages)
+        over = await self._over_window(messages)
         record.mark("context_built")
+        if over:
+            return self._failed(record, decision, [], [], "", over, plain=True)
         target = EditTarget(
             originals={request.path: request.text, **context},
             primary=request.path,
@@ -569,6 +573,20 @@ class EditFlow:
     async def _check(self, answer: str, tier_name: Tier, ask: _Ask) -> tuple[CheckedEdit, Mapping[str, str]]:
         predicted = ask.decision.features.expected_lines()
         return await check_answer(answer, ask.target, ask.inputs, fast=tier_name == "fast", predicted_lines=predicted)
+
+    async def _over_window(self, messages: tuple[tuple[str, str], ...]) -> str:
+        """Why the edit's prompt cannot be sent, or "": over the largest window a model takes (128K
+        tokens), as a file near the size limit is. Counted only when it could be: a token is at least a
+        character."""
+        if sum(len(content) for _, content in messages) <= MAX_BUDGET_TOKENS:
+            return ""
+        tokens, _ = await self._count_tokens(messages, [])
+        if tokens <= MAX_BUDGET_TOKENS:
+            return ""
+        return (
+            f"not sent to a model: the edit's prompt would be about {tokens:,} tokens, over the "
+            f"{MAX_BUDGET_TOKENS:,}-token window (the file is shown whole: too large to edit in one request)"
+        )
 
     async def _count_tokens(self, messages: tuple[tuple[str, str], ...], parts: list[str]) -> tuple[int, int]:
         """(prompt tokens, answer tokens so far) counted here, for a stream cut before its usage arrived."""

@@ -596,3 +596,28 @@ async def test_the_router_reads_the_edited_files_git_history(
     # The repository's three commits, one of them like "fix the total" (its subject says "total"), not hard.
     similar = (features["similar_commits"], features["similar_neighbours"], features["similar_neighbours_hard"])
     assert similar == (3, 1, 0)
+
+
+async def test_a_file_too_large_for_the_window_is_refused_before_anything_is_sent(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    """A file under the privacy gate's size limit (1 MB) can still be several windows long: shown whole, its
+    edit prompt would be ~450,000 tokens, sent to both models (it was)."""
+    fast, accurate = sims
+    big = "".join(f"value_{n} = {n} * 3\n" for n in range(38_000))
+    assert len(big) < 1_000_000
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("big.py", big)
+        lines = {"start": {"line": 10, "character": 0}, "end": {"line": 12, "character": 0}}
+        result = await execute(session, {"uri": uri, "range": lines, "instruction": "add a comment"})
+        assert result["applied"] is False and "over the 128,000-token window" in result["message"], result
+        assert editor.received == [] and editor.texts[uri] == big
+        assert edit_requests(fast) == edit_requests(accurate) == 0
+        # The server goes on serving: a small file's edit in the same session is asked as ever.
+        set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+        small = editor.open("invoice.py", SAMPLE)
+        argument = {"uri": small, "range": whole(SAMPLE), "instruction": "add type hints", "model": "fast"}
+        assert (await execute(session, argument))["applied"] is True
+    [refused, _] = edit_records(session)
+    assert refused["outcome"] == "failed" and "128,000-token window" in refused["error"]
