@@ -84,8 +84,9 @@ from tandem.completion.errors import (
 )
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.router import (
-    DEFAULT_WEIGHTS,
+    DEFAULT_MODEL,
     RouteDecision,
+    RouterModel,
     RouterThresholds,
     RouterWeights,
     Tier,
@@ -151,7 +152,7 @@ class EditFlow:
         models: ModelSource,
         tracer: Tracer,
         config: Config,
-        weights: RouterWeights = DEFAULT_WEIGHTS,
+        weights: RouterWeights | RouterModel = DEFAULT_MODEL,
         gate: Gate | None = None,
     ) -> None:
         self.models = models

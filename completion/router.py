@@ -145,6 +145,10 @@ class RouteFeatures:
     # The selection is not a whole definition: its first line (decorators aside) is no def/class/... header
     # (part of a body, or module-level code).
     partial_selection: bool = False
+    # The selection is one whole definition, from its header (decorators above it) to the last line of its
+    # body (`is_whole_definition`): what a user selects who does not yet know how much will change, so its
+    # size says less than a range picked around the lines to change (routed by `RouterModel.definitions`).
+    whole_definition: bool = False
     # The file is empty: the edit writes it from nothing.
     new_file: bool = False
     instruction: str = ""
@@ -208,6 +212,7 @@ class RouteDecision:
             "selection_lines": f.selection_lines,
             "selection_chars": f.selection_chars,
             "partial_selection": f.partial_selection,
+            "whole_definition": f.whole_definition,
             "new_file": f.new_file,
             "broad_words": list(f.broad_words),
             "wide_words": list(f.wide_words),
@@ -324,6 +329,7 @@ def route_features(
         selection_lines=selection.count("\n") + (1 if selection and not selection.endswith("\n") else 0),
         selection_chars=len(selection),
         partial_selection=is_partial(selection),
+        whole_definition=is_whole_definition(selection),
         new_file=new_file,
         instruction=instruction,
         broad_words=broad,
@@ -350,6 +356,42 @@ def is_partial(selection: str) -> bool:
     return bool(first) and not DEFINITION_HEADER.match(first)
 
 
+def definition_end(lines: Sequence[str], header: int) -> int:
+    """The line after the last of the definition whose header is `lines[header]`: the lines indented under
+    it (blank lines within it), a signature's continuation lines starting with a closing bracket, and a
+    closing brace at the header's indentation."""
+    depth = _indent(lines[header])
+    last = header
+    end = header + 1
+
+    def inside(line: str) -> bool:
+        return not line.strip() or _indent(line) > depth or line.lstrip()[:1] in ")]"
+
+    while end < len(lines) and inside(lines[end]):
+        if lines[end].strip():
+            last = end
+        end += 1
+    if end < len(lines) and _indent(lines[end]) == depth and lines[end].lstrip()[:1] == "}":
+        last = end
+    return last + 1
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def is_whole_definition(selection: str) -> bool:
+    """Whether a selection is exactly one whole definition: decorators and blank lines, then a definition
+    header (`DEFINITION_HEADER`), then its body to the end (`definition_end`), and nothing after it. Read
+    from the selected text alone: a selection of a function's first lines that ends where an inner block
+    ends reads as whole."""
+    lines = selection.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("@")), None)
+    if header is None or not DEFINITION_HEADER.match(lines[header]):
+        return False
+    return not any(line.strip() for line in lines[definition_end(lines, header) :])
+
+
 def _looks_like_code(word: str, symbols: SymbolLookup) -> bool:
     """An instruction word that names code: snake_case, camelCase, or a name some file defines."""
     if "_" in word.strip("_") or any(c.isupper() for c in word[1:]):
@@ -373,70 +415,70 @@ def _names(paths: Iterable[str], limit: int = 3) -> str:
 class RouterWeights:
     """The weights of the router's logistic model: the log-odds that an edit is hard (needs more than one
     source file, or more than 20 changed lines of source) are `bias` plus each weight times its feature
-    (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`).
-    The defaults are that command's fit on all three of its histories ("fitted on all of them"), with
-    `--limit 300`: tandem's own at 5768743 (199 tasks), flask's at 2ac89889 and black's at 8947c48 (their
-    newest 300 tasks each), with a user's selection (the function or block enclosing the changed code,
-    `eval.user_selection`: what an editor sends, where the commit's changed region leaks the answer's
-    size), each task's file history, its selected lines' history and the repository's last commits read at
-    its parent commit, the ridge penalty (0.03) chosen by leaving each of the three out in turn. That fit is
-    in-sample on those histories; what says it generalises is each history's figure with the weights fitted
-    without it, which the same command prints: ROC AUC 0.80, 0.75 and 0.61 on tandem's, flask's and black's
-    with a user's selection (fitted on the changed region instead, as these were before, 0.70, 0.70 and 0.62).
-    A user's selection in a history is never a bare cursor in an existing file, so `selection_none` is not
-    fitted (0)."""
+    (`feature_values`). Fitted by `tandem replay --edits --leave-one-out` (`tandem.eval.router_fit`,
+    `tandem.eval.router_shape`), a set per selection shape (`RouterModel`). The defaults are the set for
+    ranges, that command's fit on all three of its histories ("shipped, by shape, ranges") with `--limit 300`:
+    tandem's own at 5768743 (199 tasks), flask's at 2ac89889 and black's at 8947c48 (their newest 300 tasks
+    each), on each commit's changed region (a range a user picked around the lines to change), each task's
+    file history, its selected lines' history and the repository's last commits read at its parent commit,
+    the ridge penalty chosen by leaving each of the three out in turn. `DEFINITION_WEIGHTS` are the same
+    fit on the user's selections that are one whole definition. That fit is in-sample on those histories;
+    what says it generalises is each history's figure with the model fitted without it, which the same
+    command prints ("shipped, by shape"): ROC AUC 0.85, 0.86 and 0.81 on tandem's, flask's and black's
+    with the changed region, 0.82, 0.75 and 0.63 with a user's selection (the function or block enclosing
+    the changed code, `eval.user_selection`)."""
 
-    bias: float = -1.3267
+    bias: float = -0.6006
     # log(1 + lines expected to change / large_selection_lines)
-    selection: float = 0.1572
+    selection: float = 0.3904
     # The selection's size by bands (the label is a threshold on changed lines, so the effect is not a
     # straight line): no line selected (a cursor in an existing file), 1-5, 6-20, 21-60 lines; over 60 is the
     # reference.
-    selection_none: float = 0.0
-    selection_small: float = -0.1169
-    selection_medium: float = -0.2208
-    selection_large: float = -0.007
+    selection_none: float = -0.7911
+    selection_small: float = -0.9713
+    selection_medium: float = -0.091
+    selection_large: float = 0.216
     # The selection is not a whole definition (`RouteFeatures.partial_selection`): part of a body, or
     # module-level code.
-    selection_partial: float = -0.3873
-    new_file: float = 1.7742
+    selection_partial: float = -0.6921
+    new_file: float = 1.2133
     # log(1 + files / span_files), by kind of reach
-    callers: float = 0.0033
-    mentioned: float = -0.1639
-    dependencies: float = -0.0969
+    callers: float = 0.1715
+    mentioned: float = -0.0602
+    dependencies: float = 0.2641
     # log(1 + (callers + mentioned) / span_files) when the instruction changes an interface
-    interface_reach: float = -0.0604
-    wide: float = 0.5409
-    small: float = 0.0962
-    whole_selection: float = 0.3044
+    interface_reach: float = 0.0881
+    wide: float = 0.2884
+    small: float = 0.0638
+    whole_selection: float = 0.1809
     # clauses after the first
-    items: float = 0.2368
+    items: float = 0.1157
     # log(1 + words of the instruction)
-    instruction_words: float = 0.306
+    instruction_words: float = 0.1377
     # The instruction's leading verb, by class (`VERB_CLASSES`); any other word is the reference.
-    verb_new: float = 0.4687
-    verb_fix: float = -0.3493
-    verb_remove: float = 1.0463
-    verb_restructure: float = 0.7828
-    verb_maintain: float = 0.3272
+    verb_new: float = 0.2987
+    verb_fix: float = -0.118
+    verb_remove: float = 0.5676
+    verb_restructure: float = 0.3352
+    verb_maintain: float = 0.4152
     # The file's own history (`history_values`): the share of its last commits that changed another code
     # file, the share that changed more than 20 lines of code (each shrunk towards 1/2 and less 1/2: 0
     # without a history), and log(1 + other code files changed with it / 10).
-    history_co_change: float = 0.6988
-    history_large: float = 0.8608
-    history_files: float = 0.338
+    history_co_change: float = 0.6762
+    history_large: float = 0.7961
+    history_files: float = 0.1079
     # The selected lines' own last commits: the same two shares as the file's.
-    lines_co_change: float = 0.5796
-    lines_large: float = 1.2384
+    lines_co_change: float = -0.0768
+    lines_large: float = 0.8488
     # The past commits most like the instruction (`SimilarCommits.lift`): how much more often than the
     # repository's commits they were hard.
-    similar_hard: float = 2.8118
+    similar_hard: float = 1.5855
     # Not fitted: the history terms of the fit's average task, added in their place when there is no
     # history to read (no git, or a repository whose config names commands), so that such a workspace is
     # scored as a typical file, not as one that never changed with another (`fit_weights` derives them).
-    history_missing: float = 0.4631
-    lines_missing: float = 0.1424
-    similar_missing: float = 0.1007
+    history_missing: float = 0.2318
+    lines_missing: float = 0.0448
+    similar_missing: float = 0.0568
 
 
 HISTORY_FEATURES = ("history_co_change", "history_large", "history_files")
@@ -450,6 +492,68 @@ FEATURES = (
     *HISTORY_FEATURES, *LINES_FEATURES, *SIMILAR_FEATURES,
 )  # fmt: skip
 DEFAULT_WEIGHTS = RouterWeights()
+
+
+# The set for whole definitions (`RouterModel`): the same command's fit on all three histories ("shipped, by
+# shape, definitions"), on the user's selections that are one whole definition (57%, 65% and 61% of them).
+# It leaves the selection's size nearly alone: in a selected function, it pointed opposite ways in different
+# histories. `selection_none`, `selection_partial` and `new_file` are 0: a whole definition is none of them.
+DEFINITION_WEIGHTS = RouterWeights(
+    bias=-0.5191,
+    selection=0.0961,
+    selection_none=0.0,
+    selection_small=0.2226,
+    selection_medium=-0.0641,
+    selection_large=-0.0525,
+    selection_partial=0.0,
+    new_file=0.0,
+    callers=0.0436,
+    mentioned=0.0324,
+    dependencies=-0.0599,
+    interface_reach=0.0916,
+    wide=0.2754,
+    small=-0.0117,
+    whole_selection=0.1927,
+    items=0.0788,
+    instruction_words=0.0823,
+    verb_new=0.2231,
+    verb_fix=-0.191,
+    verb_remove=0.4405,
+    verb_restructure=0.5655,
+    verb_maintain=-0.0501,
+    history_co_change=0.2424,
+    history_large=0.4532,
+    history_files=0.1998,
+    lines_co_change=0.3104,
+    lines_large=0.4407,
+    similar_hard=1.2683,
+    history_missing=0.2909,
+    lines_missing=0.0916,
+    similar_missing=0.0576,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RouterModel:
+    """The router's two sets of weights, by the selection's shape: `ranges` for a selection of some lines
+    (a user who picks the lines to change: its size says how much changes), `definitions` for a whole
+    definition (`RouteFeatures.whole_definition`: a user selecting the function they work in, whose size
+    says little). Fitted apart, each on its own kind of selection (`tandem.eval.router_shape`): one set
+    fitted on both kinds must trade one against the other, and held out it was worse on each."""
+
+    ranges: RouterWeights = DEFAULT_WEIGHTS
+    definitions: RouterWeights = DEFINITION_WEIGHTS
+
+    def weights_for(self, features: RouteFeatures) -> RouterWeights:
+        return self.definitions if features.whole_definition else self.ranges
+
+
+def weights_for(weights: RouterWeights | RouterModel, features: RouteFeatures) -> RouterWeights:
+    """The weights that score `features`: one set for every selection, or a model's set for its shape."""
+    return weights.weights_for(features) if isinstance(weights, RouterModel) else weights
+
+
+DEFAULT_MODEL = RouterModel()
 
 
 # A history's shares are shrunk towards 1/2 as if it had this many more commits, half of each kind: a file
@@ -492,6 +596,8 @@ def feature_values(f: RouteFeatures, t: RouterThresholds) -> dict[str, float]:
         "selection_medium": float(6 <= lines <= 20),
         "selection_large": float(21 <= lines <= 60),
         "selection_partial": float(f.partial_selection),
+        # Not an input of the fit: which of `RouterModel`'s weights score the request.
+        "whole_definition": float(f.whole_definition),
         "new_file": float(f.new_file),
         "callers": math.log1p(len(f.caller_files) / t.span_files),
         "mentioned": math.log1p(len(f.mentioned_files) / t.span_files),
@@ -559,7 +665,9 @@ def _reason(name: str, f: RouteFeatures, t: RouterThresholds) -> str:
 # The kinds of reach, reported as one reason: "reaches 3 other files (...)".
 _REACH = ("callers", "mentioned", "dependencies", "interface_reach")
 # Inputs given as one reason per history, or none.
-_NOT_ALONE = frozenset((*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing", "similar_missing"))
+_NOT_ALONE = frozenset(
+    (*HISTORY_FEATURES, *LINES_FEATURES, "history_missing", "lines_missing", "similar_missing", "whole_definition")
+)
 
 
 # Set by hand, not fitted: what the histories cannot teach. The working diff's log-odds at its threshold
@@ -622,15 +730,18 @@ def route(
     thresholds: RouterThresholds,
     *,
     override: Tier | None = None,
-    weights: RouterWeights = DEFAULT_WEIGHTS,
+    weights: RouterWeights | RouterModel | None = None,
 ) -> RouteDecision:
     """Decide the tier for `features`. `override` (the user's, per request or per project) wins, but the
     score and reasons are still computed so the trace shows what the router would have done. The score is
-    the model's probability that the edit is hard; the decision is accurate at `accurate_score` or above."""
+    the model's probability that the edit is hard; the decision is accurate at `accurate_score` or above.
+    `weights`: one set for every selection, or a `RouterModel` (default `DEFAULT_MODEL`), whose set for the
+    selection's shape scores it."""
     if features.mode == "inline":
         tier: Tier = override or "fast"
         why = "requested by the user" if override else "inline completion"
         return RouteDecision(tier=tier, score=0.0, features=features, reasons=(why,), overridden=bool(override))
+    weights = weights_for(DEFAULT_MODEL if weights is None else weights, features)
     terms = _terms(features, thresholds, weights)
     bias = weights.bias + (weights.history_missing if features.history is None else 0.0)
     bias += weights.lines_missing if features.lines_history is None else 0.0

@@ -59,7 +59,7 @@ from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConf
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import apply_all
 from tandem.completion.file_history import read_history, read_past_commits
-from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights, route
+from tandem.completion.router import DEFAULT_MODEL, RouterModel, RouterWeights, route
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
 from tandem.eval.code_label import code_files
@@ -282,7 +282,7 @@ async def evaluate_edits(
     max_index_files: int = 3000,
     trace_path: Path | None = None,
     progress: Callable[[int, int], None] | None = None,
-    weights: RouterWeights = DEFAULT_WEIGHTS,
+    weights: RouterWeights | RouterModel = DEFAULT_MODEL,
     strategies: Sequence[Strategy] = STRATEGIES,
     selection: str = "user",
 ) -> EditEvalResult:
@@ -342,7 +342,7 @@ async def evaluate_edits(
     )
 
 
-def rescored(runs: Sequence[TaskRun], weights: RouterWeights) -> list[tuple[float, RunFacts]]:
+def rescored(runs: Sequence[TaskRun], weights: RouterWeights | RouterModel) -> list[tuple[float, RunFacts]]:
     """Each task's router score under `weights` (from the features the router saw), with its runs."""
     thresholds = RouterConfig()
     return [

@@ -25,7 +25,9 @@ answer is never in them; the router is fitted with them and without them (`HISTO
 the others, left out), each inside the fold, and the held-out figures are printed. The shipped weights are
 fitted once, on one of `FIT_OPTIONS` (the changed region, a user's selection, or both pooled), and an
 editor routes whatever the user selects: each option's folds are judged with every selection
-(`fit_options`); `SHIPPED_FIT`'s (`as_shipped`) is the figure of the router an editor runs. Single
+(`fit_options`). What ships is neither single set but `RouterModel`, a set per selection shape
+(`router_shape`: changed regions fit the set for ranges, whole-definition selections the set for
+definitions); its folds (`as_shipped`) give the figure of the router an editor runs. Single
 features' AUCs per history (nothing fitted) show which only look good with the changed region.
 Real figures: nothing here is simulated.
 """
@@ -45,6 +47,7 @@ from tandem.completion.router import (
     HISTORY_FEATURES,
     LINES_FEATURES,
     SIMILAR_FEATURES,
+    RouterModel,
     RouterThresholds,
     RouterWeights,
     feature_values,
@@ -54,6 +57,7 @@ from tandem.eval.history import EditTask, scan_history
 from tandem.eval.router_before import before_score
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols, roc_auc
 from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out, logit
+from tandem.eval.router_shape import definition_share, fit_model, judged, shape_folds
 
 SELECTIONS = ("changed", "user", "first")
 # Without any git history (the router before it), with all but the selected lines', and with all but the
@@ -65,7 +69,8 @@ WITHOUT_SIMILAR = tuple(f for f in FEATURES if f not in SIMILAR_FEATURES)
 # each (pooled). Each is fitted in each fold with its penalty chosen there judged with a user's selection
 # (what an editor sends), and judged held out with every selection (`fit_options`).
 FIT_OPTIONS: dict[str, tuple[str, ...]] = {"changed": ("changed",), "user": ("user",), "pooled": ("changed", "user")}
-SHIPPED_FIT = "user"
+# The shipped router is `RouterModel`: a set of weights per selection shape (`eval.router_shape`).
+SHIPPED_FIT = "shape"
 
 
 def histories_before(repo: Path, tasks: Sequence[EditTask]) -> list[FileHistory | None]:
@@ -169,14 +174,22 @@ class LeaveOneOutResult:
     # Tasks with a history read (a file with past commits before the task), per history.
     with_history: dict[str, int] = field(default_factory=dict)
     # Per fit option (`FIT_OPTIONS`), history and selection kind: the AUC of that option's weights fitted
-    # without the history, judged with that selection (`judged_with_each`); `as_shipped` is `SHIPPED_FIT`'s.
+    # without the history, judged with that selection (`judged_with_each`); `as_shipped` is the router by
+    # selection shape's (`by_shape`).
     fit_options: dict[str, dict[str, dict[str, float | None]]] = field(default_factory=dict)
     as_shipped: dict[str, dict[str, float | None]] = field(default_factory=dict)
     shipped_fit: str = SHIPPED_FIT
-    # `SHIPPED_FIT`'s folds: per history, the weights fitted without it the way the shipped ones are (on
-    # `FIT_OPTIONS[SHIPPED_FIT]`, the penalty chosen in the fold judged with a user's selection), judged
+    # The single set fitted on a user's selection (the router before it was split by shape): per history,
+    # the weights fitted without it (on `FIT_OPTIONS["user"]`, the penalty chosen in the fold), judged
     # with a user's selection; what the simulated edits on that history route with (`weights_by_held_out`).
     shipped_folds: tuple[HeldOut, ...] = ()
+    # The router by selection shape (`RouterModel`, what ships): per history, the model fitted without it
+    # (`router_shape.shape_folds`); its AUC there per selection kind; the model fitted on all of them (the
+    # shipped defaults, not a held-out figure); and each history's share of whole-definition selections.
+    shape_folds: dict[str, RouterModel] = field(default_factory=dict)
+    by_shape: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    shape_model: RouterModel | None = None
+    definition_share: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def judged_with_each(
@@ -230,7 +243,9 @@ def evaluate_leave_one_out(
     }
     folds = {name: leave_one_out(histories, selection="user", fit_on=fit_on) for name, fit_on in FIT_OPTIONS.items()}
     options = {name: judged_with_each(histories, held_out) for name, held_out in folds.items()}
-    shipped_on = FIT_OPTIONS[SHIPPED_FIT]
+    shipped_on = FIT_OPTIONS["user"]
+    by_shape = shape_folds(histories)
+    shape_auc = judged(histories, by_shape, SELECTIONS)
     everything = [(s.inputs[kind], s.hard) for rows in histories.values() for s in rows for kind in shipped_on]
     all_l2 = choose_l2(histories, selection="user", fit_on=shipped_on)
     all_l2_without = choose_l2(histories, selection="user", fit_on=shipped_on, features=WITHOUT_HISTORY)
@@ -249,8 +264,12 @@ def evaluate_leave_one_out(
         all_l2_without_history=all_l2_without,
         with_history={name: sum(1 for s in rows if s.history_commits) for name, rows in histories.items()},
         fit_options=options,
-        as_shipped=options[SHIPPED_FIT],
-        shipped_folds=tuple(folds[SHIPPED_FIT]),
+        as_shipped=shape_auc,
+        shipped_folds=tuple(folds["user"]),
+        shape_folds=by_shape,
+        by_shape=shape_auc,
+        shape_model=fit_model(histories),
+        definition_share={kind: definition_share(histories, kind) for kind in SELECTIONS},
     )
 
 
@@ -333,7 +352,7 @@ def render_text(result: LeaveOneOutResult) -> str:
     if result.fit_options:
         lines.append(
             "  fitted on each option (penalty chosen in the fold judged with the enclosing block) and judged held out "
-            f"with each selection, changed region -> enclosing block -> first change's (shipped: {result.shipped_fit}):"
+            "with each selection, changed region -> enclosing block -> first change's:"
         )
         for option, by_repo in result.fit_options.items():
             judged = [[kinds.get(kind) for kinds in by_repo.values()] for kind in SELECTIONS]
@@ -343,19 +362,24 @@ def render_text(result: LeaveOneOutResult) -> str:
             )
             mean = "->".join(_fmt(m) for m in means)
             lines.append(f"    fitted on {'+'.join(FIT_OPTIONS[option]):<13}{each}; mean {mean}")
+    if result.by_shape:
+        lines.append(_shape_line(result))
     lines.append(
         "  single features alone, new label (nothing fitted), changed region -> enclosing block -> first change's:"
     )
     for name, kinds in result.feature_auc.items():
         parts = [f"{f} " + "->".join(_fmt(kinds[kind][f]) for kind in SELECTIONS) for f in FEATURES]
         lines.append(f"    {name}: " + ", ".join(parts))
-    shipped = result.all_weights
     lines.append(
-        f"  fitted on all of them ({'+'.join(FIT_OPTIONS[result.shipped_fit])}, L2 {result.all_l2:g} chosen by leaving "
-        "each out in turn; the "
-        "shipped defaults come from this, not a held-out figure): "
-        + ", ".join(f"{k} {v:g}" for k, v in asdict(shipped).items())
+        f"  one set fitted on all of them (user, L2 {result.all_l2:g} chosen by leaving each out in turn; not a "
+        "held-out figure): " + ", ".join(f"{k} {v:g}" for k, v in asdict(result.all_weights).items())
     )
+    if result.shape_model is not None:
+        for part in ("ranges", "definitions"):
+            lines.append(
+                f"  shipped, by shape, {part}: fitted on all of them (not a held-out figure): "
+                + ", ".join(f"{k} {v:g}" for k, v in asdict(getattr(result.shape_model, part)).items())
+            )
     if result.all_weights_without_history is not None:
         lines.append(
             f"  fitted on all of them without the histories (L2 {result.all_l2_without_history:g}): "
@@ -376,6 +400,27 @@ def render_text(result: LeaveOneOutResult) -> str:
     return "\n".join(lines)
 
 
+def _shape_line(result: LeaveOneOutResult) -> str:
+    """The shipped router's held-out figures, and how many selections of each kind were whole definitions."""
+    by_repo = result.by_shape
+    means = []
+    for kind in SELECTIONS:
+        known = [v for kinds in by_repo.values() if (v := kinds.get(kind)) is not None]
+        means.append(sum(known) / len(known) if known else None)
+    each = ", ".join(
+        f"{name} " + "->".join(_fmt(kinds.get(kind)) for kind in SELECTIONS) for name, kinds in by_repo.items()
+    )
+    shares = "; ".join(
+        f"{kind} " + ", ".join(f"{name} {share:.0%}" for name, share in by_name.items())
+        for kind, by_name in result.definition_share.items()
+    )
+    return (
+        f"    shipped, by shape  {each}; mean {'->'.join(_fmt(m) for m in means)}\n"
+        "      (a set of weights for ranges fitted on changed regions, one for whole definitions fitted on the user's "
+        f"selections that are one; whole definitions among the selections: {shares})"
+    )
+
+
 def result_json(result: LeaveOneOutResult) -> dict[str, Any]:
     return asdict(result)
 
@@ -384,7 +429,7 @@ def render_json(result: LeaveOneOutResult) -> str:
     return json.dumps(result_json(result), indent=2)
 
 
-def weights_by_held_out(result: LeaveOneOutResult) -> Mapping[str, RouterWeights]:
-    """{history: the weights fitted without it the way the shipped weights are fitted} (`shipped_folds`):
-    what an editor would run on a repository the router was not fitted on."""
-    return {h.repo: h.weights for h in result.shipped_folds}
+def weights_by_held_out(result: LeaveOneOutResult) -> Mapping[str, RouterModel]:
+    """{history: the model fitted without it the way the shipped model is fitted} (`shape_folds`): what an
+    editor would run on a repository the router was not fitted on."""
+    return result.shape_folds

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tandem.completion.router import DEFINITION_HEADER
+from tandem.completion.router import DEFINITION_HEADER, definition_end
 
 # The first line of an import statement, in the languages whose syntax is this regular.
 _IMPORT = re.compile(
@@ -110,16 +110,7 @@ def _block(lines: list[str], header: int) -> tuple[int, int]:
     first = header
     while first > 0 and _indent(lines[first - 1]) == depth and lines[first - 1].lstrip().startswith("@"):
         first -= 1
-    end = header + 1
-    last = header
-    # A signature spread over several lines: its continuation lines may sit at the header's indentation.
-    while end < len(lines) and (_blank(lines[end]) or _indent(lines[end]) > depth or lines[end].lstrip()[:1] in ")]"):
-        if not _blank(lines[end]):
-            last = end
-        end += 1
-    if end < len(lines) and _indent(lines[end]) == depth and lines[end].lstrip()[:1] in "}":
-        last = end
-    return first, last + 1
+    return first, definition_end(lines, header)
 
 
 def _paragraph(lines: list[str], anchor: int) -> tuple[int, int]:

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from tandem.eval.edit_eval import Models, evaluate_edits, prepare
 from tandem.eval.history import scan_history
-from tandem.eval.router_loo import FIT_OPTIONS, SHIPPED_FIT, evaluate_leave_one_out, weights_by_held_out
+from tandem.eval.router_eval import roc_auc
+from tandem.eval.router_loo import SHIPPED_FIT, evaluate_leave_one_out, samples_of_repo, weights_by_held_out
+from tandem.eval.router_shape import model_logit
 from tandem.sim.runner import SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
@@ -224,16 +226,17 @@ def test_simulated_edits_route_with_the_folds_fitted_as_the_shipped_weights_are(
     repo: pathlib.Path, tmp_path: pathlib.Path
 ) -> None:
     result = evaluate_leave_one_out([repo, other_history(tmp_path)], limit=10)
-    weights = weights_by_held_out(result)
-    assert set(weights) == {"repo", "other"}
-    for fold in result.shipped_folds:
-        # Fitted on what the shipped weights are fitted on, judged with a user's selection: the figure
-        # printed as the router an editor runs.
-        assert fold.fitted_on == FIT_OPTIONS[SHIPPED_FIT] and fold.selection == "user"
-        assert weights[fold.repo] == fold.weights
-        assert fold.fitted_auc == result.as_shipped[fold.repo]["user"]
+    models = weights_by_held_out(result)
+    assert set(models) == {"repo", "other"} and SHIPPED_FIT == "shape"
+    # Each fold's set for ranges is the changed-region fit of that fold, fitted without the history it judges.
     changed = {h.repo: h.weights for h in result.held_out if h.selection == "changed"}
-    assert weights != changed
+    assert {name: model.ranges for name, model in models.items()} == changed
+    for name, model in models.items():
+        assert model.definitions != model.ranges
+        # The figure printed as the router an editor runs is that fold's model judged on the history left out.
+        rows = [s for s in samples_of_repo(repo if name == "repo" else tmp_path / "other", limit=10)]
+        scores = [model_logit(model, s.inputs["user"]) for s in rows]
+        assert result.as_shipped[name]["user"] == roc_auc(scores, [s.hard for s in rows])
 
 
 async def test_simulated_edits_route_and_edit_a_users_selection(repo: pathlib.Path) -> None:

@@ -12,6 +12,7 @@ from tandem.eval.code_label import code_files, code_hard, file_role
 from tandem.eval.history import EditTask, FileChange
 from tandem.eval.router_fit import L2, L2_GRID, Sample, choose_l2, fit_weights, leave_one_out, logit
 from tandem.eval.router_loo import judged_with_each
+from tandem.eval.router_shape import fit_model, judged, model_logit, shape_folds
 from tandem.eval.user_selection import code_anchor, code_line_flags, enclosing_block
 
 
@@ -253,3 +254,45 @@ def test_the_missing_histories_stand_in_as_the_average_tasks_terms() -> None:
     # The logit adds it for a task without that history.
     x = {**samples[0][0], "similar_missing": 1.0}
     assert logit(weights, x) - logit(weights, samples[0][0]) == pytest.approx(weights.similar_missing)
+
+
+def test_the_router_by_shape_scores_each_shape_with_the_set_fitted_on_it() -> None:
+    # In a whole definition `selection` points the other way than in a range (as the selected function's
+    # size did across real histories): one set fitted on both learns little from it, a set per shape learns
+    # each direction. Half the user's selections are whole definitions, the rest are ranges like the
+    # changed region.
+    def history(seed: int) -> list[Sample]:
+        rows = []
+        for i, (x, y) in enumerate(synthetic(160, seed)):
+            changed = {**x, "whole_definition": 0.0}
+            whole = i % 2 == 0
+            user = {**x, "selection": 1.0 - x["selection"], "whole_definition": 1.0} if whole else changed
+            before = {"changed": 0.5, "user": 0.5}
+            rows.append(Sample(inputs={"changed": changed, "user": user}, before=before, hard=y, hard_old=y))
+        return rows
+
+    histories = {"a": history(21), "b": history(22), "c": history(23)}
+    folds = shape_folds(histories)
+    by_shape = judged(histories, folds, ("changed", "user"))
+    pooled = judged_with_each(histories, leave_one_out(histories, selection="user", fit_on=("changed", "user")))
+    for name, model in folds.items():
+        assert model.ranges.selection > 1 and model.definitions.selection < -1
+        # The ranges' set is the changed-region fit without the history; the definitions' set sees only
+        # the whole definitions of the others.
+        others = [n for n in histories if n != name]
+        ranges_rows = [(s.inputs["changed"], s.hard) for n in others for s in histories[n]]
+        assert model.ranges.bias == fit_weights(ranges_rows, l2=model_l2(model.ranges, ranges_rows)).bias
+        user_auc, pooled_auc = by_shape[name]["user"], pooled[name]["user"]
+        assert user_auc is not None and pooled_auc is not None and user_auc > pooled_auc + 0.1
+        x = histories[name][0].inputs["user"]
+        assert model_logit(model, x) == logit(model.definitions, x)
+    # A history without a whole definition: the ranges' set scores both.
+    plain = {n: [dataclasses.replace(s, inputs={"changed": s.inputs["changed"], "user": s.inputs["changed"]})
+                 for s in rows] for n, rows in histories.items()}  # fmt: skip
+    model = fit_model(plain)
+    assert model.definitions == model.ranges
+
+
+def model_l2(weights: RouterWeights, rows: list[tuple[dict[str, float], bool]]) -> float:
+    """The grid's penalty whose fit on `rows` gives `weights` (the one `choose_l2` picked)."""
+    return next(l2 for l2 in L2_GRID if fit_weights(rows, l2=l2) == weights)

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from tandem.completion.router import DEFAULT_WEIGHTS, RouterWeights
+from tandem.completion.router import DEFAULT_MODEL, RouterModel
 from tandem.eval.edit_eval import (
     STRATEGIES,
     EditEvalResult,
@@ -127,7 +127,7 @@ def run_edits(args: argparse.Namespace) -> int:
     edits: EditEvalResult | None = None
     if not args.router_only:
         edits = with_banded(
-            _simulate(args, repo, args.limit, DEFAULT_WEIGHTS), shipped_band(), "the shipped [edit] defaults"
+            _simulate(args, repo, args.limit, DEFAULT_MODEL), shipped_band(), "the shipped [edit] defaults"
         )
     if args.json:
         data = {"router": result_json(router), "edits": edits_json(edits) if edits is not None else None}
@@ -164,7 +164,7 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
         if not args.json:
             for name, result in simulated.items():
                 sys.stdout.write(
-                    f"\nheld out: {name} (the router's weights fitted on the other histories, on a user's selection)\n"
+                    f"\nheld out: {name} (the router fitted on the other histories, by selection shape)\n"
                 )
                 sys.stdout.write(render_edits(result) + "\n")
             sys.stdout.write(_band_on_all(simulated) + "\n")
@@ -178,7 +178,7 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
 
 
 def _banded_held_out(
-    simulated: Mapping[str, EditEvalResult], held_out: Mapping[str, RouterWeights]
+    simulated: Mapping[str, EditEvalResult], held_out: Mapping[str, RouterModel]
 ) -> dict[str, EditEvalResult]:
     """Each held-out history's results with router-banded beside them, its edges chosen on the other
     simulated histories' runs, scored by the router fitted without the held-out one (in-sample scores for
@@ -207,7 +207,7 @@ def _band_on_all(simulated: Mapping[str, EditEvalResult]) -> str:
     default would be set from; in-sample on each of them)."""
     if not simulated:
         return ""
-    scored = [pair for result in simulated.values() for pair in rescored(result.runs, DEFAULT_WEIGHTS)]
+    scored = [pair for result in simulated.values() for pair in rescored(result.runs, DEFAULT_MODEL)]
     if not scored:
         return ""
     speed = next(iter(simulated.values())).accurate_speed
@@ -220,7 +220,7 @@ def _band_on_all(simulated: Mapping[str, EditEvalResult]) -> str:
     )
 
 
-def _simulate(args: argparse.Namespace, repo: Path, limit: int, weights: RouterWeights) -> EditEvalResult:
+def _simulate(args: argparse.Namespace, repo: Path, limit: int, weights: RouterModel) -> EditEvalResult:
     """Part 2 on `repo`: the strategies through the edit path against two simulators started here."""
     speedup = 1.0 / args.time_scale
     if not args.json:
