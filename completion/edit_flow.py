@@ -83,16 +83,8 @@ from tandem.completion.errors import (
     describe,
 )
 from tandem.completion.gate import Gate, Outbound
-from tandem.completion.router import (
-    DEFAULT_MODEL,
-    RouteDecision,
-    RouterModel,
-    RouterThresholds,
-    RouterWeights,
-    Tier,
-    route,
-    route_features,
-)
+from tandem.completion.router import RouteDecision, RouterThresholds, Tier, route, route_features
+from tandem.completion.router_weights import DEFAULT_MODEL, RouterModel, RouterWeights
 from tandem.completion.trace import Tracer, estimate_cost_usd
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]

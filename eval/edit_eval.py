@@ -59,7 +59,8 @@ from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConf
 from tandem.completion.edit_flow import EditFlow, EditInputs, EditOutcome, EditRequest
 from tandem.completion.edits import apply_all
 from tandem.completion.file_history import read_history, read_past_commits
-from tandem.completion.router import DEFAULT_MODEL, RouterModel, RouterWeights, route
+from tandem.completion.router import route
+from tandem.completion.router_weights import DEFAULT_MODEL, RouterModel, RouterWeights
 from tandem.completion.tiers import Tiers
 from tandem.completion.trace import Tracer
 from tandem.eval.code_label import code_files

@@ -18,14 +18,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tandem.completion.router import (
-    FEATURES,
-    HISTORY_FEATURES,
-    LINES_FEATURES,
-    SIMILAR_FEATURES,
-    RouterWeights,
-    hand_logit,
-)
+from tandem.completion.router import hand_logit
+from tandem.completion.router_weights import FEATURES, HISTORY_FEATURES, LINES_FEATURES, SIMILAR_FEATURES, RouterWeights
 from tandem.eval.router_eval import roc_auc
 
 # The ridge penalty on standardised weights (per task), fixed: chosen from 0.03, 0.1, 0.3 (with the selection

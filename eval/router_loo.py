@@ -42,16 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from tandem.completion.file_history import FileHistory, PastCommit, read_history, read_lines_history, read_past_commits
-from tandem.completion.router import (
+from tandem.completion.router import RouterThresholds, feature_values, route_features
+from tandem.completion.router_weights import (
     FEATURES,
     HISTORY_FEATURES,
     LINES_FEATURES,
     SIMILAR_FEATURES,
     RouterModel,
-    RouterThresholds,
     RouterWeights,
-    feature_values,
-    route_features,
 )
 from tandem.eval.history import EditTask, scan_history
 from tandem.eval.router_before import before_score

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tandem.completion.router import RouterModel
+from tandem.completion.router_weights import RouterModel
 from tandem.eval.router_eval import roc_auc
 from tandem.eval.router_fit import Sample, choose_l2, fit_weights, logit
 

@@ -20,15 +20,8 @@ from tandem.completion.file_history import (
     read_lines_history,
     read_past_commits,
 )
-from tandem.completion.router import (
-    DEFAULT_WEIGHTS,
-    HISTORY_FEATURES,
-    RouterThresholds,
-    feature_values,
-    history_values,
-    route,
-    route_features,
-)
+from tandem.completion.router import RouterThresholds, feature_values, history_values, route, route_features
+from tandem.completion.router_weights import DEFAULT_WEIGHTS, HISTORY_FEATURES
 from tandem.completion.similar_commits import SimilarCommits, similar_commits
 
 IDENTITY = ["-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]

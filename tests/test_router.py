@@ -7,10 +7,7 @@ import dataclasses
 import pytest
 from tandem.completion.file_history import FileHistory
 from tandem.completion.router import (
-    DEFAULT_MODEL,
-    DEFAULT_WEIGHTS,
     RouteFeatures,
-    RouterModel,
     RouterThresholds,
     WorkingDiff,
     feature_values,
@@ -20,6 +17,7 @@ from tandem.completion.router import (
     route_features,
     working_diff_of,
 )
+from tandem.completion.router_weights import DEFAULT_MODEL, DEFAULT_WEIGHTS, RouterModel
 from tandem.completion.symbol_lookup import SymbolIndex, file_symbols
 
 T = RouterThresholds()

@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from tandem.completion.router import FEATURES, HISTORY_FEATURES, SIMILAR_FEATURES, RouterWeights
+from tandem.completion.router_weights import FEATURES, HISTORY_FEATURES, SIMILAR_FEATURES, RouterWeights
 from tandem.eval.code_label import code_files, code_hard, file_role
 from tandem.eval.history import EditTask, FileChange
 from tandem.eval.router_fit import L2, L2_GRID, Sample, choose_l2, fit_weights, leave_one_out, logit

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from tandem.completion.router import DEFAULT_MODEL, RouterModel
+from tandem.completion.router_weights import DEFAULT_MODEL, RouterModel
 from tandem.eval.edit_eval import (
     STRATEGIES,
     EditEvalResult,
