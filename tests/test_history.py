@@ -132,7 +132,7 @@ def test_rename_is_one_change(repo: Repo) -> None:
 
 def test_the_primary_file_is_code_before_its_tests_and_the_label_is_about_code(repo: Repo) -> None:
     fixed = MODELS.replace("return invoice.amount", "return invoice.amount or 0")
-    tests = "".join(f"def test_{i}():\n    assert True\n\n" for i in range(20))
+    tests = "".join(f"def test_{i}():\n    assert compute_total([]) == {i} * 0\n\n" for i in range(20))
     repo.commit("Fix compute_total for empty invoices", {"app/models.py": fixed, "tests/test_models.py": tests,
                                                          "CHANGES.md": "- fixed\n"})  # fmt: skip
     (task,) = edit_tasks(repo.root, limit=1)
