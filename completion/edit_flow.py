@@ -70,7 +70,9 @@ from tandem.completion.edits import (
     FileEdit,
     draft_check_message,
     edit_messages,
+    excerpt_span,
     keeps_draft,
+    line_offset,
     selection_lines,
 )
 from tandem.completion.errors import (
@@ -223,16 +225,20 @@ class EditFlow:
             context=context,
             language=request.language,
         )
-        messages = tuple((m["role"], m["content"]) for m in edit_messages(prompt))
+        prompt, messages, over = await self._fit_window(prompt)
         record.prompt_chars = sum(len(content) for _, content in messages)
-        over = await self._over_window(messages)
+        record.shown_lines = list(prompt.shown) if prompt.shown is not None else None
         record.mark("context_built")
         if over:
             return self._failed(record, decision, [], [], "", over, plain=True)
+        shown = None
+        if prompt.shown is not None:
+            shown = (line_offset(request.text, prompt.shown[0]), line_offset(request.text, prompt.shown[1]))
         target = EditTarget(
             originals={request.path: request.text, **context},
             primary=request.path,
             selection=(request.start, request.end) if request.end > request.start else None,
+            shown=shown,
         )
         ask = _Ask(
             messages=messages,
@@ -567,19 +573,43 @@ class EditFlow:
         predicted = ask.decision.features.expected_lines()
         return await check_answer(answer, ask.target, ask.inputs, fast=tier_name == "fast", predicted_lines=predicted)
 
-    async def _over_window(self, messages: tuple[tuple[str, str], ...]) -> str:
-        """Why the edit's prompt cannot be sent, or "": over the largest window a model takes (128K
-        tokens), as a file near the size limit is. Counted only when it could be: a token is at least a
-        character."""
-        if sum(len(content) for _, content in messages) <= MAX_BUDGET_TOKENS:
-            return ""
-        tokens, _ = await self._count_tokens(messages, [])
-        if tokens <= MAX_BUDGET_TOKENS:
-            return ""
+    async def _fit_window(self, prompt: EditPrompt) -> tuple[EditPrompt, tuple[tuple[str, str], ...], str]:
+        """The prompt as it is sent, its messages, and why it cannot be ("" when it can). Within the
+        largest window a model takes (128K tokens, the answer's `max_tokens` kept free), the file is shown
+        whole; a file too long for it (one near the privacy gate's size limit can be several windows) is
+        shown in part, the lines around the selection that fit (`excerpt_span`, sized by the whole prompt's
+        tokens per character, and counted again). Refused when even the selection does not fit."""
+        room = MAX_BUDGET_TOKENS - min(self.config.edit.max_tokens, MAX_BUDGET_TOKENS // 4)
+        messages = _messages_of(prompt)
+        tokens = await self._tokens_over(messages, room)
+        if not tokens:
+            return prompt, messages, ""
+        chars = sum(len(content) for _, content in messages)
+        others = chars - len(prompt.text)
+        for share in (0.9, 0.6):
+            budget = int(room * share * chars / tokens) - others
+            span = excerpt_span(prompt.text, prompt.first_line, prompt.end_line, budget) if budget > 0 else None
+            if span is None:
+                break
+            part = dataclasses.replace(prompt, shown=span)
+            shown = _messages_of(part)
+            if not await self._tokens_over(shown, room):
+                return part, shown, ""
         return (
+            prompt,
+            messages,
             f"not sent to a model: the edit's prompt would be about {tokens:,} tokens, over the "
-            f"{MAX_BUDGET_TOKENS:,}-token window (the file is shown whole: too large to edit in one request)"
+            f"{MAX_BUDGET_TOKENS:,}-token window, and the selected lines with the other files shown do not fit "
+            "in it alone: select fewer lines",
         )
+
+    async def _tokens_over(self, messages: tuple[tuple[str, str], ...], room: int) -> int:
+        """The prompt's tokens when they are over `room`, else 0. Counted only when they could be: a token
+        is at least a character."""
+        if sum(len(content) for _, content in messages) <= room:
+            return 0
+        tokens, _ = await self._count_tokens(messages, [])
+        return tokens if tokens > room else 0
 
     async def _count_tokens(self, messages: tuple[tuple[str, str], ...], parts: list[str]) -> tuple[int, int]:
         """(prompt tokens, answer tokens so far) counted here, for a stream cut before its usage arrived."""
@@ -662,6 +692,10 @@ class EditFlow:
             record=record,
             plan="hedged" if record.plan == "hedged" else "accurate" if record.plan == "accurate" else "fast-first",
         )
+
+
+def _messages_of(prompt: EditPrompt) -> tuple[tuple[str, str], ...]:
+    return tuple((m["role"], m["content"]) for m in edit_messages(prompt))
 
 
 def _plan_progress(plan: Plan, decision: RouteDecision) -> EditProgress:

@@ -129,6 +129,8 @@ class EditTraceRecord(TraceRecord):
     context_files: int = 0
     applied_files: int = 0
     plan: str = ""
+    # The primary file's lines shown, [first, end) 0-based, when it was too long for the window to show whole.
+    shown_lines: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = super().to_json()
@@ -140,6 +142,7 @@ class EditTraceRecord(TraceRecord):
             "plan": self.plan,
             "context_files": self.context_files,
             "applied_files": self.applied_files,
+            "shown_lines": self.shown_lines,
         }
         return data
 

@@ -5,7 +5,8 @@ Written from the formats as they appear on the wire, never from tandem's code (s
 An edit prompt's user message is a run of sections, each opened by a line that starts with a marker and
 closed by a line holding only the end marker:
 
-    <|tandem:file|> PATH (LANGUAGE)      the whole file being edited
+    <|tandem:file|> PATH (LANGUAGE)      the whole file being edited; or, for a file too long to show,
+                                         "PATH (LANGUAGE) lines A-B of N": only those lines of its N
     <|tandem:selection|> PATH lines A-B  the selected lines, numbered
     <|tandem:context|> PATH              another file shown for context (any number of these)
     <|tandem:instruction|>               what the user asked
@@ -27,6 +28,7 @@ not sent as a right answer.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -37,6 +39,7 @@ INSTRUCTION_MARKER = "<|tandem:instruction|>"
 DRAFT_MARKER = "<|tandem:draft|>"
 END_MARKER = "<|tandem:end|>"
 _OPENERS = (FILE_MARKER, SELECTION_MARKER, CONTEXT_MARKER, INSTRUCTION_MARKER, DRAFT_MARKER)
+_PART = re.compile(r"\s+lines (\d+)-(\d+) of (\d+)$")
 # The answer that keeps a draft as it is.
 KEEP_ANSWER = "KEEP"
 
@@ -55,6 +58,9 @@ class EditTask:
     instruction: str = ""
     # A draft answer the request asks to check (None: write the edit).
     draft: str | None = None
+    # When only part of the file was shown: (first line, last line, lines in the file), 1-based; `text`
+    # is those lines.
+    shown_lines: tuple[int, int, int] | None = None
 
 
 class BlocksError(ValueError):
@@ -68,6 +74,7 @@ def read_edit_task(content: str) -> EditTask | None:
     lines = content.split("\n")
     path = text = instruction = ""
     draft: str | None = None
+    shown_lines: tuple[int, int, int] | None = None
     seen_file = False
     context: dict[str, str] = {}
     i = 0
@@ -82,7 +89,11 @@ def read_edit_task(content: str) -> EditTask | None:
             end += 1
         body = "\n".join(lines[i + 1 : end])
         if opener == FILE_MARKER:
-            # "PATH (LANGUAGE)", or just "PATH".
+            # "PATH (LANGUAGE)", or just "PATH"; either followed by "lines A-B of N" for a part.
+            part = _PART.search(header)
+            if part is not None:
+                header = header[: part.start()]
+                shown_lines = (int(part.group(1)), int(part.group(2)), int(part.group(3)))
             if header.endswith(")") and " (" in header:
                 header = header[: header.rindex(" (")]
             path, text, seen_file = header, body, True
@@ -95,7 +106,9 @@ def read_edit_task(content: str) -> EditTask | None:
         i = end + 1
     if not seen_file or not path:
         return None
-    return EditTask(path=path, text=text, context=context, instruction=instruction, draft=draft)
+    return EditTask(
+        path=path, text=text, context=context, instruction=instruction, draft=draft, shown_lines=shown_lines
+    )
 
 
 def apply_blocks(answer: str, files: Mapping[str, str]) -> dict[str, str]:

@@ -4,7 +4,9 @@ An edit prompt is read by `sim.edit_reading.read_edit_task`. Given `EditTruth` (
 `POST /_sim/edit-truth`, `SimHandle.set_edit_truth`), the answer changes every file the prompt showed whose
 truth differs, as SEARCH/REPLACE blocks.
 A file in the truth that the prompt did not show cannot be edited by SEARCH/REPLACE: it is left out, and
-the answer is then incomplete (and counted as a harder edit: one more file).
+the answer is then incomplete (and counted as a harder edit: one more file). A file shown in part (its
+header says "lines A-B of N") is answered for those lines: its truth is taken as the truth's lines between
+as many as the file had before the part and as many as it had after (`truth_of_part`).
 
 Whether the answer is right is drawn from `tandem.sim.error_model` (tier, true diff size, files,
 hunks); a wrong answer is one of its `Mistake`s.
@@ -23,6 +25,7 @@ which SEARCH/REPLACE blocks cannot express).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -102,11 +105,28 @@ def difficulty_of(
     return difficulty, changed, unseen
 
 
+def truth_of_part(prompt: EditTask, truth: EditTruth) -> EditTruth:
+    """The truth as the prompt's part of its file, when only part was shown: the truth's lines between as
+    many as the file had before the part and as many as it had after it. A truth that does not keep that
+    many is left whole (the answer is then wrong: the change reaches where the model could not see)."""
+    part = getattr(prompt, "shown_lines", None)  # (tests hand in other prompt types with the same fields)
+    if part is None or prompt.path not in truth.files:
+        return truth
+    first, last, total = part
+    after = truth.files[prompt.path].splitlines(keepends=True)
+    before, tail = first - 1, total - last
+    if before + tail > len(after):
+        return truth
+    inner = "".join(after[before : len(after) - tail])
+    return dataclasses.replace(truth, files={**truth.files, prompt.path: inner})
+
+
 def answer_edit(
     prompt: EditTask, truth: EditTruth, *, profile: str, attempt: int, seed: int, prompt_text: str
 ) -> tuple[str, EditDraw]:
     """The simulated model's answer to an edit prompt, and what was drawn for it."""
     shown = {prompt.path: prompt.text, **{p: t for p, t in prompt.context.items() if p != prompt.path}}
+    truth = truth_of_part(prompt, truth)
     difficulty, changed, unseen = difficulty_of(shown, truth)
     tier = em.tier_of(profile)
     rng = em.edit_rng(seed=seed, profile=profile, prompt_text=prompt_text, attempt=attempt)

@@ -598,20 +598,46 @@ async def test_the_router_reads_the_edited_files_git_history(
     assert similar == (3, 1, 0)
 
 
-async def test_a_file_too_large_for_the_window_is_refused_before_anything_is_sent(
+async def test_a_file_too_long_for_the_window_is_shown_around_the_selection_and_edited(
     tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
 ) -> None:
     """A file under the privacy gate's size limit (1 MB) can still be several windows long: shown whole, its
-    edit prompt would be ~450,000 tokens, sent to both models (it was)."""
+    edit prompt would be ~450,000 tokens, sent to both models (it was; then it was refused). The model is
+    shown the lines around the selection that fit, and the answer is found and applied in the whole file."""
     fast, accurate = sims
     big = "".join(f"value_{n} = {n} * 3\n" for n in range(38_000))
     assert len(big) < 1_000_000
+    # The simulator's truth: one comment added above the selected lines, the other 37,999 lines as they were.
+    edited = big.replace("value_10 = 10 * 3\n", "# ten\nvalue_10 = 10 * 3\n")
+    set_truth(fast, {"big.py": edited})
     async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
         editor = Editor(session)
         uri = editor.open("big.py", big)
         lines = {"start": {"line": 10, "character": 0}, "end": {"line": 12, "character": 0}}
-        result = await execute(session, {"uri": uri, "range": lines, "instruction": "add a comment"})
+        argument = {"uri": uri, "range": lines, "instruction": "add a comment", "model": "fast"}
+        result = await execute(session, argument)
+        assert result["applied"] is True, result
+        assert editor.texts[uri] == edited
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 0
+        [record] = edit_records(session)
+    first, end = record["edit"]["shown_lines"]
+    assert first <= 10 and end >= 12 and 0 < end - first < 38_000
+    # What was sent fits the window, as the provider counted it.
+    assert 0 < record["tokens"]["in"] <= 128_000 - 16_384 and not record["tokens"]["estimated"], record["tokens"]
+
+
+async def test_a_selection_too_long_for_the_window_is_refused_before_anything_is_sent(
+    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
+) -> None:
+    """When even the selected lines do not fit the window, nothing is sent and the user reads why."""
+    fast, accurate = sims
+    big = "".join(f"value_{n} = {n} * 3\n" for n in range(38_000))
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("big.py", big)
+        result = await execute(session, {"uri": uri, "range": whole(big), "instruction": "add a comment"})
         assert result["applied"] is False and "over the 128,000-token window" in result["message"], result
+        assert "select fewer lines" in result["message"]
         assert editor.received == [] and editor.texts[uri] == big
         assert edit_requests(fast) == edit_requests(accurate) == 0
         # The server goes on serving: a small file's edit in the same session is asked as ever.

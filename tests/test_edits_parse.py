@@ -317,3 +317,15 @@ def test_every_truncation_of_blocks_is_an_error_or_a_prefix_of_the_edits() -> No
         except AnswerParseError:
             continue
         assert edits == full[: len(edits)], f"cut at {cut}: {answer[:cut]!r}"
+
+
+def test_an_answer_about_a_part_of_the_file_is_found_in_that_part_only() -> None:
+    """A model shown lines 4-6 of a file quotes text that is also elsewhere in it: the part it saw decides."""
+    text = "".join(f"x = {n % 3}\n" for n in range(9))  # x = 0, x = 1, x = 2, three times over
+    shown = (text.index("x = 0", 1), len(text) - len("x = 0\nx = 1\nx = 2\n"))  # lines 4-6
+    answer = "a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 10\n>>>>>>> REPLACE\n"
+    with pytest.raises(AnswerParseError, match="3 times"):
+        parse_answer(answer, EditTarget(originals={"a.py": text}, primary="a.py"))
+    [edit] = parse_answer(answer, EditTarget(originals={"a.py": text}, primary="a.py", shown=shown))
+    assert apply_all({"a.py": text}, [edit])["a.py"].splitlines()[3:6] == ["x = 0", "x = 10", "x = 2"]
+    assert apply_all({"a.py": text}, [edit])["a.py"].count("x = 1\n") == 2

@@ -54,6 +54,19 @@ def test_the_simulator_reads_what_tandem_writes() -> None:
     )
 
 
+def test_the_simulator_reads_a_file_shown_in_part_and_answers_for_those_lines() -> None:
+    from tandem.sim.edits import EditTruth, truth_of_part
+
+    text = "".join(f"line_{n} = {n}\n" for n in range(10))
+    prompt = EditPrompt(path="a.py", text=text, first_line=4, end_line=5, instruction="double it", shown=(3, 7))
+    task = read_edit_task("\n".join(m["content"] for m in edit_messages(prompt)))
+    assert task is not None and task.path == "a.py"
+    assert (task.text, task.shown_lines) == ("line_3 = 3\nline_4 = 4\nline_5 = 5\nline_6 = 6\n", (4, 7, 10))
+    after = text.replace("line_4 = 4\n", "line_4 = 8\n# doubled\n")
+    part = truth_of_part(task, EditTruth(files={"a.py": after}))
+    assert part.files["a.py"] == "line_3 = 3\nline_4 = 8\n# doubled\nline_5 = 5\nline_6 = 6\n"
+
+
 @pytest.mark.parametrize("what", ["chat hole marker", "fim template tokens", "edit section marker"])
 async def test_a_changed_prompt_format_is_noticed(
     what: str, sim_factory: SimFactory, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch

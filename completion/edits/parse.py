@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tandem.completion.edits.locate import locate, resolve_path
 from tandem.completion.edits.types import AnswerParseError, FileEdit, check_disjoint
@@ -52,6 +52,9 @@ class EditTarget:
     primary: str
     # Offsets into originals[primary]; None means the whole file.
     selection: tuple[int, int] | None = None
+    # Offsets of the part of originals[primary] the model was shown, when it saw only part (a file too
+    # long for the window): the answer is read against that part alone. None: the whole file.
+    shown: tuple[int, int] | None = None
 
 
 def parse_answer(answer: str, target: EditTarget) -> list[FileEdit]:
@@ -62,6 +65,8 @@ def parse_answer(answer: str, target: EditTarget) -> list[FileEdit]:
     """
     if target.primary not in target.originals:
         raise ValueError(f"primary file {target.primary!r} is not among the originals")
+    if target.shown is not None:
+        return _in_part(answer, target, *target.shown)
     if not answer.strip():
         raise AnswerParseError("the model's answer is empty")
     lines = answer.splitlines()
@@ -75,6 +80,24 @@ def parse_answer(answer: str, target: EditTarget) -> list[FileEdit]:
         raise AnswerParseError("the answer contains no changes")
     check_disjoint(edits)
     return edits
+
+
+def _in_part(answer: str, target: EditTarget, start: int, end: int) -> list[FileEdit]:
+    """The answer read against the shown part of the primary file, its edits moved to the whole file's
+    offsets: text the model quotes is looked for only where it could have read it."""
+    primary = target.primary
+    selection = None
+    if target.selection is not None:
+        selection = (max(target.selection[0], start) - start, min(target.selection[1], end) - start)
+    part = EditTarget(
+        originals={**target.originals, primary: target.originals[primary][start:end]},
+        primary=primary,
+        selection=selection,
+    )
+    return [
+        replace(e, start=e.start + start, end=e.end + start) if e.path == primary and not e.creates else e
+        for e in parse_answer(answer, part)
+    ]
 
 
 def _search_replace(lines: list[str], target: EditTarget) -> list[FileEdit]:

@@ -2,7 +2,9 @@
 
 Stable material first, so a provider's prompt cache serves it again on the next edit: the system prompt,
 then a user message with the other files given as context (when there are any), then one with the file
-being edited in full (the same for every edit in that file until one is applied), then a last user
+being edited in full (the same for every edit in that file until one is applied; a file too long for
+the window shows the lines around the selection that fit, `excerpt_span`, its header saying which lines
+of how many, and the answer is looked for in those lines only), then a last user
 message with what changes every time: the selected lines again with their numbers, and the instruction.
 The model must answer with SEARCH/REPLACE blocks, each after a line naming its file;
 `completion.edits.parse` reads the answer. A backend that marks cache breakpoints (Anthropic's
@@ -68,6 +70,10 @@ class EditPrompt:
     instruction: str
     context: Mapping[str, str] = field(default_factory=dict)
     language: str = ""
+    # The 0-based, end-exclusive lines of `text` the file message shows (`excerpt_span`); None: all of it.
+    # A file too long for the window is shown in part, its header saying which lines of how many. Read
+    # back (`read_edit_prompt`), `text` is the lines shown and `shown` where they were.
+    shown: tuple[int, int] | None = None
 
 
 def selection_lines(text: str, start: int, end: int) -> tuple[int, int]:
@@ -76,6 +82,32 @@ def selection_lines(text: str, start: int, end: int) -> tuple[int, int]:
     last, col = line_col(text, end)
     end_line = last if col == 0 and end > start else last + 1
     return first, max(end_line, first)
+
+
+def excerpt_span(text: str, first_line: int, end_line: int, budget_chars: int) -> tuple[int, int] | None:
+    """The lines [a, b) of `text` to show for an edit of lines [first_line, end_line) in `budget_chars`:
+    the selection (at least its line), then a line more on each side in turn while they fit, a side ending
+    at its first line that does not; None when the selection alone does not fit."""
+    lines = text.splitlines(keepends=True)
+    a, b = min(first_line, len(lines)), min(max(end_line, first_line + 1), len(lines))
+    used = sum(len(line) for line in lines[a:b])
+    if used > budget_chars:
+        return None
+    up, down = True, True
+    while up or down:
+        if up:
+            if a > 0 and used + len(lines[a - 1]) <= budget_chars:
+                a -= 1
+                used += len(lines[a])
+            else:
+                up = False
+        if down:
+            if b < len(lines) and used + len(lines[b]) <= budget_chars:
+                used += len(lines[b])
+                b += 1
+            else:
+                down = False
+    return a, b
 
 
 def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
@@ -93,7 +125,13 @@ def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
     context: list[str] = []
     for path, text in prompt.context.items():
         context += [f"{_CONTEXT} {path}", text, _END]
-    file = [f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else ""), prompt.text, _END]
+    header = f"{_FILE} {prompt.path}" + (f" ({prompt.language})" if prompt.language else "")
+    shown = prompt.text
+    if prompt.shown is not None:
+        a, b = prompt.shown
+        shown = "".join(prompt.text.splitlines(keepends=True)[a:b])
+        header += f" lines {a + 1}-{b} of {len(lines)}"
+    file = [header, shown, _END]
     task = [f"{_SELECTION} {prompt.path} {where}", numbered, _END, f"{_INSTRUCTION}", prompt.instruction, _END]
     return [
         {"role": "system", "content": EDIT_SYSTEM_PROMPT},
@@ -116,6 +154,7 @@ def keeps_draft(answer: str) -> bool:
 
 _MARKERS = (_FILE, _CONTEXT, _SELECTION, _INSTRUCTION)
 _RANGE = re.compile(r"lines (\d+)-(\d+)$|the cursor before line (\d+)$")
+_SHOWN = re.compile(r" lines (\d+)-(\d+) of \d+$")
 
 
 def _sections(content: str) -> list[tuple[str, str, str]]:
@@ -154,10 +193,15 @@ def read_edit_prompt(messages: list[dict[str, str]]) -> EditPrompt | None:
     content = "\n".join(texts)
     path, text, instruction, language = "", "", "", ""
     first = end = 0
+    shown: tuple[int, int] | None = None
     context: dict[str, str] = {}
     # Sections are read in order; a file's own text may not contain our markers (they are reserved).
     for marker, header, body in _sections(content):
         if marker == _FILE:
+            part = _SHOWN.search(header)
+            if part is not None:
+                header = header[: part.start()]
+                shown = (int(part.group(1)) - 1, int(part.group(2)))
             name, _, lang = header.partition(" (")
             path, text, language = name, body, lang.rstrip(")")
         elif marker == _SELECTION:
@@ -182,4 +226,5 @@ def read_edit_prompt(messages: list[dict[str, str]]) -> EditPrompt | None:
         instruction=instruction,
         context=context,
         language=language,
+        shown=shown,
     )
