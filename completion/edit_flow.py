@@ -42,7 +42,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import anyio
-from tandem.cache.context import MAX_BUDGET_TOKENS
 from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.completion.backends.base import ModelRequest, StreamStats
 from tandem.completion.config import Config
@@ -60,6 +59,7 @@ from tandem.completion.edit_types import (
     Plan,
     ProgressSink,
 )
+from tandem.completion.edit_window import Messages, fit_window
 from tandem.completion.edits import (
     AnswerParseError,
     CheckedEdit,
@@ -69,8 +69,6 @@ from tandem.completion.edits import (
     EditTarget,
     FileEdit,
     draft_check_message,
-    edit_messages,
-    excerpt_span,
     keeps_draft,
     line_offset,
     selection_lines,
@@ -225,7 +223,9 @@ class EditFlow:
             context=context,
             language=request.language,
         )
-        prompt, messages, over = await self._fit_window(prompt)
+        prompt, messages, over = await fit_window(
+            prompt, answer_tokens=self.config.edit.max_tokens, count=self._prompt_tokens
+        )
         record.prompt_chars = sum(len(content) for _, content in messages)
         record.shown_lines = list(prompt.shown) if prompt.shown is not None else None
         record.mark("context_built")
@@ -573,43 +573,8 @@ class EditFlow:
         predicted = ask.decision.features.expected_lines()
         return await check_answer(answer, ask.target, ask.inputs, fast=tier_name == "fast", predicted_lines=predicted)
 
-    async def _fit_window(self, prompt: EditPrompt) -> tuple[EditPrompt, tuple[tuple[str, str], ...], str]:
-        """The prompt as it is sent, its messages, and why it cannot be ("" when it can). Within the
-        largest window a model takes (128K tokens, the answer's `max_tokens` kept free), the file is shown
-        whole; a file too long for it (one near the privacy gate's size limit can be several windows) is
-        shown in part, the lines around the selection that fit (`excerpt_span`, sized by the whole prompt's
-        tokens per character, and counted again). Refused when even the selection does not fit."""
-        room = MAX_BUDGET_TOKENS - min(self.config.edit.max_tokens, MAX_BUDGET_TOKENS // 4)
-        messages = _messages_of(prompt)
-        tokens = await self._tokens_over(messages, room)
-        if not tokens:
-            return prompt, messages, ""
-        chars = sum(len(content) for _, content in messages)
-        others = chars - len(prompt.text)
-        for share in (0.9, 0.6):
-            budget = int(room * share * chars / tokens) - others
-            span = excerpt_span(prompt.text, prompt.first_line, prompt.end_line, budget) if budget > 0 else None
-            if span is None:
-                break
-            part = dataclasses.replace(prompt, shown=span)
-            shown = _messages_of(part)
-            if not await self._tokens_over(shown, room):
-                return part, shown, ""
-        return (
-            prompt,
-            messages,
-            f"not sent to a model: the edit's prompt would be about {tokens:,} tokens, over the "
-            f"{MAX_BUDGET_TOKENS:,}-token window, and the selected lines with the other files shown do not fit "
-            "in it alone: select fewer lines",
-        )
-
-    async def _tokens_over(self, messages: tuple[tuple[str, str], ...], room: int) -> int:
-        """The prompt's tokens when they are over `room`, else 0. Counted only when they could be: a token
-        is at least a character."""
-        if sum(len(content) for _, content in messages) <= room:
-            return 0
-        tokens, _ = await self._count_tokens(messages, [])
-        return tokens if tokens > room else 0
+    async def _prompt_tokens(self, messages: Messages) -> int:
+        return (await self._count_tokens(messages, []))[0]
 
     async def _count_tokens(self, messages: tuple[tuple[str, str], ...], parts: list[str]) -> tuple[int, int]:
         """(prompt tokens, answer tokens so far) counted here, for a stream cut before its usage arrived."""
@@ -692,10 +657,6 @@ class EditFlow:
             record=record,
             plan="hedged" if record.plan == "hedged" else "accurate" if record.plan == "accurate" else "fast-first",
         )
-
-
-def _messages_of(prompt: EditPrompt) -> tuple[tuple[str, str], ...]:
-    return tuple((m["role"], m["content"]) for m in edit_messages(prompt))
 
 
 def _plan_progress(plan: Plan, decision: RouteDecision) -> EditProgress:
