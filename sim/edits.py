@@ -113,7 +113,10 @@ def truth_of_part(prompt: EditTask, truth: EditTruth) -> EditTruth:
     if part is None or prompt.path not in truth.files:
         return truth
     first, last, total = part
-    after = truth.files[prompt.path].splitlines(keepends=True)
+    after = [line + "\n" for line in truth.files[prompt.path].split("\n")]  # lines as "\n" ends them
+    after[-1] = after[-1][:-1]
+    if not after[-1]:
+        after.pop()
     before, tail = first - 1, total - last
     if before + tail > len(after):
         return truth

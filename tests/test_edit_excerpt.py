@@ -36,3 +36,13 @@ def test_a_part_says_which_lines_of_how_many_and_reads_back() -> None:
     assert back is not None and back.shown == (40, 60) and back.path == "a.py"
     assert back.text == "".join(TEXT.splitlines(keepends=True)[40:60])
     assert (back.first_line, back.end_line) == (50, 52)
+
+
+def test_lines_are_counted_at_newlines_only() -> None:
+    """A form feed (common between sections of older Python files) does not end a line for an editor."""
+    text = "a = 1\n\x0c\nb = 2\x0c c = 3\nd = 4\n"
+    prompt = EditPrompt(path="a.py", text=text, first_line=2, end_line=3, instruction="fix", shown=(2, 4))
+    header, *body = edit_messages(prompt)[1]["content"].split("\n")
+    assert header.endswith("lines 3-4 of 4")
+    assert "\n".join(body).startswith("b = 2\x0c c = 3\nd = 4\n")
+    assert excerpt_span(text, 2, 3, budget_chars=len("b = 2\x0c c = 3\n")) == (2, 3)

@@ -84,11 +84,18 @@ def selection_lines(text: str, start: int, end: int) -> tuple[int, int]:
     return first, max(end_line, first)
 
 
+def newline_lines(text: str) -> list[str]:
+    """`text`'s lines, each with its "\\n": lines as editors and `line_offset` count them (a form feed or a
+    U+2028 inside a line, which `str.splitlines` would split at, stays in it)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
 def excerpt_span(text: str, first_line: int, end_line: int, budget_chars: int) -> tuple[int, int] | None:
     """The lines [a, b) of `text` to show for an edit of lines [first_line, end_line) in `budget_chars`:
     the selection (at least its line), then a line more on each side in turn while they fit, a side ending
     at its first line that does not; None when the selection alone does not fit."""
-    lines = text.splitlines(keepends=True)
+    lines = newline_lines(text)
     a, b = min(first_line, len(lines)), min(max(end_line, first_line + 1), len(lines))
     used = sum(len(line) for line in lines[a:b])
     if used > budget_chars:
@@ -129,8 +136,9 @@ def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
     shown = prompt.text
     if prompt.shown is not None:
         a, b = prompt.shown
-        shown = "".join(prompt.text.splitlines(keepends=True)[a:b])
-        header += f" lines {a + 1}-{b} of {len(lines)}"
+        every = newline_lines(prompt.text)
+        shown = "".join(every[a:b])
+        header += f" lines {a + 1}-{b} of {len(every)}"
     file = [header, shown, _END]
     task = [f"{_SELECTION} {prompt.path} {where}", numbered, _END, f"{_INSTRUCTION}", prompt.instruction, _END]
     return [
