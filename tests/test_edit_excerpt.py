@@ -46,3 +46,5 @@ def test_lines_are_counted_at_newlines_only() -> None:
     assert header.endswith("lines 3-4 of 4")
     assert "\n".join(body).startswith("b = 2\x0c c = 3\nd = 4\n")
     assert excerpt_span(text, 2, 3, budget_chars=len("b = 2\x0c c = 3\n")) == (2, 3)
+    # The selected lines, numbered as the editor numbers them.
+    assert "    3| b = 2\x0c c = 3\n" in edit_messages(prompt)[-1]["content"]

@@ -120,7 +120,7 @@ def excerpt_span(text: str, first_line: int, end_line: int, budget_chars: int) -
 def edit_messages(prompt: EditPrompt) -> list[dict[str, str]]:
     """The system message, the stable user messages (the context files if any, the file) and the volatile
     one (selection, instruction) for `prompt`."""
-    lines = prompt.text.splitlines()
+    lines = [line.rstrip("\r\n") for line in newline_lines(prompt.text)]
     numbered = "\n".join(
         f"{number + 1:>5}| {lines[number]}" for number in range(prompt.first_line, min(prompt.end_line, len(lines)))
     )
