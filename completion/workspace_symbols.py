@@ -19,6 +19,8 @@ from tandem.cache.symbols import SymbolIndex, extract_definitions
 from tandem.completion.symbol_lookup import file_symbols
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"\w+")
+_FEW = 64  # names up to which substring tests come before reading a file's words
 
 
 def _stem(path: str) -> str:
@@ -64,13 +66,15 @@ class IndexLookup:
             return
         for name in wanted:
             self._using[name] = set()
-        pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, wanted)) + r")\b")
+        names = set(wanted)
         for path in self._paths:
             text = self._text(path)
-            # Substring tests first (C speed): most files mention none of the names.
-            if text is None or not any(name in text for name in wanted):
+            # Substring tests first (C speed): most files mention none of a few names. Past a few, the
+            # file's words are read once instead (a selection of a whole module defines thousands).
+            if text is None or (len(wanted) <= _FEW and not any(name in text for name in wanted)):
                 continue
-            for name in set(pattern.findall(text)):
+            # A name is used where it is a whole word: a maximal run of word characters (as `\b...\b`).
+            for name in names.intersection(_WORD.findall(text)):
                 self._using[name].add(path)
 
     def _text(self, path: str) -> str | None:

@@ -603,7 +603,8 @@ async def test_a_file_too_long_for_the_window_is_shown_around_the_selection_and_
 ) -> None:
     """A file under the privacy gate's size limit (1 MB) can still be several windows long: shown whole, its
     edit prompt would be ~450,000 tokens, sent to both models (it was; then it was refused). The model is
-    shown the lines around the selection that fit, and the answer is found and applied in the whole file."""
+    shown the lines around the selection that fit, and the answer is found and applied in the whole file.
+    When even the selection does not fit, nothing is sent and the user reads why."""
     fast, accurate = sims
     big = "".join(f"value_{n} = {n} * 3\n" for n in range(38_000))
     assert len(big) < 1_000_000
@@ -619,31 +620,20 @@ async def test_a_file_too_long_for_the_window_is_shown_around_the_selection_and_
         assert result["applied"] is True, result
         assert editor.texts[uri] == edited
         assert edit_requests(fast) == 1 and edit_requests(accurate) == 0
-        [record] = edit_records(session)
-    first, end = record["edit"]["shown_lines"]
-    assert first <= 10 and end >= 12 and 0 < end - first < 38_000
-    # What was sent fits the window, as the provider counted it.
-    assert 0 < record["tokens"]["in"] <= 128_000 - 16_384 and not record["tokens"]["estimated"], record["tokens"]
-
-
-async def test_a_selection_too_long_for_the_window_is_refused_before_anything_is_sent(
-    tmp_path: pathlib.Path, sims: tuple[SimHandle, SimHandle]
-) -> None:
-    """When even the selected lines do not fit the window, nothing is sent and the user reads why."""
-    fast, accurate = sims
-    big = "".join(f"value_{n} = {n} * 3\n" for n in range(38_000))
-    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
-        editor = Editor(session)
-        uri = editor.open("big.py", big)
-        result = await execute(session, {"uri": uri, "range": whole(big), "instruction": "add a comment"})
+        # The whole file selected: too long for the window even in part.
+        result = await execute(session, {"uri": uri, "range": whole(edited), "instruction": "add a comment"})
         assert result["applied"] is False and "over the 128,000-token window" in result["message"], result
         assert "select fewer lines" in result["message"]
-        assert editor.received == [] and editor.texts[uri] == big
-        assert edit_requests(fast) == edit_requests(accurate) == 0
+        assert editor.texts[uri] == edited
+        assert edit_requests(fast) == 1 and edit_requests(accurate) == 0
         # The server goes on serving: a small file's edit in the same session is asked as ever.
         set_truth(fast, {"invoice.py": SAMPLE_TYPED})
         small = editor.open("invoice.py", SAMPLE)
         argument = {"uri": small, "range": whole(SAMPLE), "instruction": "add type hints", "model": "fast"}
         assert (await execute(session, argument))["applied"] is True
-    [refused, _] = edit_records(session)
+    [record, refused, _] = edit_records(session)
+    first, end = record["edit"]["shown_lines"]
+    assert first <= 10 and end >= 12 and 0 < end - first < 38_000
+    # What was sent fits the window, as the provider counted it.
+    assert 0 < record["tokens"]["in"] <= 128_000 - 16_384 and not record["tokens"]["estimated"], record["tokens"]
     assert refused["outcome"] == "failed" and "128,000-token window" in refused["error"]

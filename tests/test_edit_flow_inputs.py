@@ -72,6 +72,18 @@ def test_index_lookup_answers_the_router_from_the_workspace_index() -> None:
     assert lookup.files_using("show") == set()
 
 
+def test_users_are_whole_words_whether_an_edit_asks_about_a_few_names_or_thousands() -> None:
+    """A whole module selected defines thousands of names; each is a use only where it is a whole word."""
+    texts = {"a.py": "value_1 = 1\nvalue_10 = 2\n", "b.py": "print(value_10, xvalue_1, value_1x)\n"}
+    defined = [f"value_{n}" for n in range(2_000)]
+    for names in (["value_1", "value_10"], defined):
+        lookup = IndexLookup(index_of(texts))
+        lookup.prepare(names)
+        assert lookup.files_using("value_1") == {"a.py"}, len(names)
+        assert lookup.files_using("value_10") == {"a.py", "b.py"}, len(names)
+        assert lookup.files_using("value_2") == set()
+
+
 def test_open_documents_overlay_the_index() -> None:
     index = index_of({"app/models.py": MODELS, "app/views.py": "def show(i):\n    return i\n"})
     lookup = IndexLookup(index, overlay={"app/views.py": VIEWS, "app/new.py": "def fresh():\n    pass\n"})
