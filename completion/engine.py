@@ -242,7 +242,13 @@ class Engine:
         """Build the prompt for `request` and start its model stream in the background; None (the reason in
         `record.error`) when the gate refuses the prompt."""
         settings = self.config.completion
-        window = self.workspace.window(request.uri, request.line, request.character) if self.workspace else None
+        window = None
+        if self.workspace is not None:
+            view = request.document
+            if isinstance(view, AfterAccepting):  # the document as it will read: the window is built for it
+                window = self.workspace.window(request.uri, view.line, view.character, inserted=view.inserted)
+            else:
+                window = self.workspace.window(request.uri, request.line, request.character)
         snippet_paths: tuple[str, ...] = ()
         if window is not None:
             prefix, suffix, context = window.prefix, window.suffix, window.snippet_text
@@ -427,13 +433,13 @@ class Engine:
         found = self._streams.find(target)
         if found is not None:
             live, at = found
-            if live.text[at:].strip():
+            if _follows(live, at):
                 return False  # a stream already has what follows
             if not live.done:
                 # It may still produce what follows; if it ends without (a short `max_tokens`, a stop),
                 # speculate then. An accept often comes while the suggestion's last tokens are arriving.
                 def ended(stream: Stream) -> None:
-                    if stream.error is None and not stream.text[at:].strip():
+                    if stream.error is None and not _follows(stream, at):
                         self.speculate(request, accepted, after_insert=after_insert)
 
                 live.on_done(ended)
@@ -504,3 +510,12 @@ class Engine:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.tiers.aclose()
         self.tracer.close()
+
+
+def _follows(stream: Stream, at: int) -> bool:
+    """Whether `stream` already holds text after its character `at` that will stay. While it runs, an
+    unfinished last line does not count: a stream cut by `max_tokens` drops it when it ends."""
+    rest = stream.text[at:]
+    if not stream.done:
+        rest = rest[: rest.rfind("\n") + 1]
+    return bool(rest.strip())

@@ -9,13 +9,14 @@ the event loop never waits for the disk. Until then completions use a plain char
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import pathlib
 import time
 from dataclasses import dataclass, field
 
-from tandem.cache.context import ContextBuilder, ContextOptions, ContextWindow
+from tandem.cache.context import MIN_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow
 from tandem.cache.lines import Edit, LineBuffer
 from tandem.cache.privacy import ALLOWED, IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
 from tandem.cache.symbols import SymbolIndex
@@ -348,9 +349,18 @@ class WorkspaceIndex:
 
     # -- context --------------------------------------------------------------------------------
 
-    def window(self, uri: str, line: int, character: int) -> ContextWindow | None:
-        """The token-budgeted window at a cursor, or None while the document's index is not ready."""
+    def window(self, uri: str, line: int, character: int, *, inserted: str = "") -> ContextWindow | None:
+        """The token-budgeted window at a cursor, or None while the document's index is not ready.
+        `inserted`: the window as if that text were typed at the cursor (a suggestion not yet accepted),
+        within the same budget."""
         doc = self._docs.get(uri)
         if doc is None or doc.index is None or self._builder is None or not doc.verdict:
             return None
-        return self._builder.build(path=doc.path, index=doc.index, line=line, character=character)
+        if not inserted:
+            return self._builder.build(path=doc.path, index=doc.index, line=line, character=character)
+        assert self.counter is not None  # the builder is made with it
+        extra = self.counter.count(inserted)
+        options = self._builder.options
+        smaller = dataclasses.replace(options, budget_tokens=max(MIN_BUDGET_TOKENS, options.budget_tokens - extra))
+        window = self._builder.build(path=doc.path, index=doc.index, line=line, character=character, options=smaller)
+        return dataclasses.replace(window, prefix=window.prefix + inserted, prefix_tokens=window.prefix_tokens + extra)

@@ -3,11 +3,13 @@ acceptance, and files that look like secrets never reach the provider."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 from collections.abc import Iterator
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from injected_model import InjectedModel
 from lsprotocol import types
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 from test_e2e_server import TRUTH, _cut, _until
@@ -121,6 +123,45 @@ async def test_an_accept_while_the_suggestion_is_still_streaming_prefetches_when
     assert item.insert_text is not None and TRUTH.startswith(before + item.insert_text)
     [prefetch] = [r for r in session.records() if r["kind"] == "prefetch"]
     assert prefetch["tokens"]["out"] > 0
+
+
+async def test_an_accept_that_sees_an_unfinished_next_line_still_prefetches_when_the_stream_drops_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Tab is pressed while the stream holds the suggestion and the start of a next line ("def"); the
+    stream then ends cut by `max_tokens`, which drops that unfinished line. Nothing follows the
+    suggestion after all, so what follows is prefetched. The model here (not tandem's simulator) holds its
+    response open until the accept has been handled, so the order does not depend on timing."""
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    model = InjectedModel()
+    try:
+        model.hold("fibonacci(n - 2)\n\n\ndef")
+        model.answer = "\n\n\ndef greet(name):\n"  # the prefetch's answer, from the accepted cursor on
+        async with serve(tmp_path, "vscode", options=fast_model(model.base_url)) as session:
+            uri = session.open("sample.py", before)
+            cursor = session.position_at_end(before)
+            item = await _the_suggestion(session, uri, cursor)
+            assert item.insert_text == "fibonacci(n - 2)"
+            await _tab(session, uri, cursor, item)  # the command's reply: the accept has been handled
+            model.release()
+            await _until(lambda: any(r["kind"] == "prefetch" for r in session.records()))
+            end = types.Position(line=cursor.line, character=cursor.character + len("fibonacci(n - 2)"))
+            session.insert(uri, end, "\n")
+            text = await session.inline(uri, types.Position(line=cursor.line + 1, character=0))
+            await _until(lambda: len(model.requests) == 3)
+    finally:
+        model.stop()
+    assert text == "\n\ndef greet(name):"  # the blank lines before the next definition, then its first line
+    prompts = [json.dumps(body) for body in model.requests]
+    assert json.dumps(before + "fibonacci(n - 2)<|tandem:hole|>")[1:-1] in prompts[1]  # the state after the accept
+    records = session.records()
+    prefetch = next(r for r in records if r["kind"] == "prefetch")
+    [after_enter] = [r for r in records if r["kind"] == "inline" and r["stream_id"] == prefetch["stream_id"]]
+    assert after_enter["prefetched"] and not after_enter["waited_for_model"]  # Enter asked no model
+    # That suggestion came from a finished stream with nothing after it, so the state after accepting it
+    # was prefetched too: the model was asked with the shown text already in place.
+    shown = before + "fibonacci(n - 2)\n\n\ndef greet(name):<|tandem:hole|>"
+    assert len(prompts) == 3 and json.dumps(shown)[1:-1] in prompts[2], prompts[2:]
 
 
 async def test_a_partial_acceptance_is_traced_with_its_length(tmp_path: pathlib.Path, sim: SimHandle) -> None:

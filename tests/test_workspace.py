@@ -79,6 +79,31 @@ async def test_window_includes_the_imported_definition_and_follows_edits(tmp_pat
     assert after.total_tokens <= 1024
 
 
+async def test_a_window_as_if_a_suggestion_were_accepted_ends_with_it_within_the_budget(
+    tmp_path: pathlib.Path,
+) -> None:
+    """Speculation on a suggestion not yet accepted: the prefix reads as if it were typed, and the window
+    stays within the same budget, the oldest lines of the prefix giving way to it."""
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(budget_tokens=256), privacy=PrivacyConfig())
+    await index.start()
+    uri = (tmp_path / "long.py").as_uri()
+    text = "".join(f"value_{i} = compute({i}, {i * 7})\n" for i in range(400)) + "total = "
+    index.open(uri, LineBuffer(text))
+    for _ in range(200):  # the token index is built in a worker thread
+        plain = index.window(uri, 400, 8)
+        if plain is not None:
+            break
+        await asyncio.sleep(0.01)  # sleep-ok: waiting for a worker thread, bounded
+    assert plain is not None and plain.prefix.endswith("total = ")
+    suggestion = "sum(\n" + "".join(f"    value_{i},\n" for i in range(30)) + ")\n"  # about 130 tokens
+    ahead = index.window(uri, 400, 8, inserted=suggestion)
+    assert ahead is not None
+    assert ahead.prefix.endswith("total = " + suggestion)
+    assert ahead.suffix == plain.suffix
+    assert plain.total_tokens <= 256 and ahead.total_tokens <= 256
+    assert len(ahead.prefix) - len(suggestion) < len(plain.prefix)  # older lines gave way
+
+
 async def test_large_open_document_is_allowed_but_still_scanned_for_credentials(tmp_path: pathlib.Path) -> None:
     index = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
     await index.start()
