@@ -49,6 +49,7 @@ from tandem.completion.router_weights import (
     RouterWeights,
     weights_for,
 )
+from tandem.completion.selection_shape import is_partial, is_whole_definition
 from tandem.completion.similar_commits import PATH_LIKE, SimilarCommits, similar_commits
 from tandem.completion.symbol_lookup import IDENT, KEYWORDS, SymbolLookup, file_stem, file_symbols
 
@@ -82,12 +83,6 @@ SMALL_SCOPE = (
 _GENERIC_STEMS = frozenset("test tests main init __init__ index setup utils util common base core types "
                            "readme mod lib app conftest".split())  # fmt: skip
 _CLAUSES = re.compile(r",|;|\band\b|\s\+\s|&")
-# A definition's first line (or a decorator above one), across languages: where a whole function or class
-# starts (`partial_selection`; `eval.user_selection` finds the user's block by it).
-DEFINITION_HEADER = re.compile(
-    r"^\s*(?:@|(?:export\s+)?(?:default\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
-    r"(?:def|class|function|func|fn|impl|struct|enum|trait|interface|module|sub)\b)"
-)
 # The instruction's leading verb, by what it asks for: common English commit-message verbs, written down
 # from the words' meaning (not read off a history); whether each class says "hard" is fitted.
 VERB_CLASSES = {
@@ -356,49 +351,6 @@ def route_features(
         lines_history=lines_history,
         similar=similar_commits(instruction, past_commits) if past_commits is not None and mode != "inline" else None,
     )
-
-
-def is_partial(selection: str) -> bool:
-    """Whether a selection is not a whole definition: its first line that is not blank or a decorator is
-    no definition header (`DEFINITION_HEADER`). Nothing selected is not partial."""
-    first = next((line for line in selection.splitlines() if line.strip() and not line.lstrip().startswith("@")), "")
-    return bool(first) and not DEFINITION_HEADER.match(first)
-
-
-def definition_end(lines: Sequence[str], header: int) -> int:
-    """The line after the last of the definition whose header is `lines[header]`: the lines indented under
-    it (blank lines within it), a signature's continuation lines starting with a closing bracket, and a
-    closing brace at the header's indentation."""
-    depth = _indent(lines[header])
-    last = header
-    end = header + 1
-
-    def inside(line: str) -> bool:
-        return not line.strip() or _indent(line) > depth or line.lstrip()[:1] in ")]"
-
-    while end < len(lines) and inside(lines[end]):
-        if lines[end].strip():
-            last = end
-        end += 1
-    if end < len(lines) and _indent(lines[end]) == depth and lines[end].lstrip()[:1] == "}":
-        last = end
-    return last + 1
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
-
-
-def is_whole_definition(selection: str) -> bool:
-    """Whether a selection is exactly one whole definition: decorators and blank lines, then a definition
-    header (`DEFINITION_HEADER`), then its body to the end (`definition_end`), and nothing after it. Read
-    from the selected text alone: a selection of a function's first lines that ends where an inner block
-    ends reads as whole."""
-    lines = selection.splitlines()
-    header = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("@")), None)
-    if header is None or not DEFINITION_HEADER.match(lines[header]):
-        return False
-    return not any(line.strip() for line in lines[definition_end(lines, header) :])
 
 
 def _looks_like_code(word: str, symbols: SymbolLookup) -> bool:

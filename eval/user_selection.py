@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tandem.completion.router import DEFINITION_HEADER, definition_end
+from tandem.completion.selection_shape import DEFINITION_HEADER, definition_end
 
 # The first line of an import statement, in the languages whose syntax is this regular.
 _IMPORT = re.compile(

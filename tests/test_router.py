@@ -11,13 +11,12 @@ from tandem.completion.router import (
     RouterThresholds,
     WorkingDiff,
     feature_values,
-    is_partial,
-    is_whole_definition,
     route,
     route_features,
     working_diff_of,
 )
 from tandem.completion.router_weights import DEFAULT_MODEL, DEFAULT_WEIGHTS, RouterModel
+from tandem.completion.selection_shape import is_partial, is_whole_definition
 from tandem.completion.symbol_lookup import SymbolIndex, file_symbols
 
 T = RouterThresholds()
