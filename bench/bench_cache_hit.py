@@ -33,6 +33,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 from bench_latency import FLOOR_SERVER, sim_process  # noqa: E402
+
 from tandem.eval.replay.client import OpenDocument, Pending, ReplayClient  # noqa: E402
 from tandem.eval.replay.keystrokes import next_key  # noqa: E402
 from tandem.eval.replay.sources import Task, make_tasks, sample_files  # noqa: E402

@@ -29,11 +29,11 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.backends.anthropic import AnthropicBackend
-from tandem.completion.backends.base import ModelRequest, StreamStats
-from tandem.completion.config import ModelConfig
-from tandem.completion.edits import EditPrompt, edit_messages
-from tandem.completion.http import make_client
+from tandem.completion.config.tree import ModelConfig
+from tandem.completion.edit.prompt import EditPrompt, edit_messages
+from tandem.completion.providers.backends.anthropic import AnthropicBackend
+from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.providers.http import make_client
 from tandem.sim.runner import SimSettings, start_in_thread
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])

@@ -34,15 +34,16 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 import httpx  # noqa: E402
+
 from tandem.cache.symbols import SymbolIndex  # noqa: E402
-from tandem.completion.backends.base import ModelRequest, StreamStats  # noqa: E402
-from tandem.completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402
-from tandem.completion.config import Config, EditConfig, ModelConfig, ModelsConfig  # noqa: E402
-from tandem.completion.edit_flow import EditFlow, EditInputs, EditRequest  # noqa: E402
-from tandem.completion.tiers import Tiers  # noqa: E402
-from tandem.completion.trace import Tracer  # noqa: E402
-from tandem.completion.working_diff import working_diff  # noqa: E402
-from tandem.completion.workspace_symbols import IndexLookup, candidate_names  # noqa: E402
+from tandem.completion.config.tree import Config, EditConfig, ModelConfig, ModelsConfig  # noqa: E402
+from tandem.completion.edit.flow import EditFlow, EditInputs, EditRequest  # noqa: E402
+from tandem.completion.observe.trace import Tracer  # noqa: E402
+from tandem.completion.providers.backends.base import ModelRequest, StreamStats  # noqa: E402
+from tandem.completion.providers.backends.openai_chat import OpenAIChatBackend  # noqa: E402
+from tandem.completion.providers.tiers import Tiers  # noqa: E402
+from tandem.completion.routing.working_diff import working_diff  # noqa: E402
+from tandem.completion.routing.workspace_symbols import IndexLookup, candidate_names  # noqa: E402
 from tandem.sim.error_model import completion_mistake_probability  # noqa: E402
 from tandem.sim.runner import SimSettings, start_in_thread  # noqa: E402
 

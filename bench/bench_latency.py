@@ -34,9 +34,9 @@ import httpx
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-from tandem.completion.backends.base import ModelRequest  # noqa: E402
-from tandem.completion.backends.openai_chat import OpenAIChatBackend  # noqa: E402
-from tandem.completion.config import ModelConfig  # noqa: E402
+from tandem.completion.config.tree import ModelConfig  # noqa: E402
+from tandem.completion.providers.backends.base import ModelRequest  # noqa: E402
+from tandem.completion.providers.backends.openai_chat import OpenAIChatBackend  # noqa: E402
 from tandem.eval.replay.client import OpenDocument, ReplayClient  # noqa: E402
 from tandem.eval.replay.sources import stdlib_files  # noqa: E402
 from tandem.eval.trace_report import percentile, read_trace  # noqa: E402

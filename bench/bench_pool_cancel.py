@@ -33,7 +33,7 @@ import httpx
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-from tandem.completion.transport import ResilientTransport  # noqa: E402
+from tandem.completion.providers.transport import ResilientTransport  # noqa: E402
 from tandem.sim.runner import SimSettings, start_in_thread  # noqa: E402
 
 MAX_CONNECTIONS = 16

@@ -42,6 +42,7 @@ import tempfile
 from typing import Any
 
 from replay_kit import ROOT, RootedClient, load_average, provider_counts, repo_files, scaled_sim, sim_label
+
 from tandem.eval.replay.keystrokes import Rhythm
 from tandem.eval.replay.session import Tally, type_span
 from tandem.eval.replay.sources import Task, make_tasks

@@ -33,7 +33,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 from tandem.cache.lines import LineBuffer  # noqa: E402
-from tandem.completion.config import ContextConfig, PrivacyConfig  # noqa: E402
+from tandem.completion.config.tree import ContextConfig, PrivacyConfig  # noqa: E402
 from tandem.completion.workspace import WorkspaceIndex  # noqa: E402
 
 STDLIB = pathlib.Path(sysconfig.get_paths()["stdlib"])

@@ -41,7 +41,8 @@ import tempfile
 from typing import Any
 
 from replay_kit import Totals, load_average, pick_tasks, run_once, scaled_sim, sim_label
-from tandem.completion.config import PrefetchConfig
+
+from tandem.completion.config.tree import PrefetchConfig
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "none": {

@@ -41,8 +41,8 @@ import threading
 import time
 from typing import Any
 
-from tandem.completion.live_stats import LiveStats
-from tandem.completion.trace import PHASES, Tracer, TraceRecord
+from tandem.completion.observe.live_stats import LiveStats
+from tandem.completion.observe.trace import PHASES, Tracer, TraceRecord
 
 MS = 1_000_000
 MODELS = ("openai-chat gpt-oss-120b @ api.cerebras.ai", "openai-responses gpt-5.3-codex @ api.openai.com", "fim qwen")
@@ -119,7 +119,7 @@ class _Receiver(http.server.BaseHTTPRequestHandler):
 
 
 def cost_per_request(requests: int, directory: pathlib.Path) -> dict[str, dict[str, float]]:
-    from tandem.completion.otel import OtelExport
+    from tandem.completion.observe.otel import OtelExport
 
     receiver = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()

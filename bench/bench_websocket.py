@@ -49,13 +49,14 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tandem.completion.backends import continuation as continuation_rules
-from tandem.completion.backends.base import ModelRequest, StreamStats
-from tandem.completion.backends.openai_responses import OpenAIResponsesBackend
-from tandem.completion.backends.responses_ws import ResponsesWebSocketBackend
-from tandem.completion.config import ModelConfig
-from tandem.completion.errors import CompletionError
-from tandem.completion.http import make_client
+
+from tandem.completion.config.tree import ModelConfig
+from tandem.completion.providers.backends import continuation as continuation_rules
+from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.providers.backends.openai_responses import OpenAIResponsesBackend
+from tandem.completion.providers.backends.responses_ws import ResponsesWebSocketBackend
+from tandem.completion.providers.errors import CompletionError
+from tandem.completion.providers.http import make_client
 from tandem.eval.replay.client import ReplayClient
 from tandem.eval.trace_report import read_trace
 from tandem.sim import SimSettings, start_in_thread

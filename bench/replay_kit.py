@@ -17,6 +17,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 from lsprotocol import types  # noqa: E402
+
 from tandem.eval.replay.client import ReplayClient  # noqa: E402
 from tandem.eval.replay.runner import ReplayOptions, replay  # noqa: E402
 from tandem.eval.replay.session import Tally  # noqa: E402

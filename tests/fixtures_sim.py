@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pytest
+
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 
 SimFactory = Callable[..., SimHandle]

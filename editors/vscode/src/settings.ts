@@ -1,5 +1,5 @@
 /**
- * VS Code settings -> tandem's configuration tree (the shape of completion/config.py), sent to the server
+ * VS Code settings -> tandem's configuration tree (the shape of completion/config/tree.py), sent to the server
  * as `initializationOptions` and with `workspace/didChangeConfiguration`.
  *
  * Pure: it reads settings through a function, so unit tests need no VS Code.

@@ -1,7 +1,7 @@
 /**
  * Where the server writes its trace (the file "tandem: Show latency report" summarises).
  *
- * Mirrors completion/trace.py `default_trace_path`: `tandem.trace.path` when set, else
+ * Mirrors completion/observe/trace.py `default_trace_path`: `tandem.trace.path` when set, else
  * `$XDG_STATE_HOME/tandem/trace.jsonl`, else `~/.local/state/tandem/trace.jsonl`. Pure.
  */
 

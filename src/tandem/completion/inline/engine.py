@@ -1,0 +1,522 @@
+"""The path of one completion, top to bottom: `Engine.complete`.
+
+    may it be sent? -> reuse (live streams, then the completion cache) -> debounce -> context -> route
+    -> gate -> stream -> answer early -> post-process -> speculate -> trace
+
+Whether anything of a document may reach a provider is the gate's decision (`completion.gate`): a refused
+document is answered empty before any work, and every prompt, speculative ones included, passes
+`Gate.admit` in `_start`, the one place a completion stream begins.
+
+Everything before "stream" costs microseconds; a request the user is typing through an existing
+suggestion never waits for a model. A newer request for the same document supersedes the older one:
+the older is answered empty at once, and model streams the user moved away from are cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import anyio
+import httpx
+
+from tandem.cache.completions import CompletionCache
+from tandem.completion.config.tree import Config
+from tandem.completion.gate import Gate, Outbound
+from tandem.completion.inline.debounce import AdaptiveDebounce
+from tandem.completion.inline.postprocess import Surroundings, clean
+from tandem.completion.inline.prefetch import AfterAccepting, Charge, TokenBudget
+from tandem.completion.inline.request import CompletionRequest, CompletionResult, Ticket
+from tandem.completion.inline.streams import Stream, StreamStore
+from tandem.completion.inline.units import UnitContext, useful_unit, wants_multiline
+from tandem.completion.observe.live_stats import LiveFigures, LiveStats
+from tandem.completion.observe.trace import Tracer, TraceRecord, estimate_cost_usd
+from tandem.completion.providers.backends.base import ModelRequest
+from tandem.completion.providers.errors import BackendTimeout, describe
+from tandem.completion.providers.tiers import Tier, Tiers
+from tandem.completion.workspace import WorkspaceIndex
+
+log = logging.getLogger(__name__)
+
+NO_MODEL_NOTICE = (
+    "tandem: no model is configured, so there are no AI completions. Add a [models.fast] table "
+    "(provider, base_url, model, api_key_env) to ~/.config/tandem/config.toml, or run `tandem demo` to "
+    "see tandem work against its built-in simulator."
+)
+# Following lines compared by post-processing to catch a suggestion that repeats them.
+_FOLLOWING_LINES = 3
+# Rough prompt size when no token count is at hand (prefetch budgeting only).
+_CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class _Reuse:
+    """Where a request's answer comes from without a new model call."""
+
+    stream: Stream | None  # a live or finished stream to read (and maybe wait for)
+    typed: int  # characters of it the user has typed through
+    text: str = ""  # a finished cache entry's text, when there is no stream
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        client: httpx.AsyncClient,
+        tracer: Tracer,
+        workspace: WorkspaceIndex | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tracer = tracer
+        self.live = LiveStats()
+        tracer.sinks.append(self.live.record)
+        self.workspace = workspace
+        # The one door to the providers; the workspace's own when there is one (it knows the ignore files
+        # and the open documents' verdicts).
+        self.gate = workspace.gate if workspace is not None else Gate()
+        self.tiers = Tiers(client, env if env is not None else os.environ)
+        self._streams = StreamStore()
+        self._tickets: dict[str, Ticket] = {}
+        self.config = config
+        self._cache = self._make_cache(config)
+        self._debounce = AdaptiveDebounce(ceiling_s=config.completion.debounce_ms / 1000)
+        self._budget = TokenBudget(per_minute=config.prefetch.tokens_per_minute)
+
+    # -- configuration -------------------------------------------------------------------------
+
+    def configure(self, config: Config) -> list[str]:
+        """Adopt a configuration (call once after construction, then on every change); returns
+        problems to show, such as an unusable provider."""
+        if (config.cache.max_entries, config.cache.max_bytes) != (
+            self.config.cache.max_entries,
+            self.config.cache.max_bytes,
+        ):
+            self._cache = self._make_cache(config)
+        self.config = config
+        self._debounce.ceiling_s = config.completion.debounce_ms / 1000
+        self._debounce.fixed = config.completion.debounce == "fixed"
+        self._budget.per_minute = config.prefetch.tokens_per_minute
+        return self.tiers.configure(config.models)
+
+    @property
+    def budget(self) -> TokenBudget:
+        """The speculation token budget (next edits are counted against it too)."""
+        return self._budget
+
+    @staticmethod
+    def _make_cache(config: Config) -> CompletionCache:
+        return CompletionCache(max_entries=config.cache.max_entries, max_bytes=config.cache.max_bytes)
+
+    def cache_figures(self) -> dict[str, int]:
+        """The completion cache's size against its bounds (for `tandem/health`)."""
+        cache = self._cache
+        return {"entries": len(cache), "bytes": cache.bytes_used, "max_bytes": cache.max_bytes}
+
+    def live_figures(self) -> LiveFigures:
+        """The last minutes in figures, and the prefetch budget left, for the status display."""
+        left = max(self._budget.per_minute - self._budget.spent(), 0)
+        return dataclasses.replace(self.live.figures(), budget_tokens_left=left)
+
+    async def warm(self) -> None:
+        """Open connections to the configured providers before the first keystroke needs them."""
+        await self.tiers.warm()
+
+    # -- the request path ----------------------------------------------------------------------
+
+    async def complete(self, request: CompletionRequest) -> CompletionResult:
+        record = TraceRecord(
+            kind=request.kind,
+            received_ns=request.received_ns or time.perf_counter_ns(),
+            file=request.path.rsplit("/", 1)[-1],
+            language=request.language,
+            client=request.client,
+        )
+        ticket = self._supersede(request.uri)
+        try:
+            return await self._complete(request, record, ticket)
+        except asyncio.CancelledError:
+            # $/cancelRequest: the client no longer wants an answer; record it and let pygls reply. A
+            # stream this request started runs on for the next keystrokes: trace it with its usage.
+            record.outcome = "cancelled"
+            stream = self._streams.get(record.stream_id) if record.source == "model" else None
+            if stream is not None:
+                stream.on_done(lambda s: self._trace_stream(record, s))
+            else:
+                self.tracer.write(record)
+            raise
+        finally:
+            if self._tickets.get(request.uri) is ticket:
+                del self._tickets[request.uri]
+
+    async def _complete(self, request: CompletionRequest, record: TraceRecord, ticket: Ticket) -> CompletionResult:
+        settings = self.config.completion
+        unit_ctx = UnitContext(
+            line_before=request.line_before(),
+            line_after=request.line_after(),
+            multiline=wants_multiline(request.line_before(), request.line_after(), settings.multiline),
+            max_lines=settings.max_lines,
+        )
+        record.mode = "multi" if unit_ctx.multiline else "single"
+        verdict = self.gate.document(request.uri)
+        if not verdict:
+            return self._refused(record, verdict.reason)
+        self._debounce.keystroke(request.uri, record.received_ns / 1e9)
+
+        # 1. Reuse: a stream or cached completion the user is typing through answers before any debounce.
+        reuse = self._find(request, unit_ctx)
+        record.mark("cache_lookup")
+        self._streams.cancel_others(request.uri, keep=reuse.stream if reuse else None, keep_prefetch=reuse is not None)
+        if reuse is not None:
+            record.source = "stream" if reuse.stream is not None else "cache"
+            if reuse.stream is not None:
+                record.stream_id, record.model = reuse.stream.id, reuse.stream.model
+                record.prefetched = reuse.stream.prefetch
+            return await self._answer(request, record, ticket, reuse, unit_ctx, deferred=False)
+
+        tier = self.tiers.for_completion()
+        if tier is None:
+            record.outcome = "not-configured"
+            self.tracer.write(record)
+            return CompletionResult.empty(notice=NO_MODEL_NOTICE, trace_id=record.id)
+        record.model, record.tier = tier.label, tier.name
+        record.route_reasons = ["completion: inline completions use the fast model"]
+        if tier.holding_off():
+            record.outcome, record.error = "error", tier.hold_reason()
+            self.tracer.write(record)
+            return CompletionResult.empty(trace_id=record.id)
+
+        # 2. Debounce: only misses wait, and a newer keystroke cancels the wait.
+        delay_s = self._debounce.delay_s()
+        if delay_s > 0:
+            with ticket.waiting():
+                await anyio.sleep(delay_s)
+            if ticket.superseded:
+                record.outcome = "superseded"
+                self.tracer.write(record)
+                return CompletionResult.empty(trace_id=record.id)
+        record.mark("debounce_end")
+
+        # 3. Context, 4. stream in the background: it outlives this request and serves the next keystrokes.
+        stream = self._start(request, tier, record)
+        if stream is None:
+            return self._refused(record, record.error)
+        return await self._answer(request, record, ticket, _Reuse(stream, 0), unit_ctx, deferred=True)
+
+    def _refused(self, record: TraceRecord, reason: str) -> CompletionResult:
+        """Nothing of this document may be sent (the gate's reason names a rule, never content)."""
+        record.outcome, record.error = "refused", reason
+        self.tracer.write(record)
+        return CompletionResult.empty(trace_id=record.id)
+
+    def _find(self, request: CompletionRequest, unit_ctx: UnitContext) -> _Reuse | None:
+        mode = self.config.cache.reuse
+        if mode == "off":
+            return None
+        exact = mode == "exact"
+        found = self._streams.find(request, exact=exact)
+        if found is not None:
+            stream, typed = found
+            # A stream that failed part-way serves only units it completed; otherwise ask again.
+            if stream.error is None or useful_unit(stream.text[typed:], False, unit_ctx) is not None:
+                return _Reuse(stream, typed)
+        tier = self.tiers.for_completion()
+        if tier is None:
+            return None
+        hit = self._cache.lookup(
+            model=tier.label,
+            prefix=request.prefix(self._cache.prefix_window_chars),
+            suffix=request.suffix(self._cache.suffix_window_chars),
+        )
+        if hit is None or (exact and hit.typed_chars):
+            return None
+        return _Reuse(None, hit.typed_chars, hit.text)
+
+    def _start(
+        self, request: CompletionRequest, tier: Tier, record: TraceRecord, *, prefetch: bool = False
+    ) -> Stream | None:
+        """Build the prompt for `request` and start its model stream in the background; None (the reason in
+        `record.error`) when the gate refuses the prompt."""
+        settings = self.config.completion
+        window = None
+        if self.workspace is not None:
+            view = request.document
+            if isinstance(view, AfterAccepting):  # the document as it will read: the window is built for it
+                window = self.workspace.window(request.uri, view.line, view.character, inserted=view.inserted)
+            else:
+                window = self.workspace.window(request.uri, request.line, request.character)
+        snippet_paths: tuple[str, ...] = ()
+        if window is not None:
+            prefix, suffix, context = window.prefix, window.suffix, window.snippet_text
+            snippet_paths = tuple(dict.fromkeys(s.path for s in window.snippets))
+            record.context_tokens = window.total_tokens
+            record.prefix_reuse = (
+                round(window.reused_prefix_tokens / window.total_tokens, 4) if window.total_tokens else 0.0
+            )
+        else:
+            # No window yet (the tokenizer is loading) or none for this document: a plain character window,
+            # which the gate judges like any other prompt.
+            prefix, suffix, context = request.prefix(settings.prefix_chars), request.suffix(settings.suffix_chars), ""
+        model_request = ModelRequest(
+            prefix=prefix,
+            suffix=suffix,
+            context=context,
+            language=request.language,
+            path=request.path,
+            max_tokens=tier.config.max_tokens,
+            temperature=tier.config.temperature,
+        )
+        record.prompt_chars = len(prefix) + len(suffix) + len(context)
+        record.mark("context_built")
+        verdict = self.gate.admit(Outbound(request=model_request, document=request.uri, snippet_paths=snippet_paths))
+        if not verdict:
+            log.info("not sent to a model: %s", verdict.reason)
+            record.error = verdict.reason
+            return None
+        stream = self._streams.add(request, tier.label, prefetch=prefetch)
+        record.source, record.stream_id = "model", stream.id
+        stream.run(tier.run(stream, model_request, remember=self._remember))
+        return stream
+
+    async def _answer(
+        self,
+        request: CompletionRequest,
+        record: TraceRecord,
+        ticket: Ticket,
+        reuse: _Reuse,
+        unit_ctx: UnitContext,
+        *,
+        deferred: bool,
+    ) -> CompletionResult:
+        """Wait for the first useful unit after `reuse.typed` characters, clean it, answer."""
+        stream = reuse.stream
+        unit: str | None = None
+        if stream is None:
+            unit = useful_unit(reuse.text, True, unit_ctx)
+        else:
+            with ticket.waiting():
+                try:
+                    with anyio.fail_after(self.config.completion.deadline_s):
+                        while True:
+                            complete = stream.done and stream.error is None
+                            unit = useful_unit(stream.text[reuse.typed :], complete, unit_ctx)
+                            if unit is not None or stream.done:
+                                break
+                            record.waited_for_model = True
+                            await stream.changed()
+                except TimeoutError:
+                    stream.cancel()
+                    stream.finish(BackendTimeout(f"no answer within {self.config.completion.deadline_s:g} s"))
+        if ticket.superseded:
+            record.outcome = "superseded"
+        elif unit is None and stream is not None and stream.error is not None and not stream.cancelled:
+            record.outcome, record.error = "error", describe(stream.error)
+        text = self._clean(request, unit_ctx, unit or "") if not record.outcome else ""
+        record.outcome = record.outcome or ("shown" if text else "empty")
+        record.chars = len(text)
+        record.mark("answered")
+        log.debug(
+            "%s %s %s: %s from %s in %.1f ms, %d chars%s",
+            record.id,
+            record.kind,
+            record.file,
+            record.outcome,
+            record.source,
+            (record.marks_ns["answered"] - record.received_ns) / 1e6,
+            record.chars,
+            f" ({record.error})" if record.error else "",
+        )
+        if record.source == "model" and record.waited_for_model and text:
+            self._debounce.model_answered((time.perf_counter_ns() - record.received_ns) / 1e9)
+        if deferred and stream is not None:
+            # The request that started the stream is traced when the stream ends, with its usage.
+            stream.on_done(lambda s: self._trace_stream(record, s))
+        else:
+            self.tracer.write(record)
+        if text:
+            self._after_shown(request, reuse, unit or "", text)
+        return CompletionResult(
+            text=text,
+            streaming=stream is not None and not stream.done,
+            source=record.source,  # type: ignore[arg-type]
+            trace_id=record.id,
+            waited_ms=(time.perf_counter_ns() - record.received_ns) / 1e6,
+            tier=record.tier or ("cache" if record.source != "model" else ""),
+            model=record.model,
+            error=record.error,
+        )
+
+    def _clean(self, request: CompletionRequest, unit_ctx: UnitContext, unit: str) -> str:
+        following = request.suffix(400).split("\n")[1 : 1 + _FOLLOWING_LINES]
+        around = Surroundings(
+            line_before=unit_ctx.line_before,
+            line_after=unit_ctx.line_after,
+            previous_line=request.document.line_content(request.line - 1) if request.line > 0 else "",
+            following=tuple(following),
+        )
+        return clean(unit, around)
+
+    # -- the completion cache and speculation ---------------------------------------------------
+
+    def _remember(self, stream: Stream) -> None:
+        """Keep the stream's text in the completion cache (called as it grows and when it ends). While
+        the stream is live it is found through the stream store, so the cache needs its text only at
+        line ends (where typing through can reach it from a shifted position) and at the end."""
+        if not stream.done and not stream.text.endswith("\n"):
+            return
+        text = stream.text
+        if stream.done and stream.error is not None:
+            # A cut-off stream's last line may be partial: keep only whole lines.
+            text = text[: text.rfind("\n") + 1]
+            if stream.entry_id is not None:
+                self._cache.discard(stream.entry_id)
+                stream.entry_id = None
+        if not text:
+            return
+        if stream.entry_id is None or not self._cache.extend(stream.entry_id, text):
+            stream.entry_id = self._cache.put(
+                model=stream.model, prefix=stream.before, suffix=stream.after, completion=text
+            )
+
+    def _after_shown(self, request: CompletionRequest, reuse: _Reuse, raw_unit: str, shown: str) -> None:
+        """Speculate on the state after the user accepts `shown`, unless the stream already covers it."""
+        settings = self.config.prefetch
+        if not (settings.enabled and settings.on_shown):
+            return
+        stream = reuse.stream
+        if stream is not None and not stream.done:
+            return  # still streaming: what follows the suggestion is on its way
+        rest = stream.text[reuse.typed + len(raw_unit) :] if stream is not None else reuse.text[len(raw_unit) :]
+        if "\n" in rest.lstrip("\n"):
+            return  # a next line is already there
+        self.speculate(request, shown)
+
+    def withdrawn(self, kind: str, received_ns: int) -> None:
+        """A request the client cancelled before the server had started on it."""
+        record = TraceRecord(kind=kind, received_ns=received_ns, outcome="cancelled")
+        record.route_reasons = ["withdrawn by the client before the server started it"]
+        self.tracer.write(record)
+
+    def accepted(self, trace_id: str, chars: int) -> None:
+        """The user accepted `chars` characters of the suggestion answered by request `trace_id`."""
+        record = TraceRecord(kind="accept", received_ns=time.perf_counter_ns(), chars=chars, outcome="accepted")
+        record.stream_id = trace_id  # the request whose suggestion was accepted
+        self.tracer.write(record)
+
+    def speculate(self, request: CompletionRequest, accepted: str = "", *, after_insert: bool = False) -> bool:
+        """Start a prefetch stream for the state after `accepted` is inserted at `request`'s cursor
+        (or at the cursor itself; `after_insert`: the document already holds it). False when the budget,
+        the concurrency limit or an existing stream says no."""
+        settings = self.config.prefetch
+        tier = self.tiers.for_completion()
+        if not settings.enabled or tier is None or tier.holding_off() or not self.gate.document(request.uri):
+            return False
+        if sum(1 for s in self._streams.live(request.uri) if s.prefetch) >= settings.max_concurrent:
+            return False
+        view = AfterAccepting(request.document, request.line, request.character, accepted)
+        line, character = view.cursor
+        target = CompletionRequest(
+            uri=request.uri,
+            version=request.version,
+            line=line,
+            character=character,
+            document=request.document if after_insert else view,
+            language=request.language,
+            path=request.path,
+            kind="inline",
+            client=request.client,
+        )
+        found = self._streams.find(target)
+        if found is not None:
+            live, at = found
+            if _follows(live, at):
+                return False  # a stream already has what follows
+            if not live.done:
+                # It may still produce what follows; if it ends without (a short `max_tokens`, a stop),
+                # speculate then. An accept often comes while the suggestion's last tokens are arriving.
+                def ended(stream: Stream) -> None:
+                    if stream.error is None and not _follows(stream, at):
+                        self.speculate(request, accepted, after_insert=after_insert)
+
+                live.on_done(ended)
+                return False
+        estimate = (
+            self.config.context.budget_tokens
+            if self.workspace
+            else self.config.completion.prefix_chars // _CHARS_PER_TOKEN
+        ) + tier.config.max_tokens
+        if not self._budget.allows(estimate):
+            log.debug("prefetch skipped: %d tokens this minute", self._budget.spent())
+            return False
+        charge = self._budget.charge(estimate)
+        record = TraceRecord(
+            kind="prefetch",
+            received_ns=time.perf_counter_ns(),
+            file=request.path.rsplit("/", 1)[-1],
+            language=request.language,
+            client=request.client,
+            model=tier.label,
+            tier=tier.name,
+        )
+        record.route_reasons = [
+            "prefetch: the state after accepting the suggestion" if accepted else "prefetch: new line"
+        ]
+        stream = self._start(target, tier, record, prefetch=True)
+        if stream is None:
+            TokenBudget.settle(charge, 0, sent=False)
+            self._refused(record, record.error)
+            return False
+        stream.on_done(lambda s: self._trace_stream(record, s, charge))
+        return True
+
+    def _trace_stream(self, record: TraceRecord, stream: Stream, charge: Charge | None = None) -> None:
+        counter = self.workspace.counter if self.workspace is not None else None
+        record.stream_ended(stream, count_tokens=counter.count if counter is not None else None)
+        if charge is not None:
+            TokenBudget.settle(charge, record.tokens_in + record.tokens_out, sent=bool(stream.stats.request_sent_ns))
+        tier = self.tiers.get(record.tier) if record.tier else None
+        record.cost_usd = estimate_cost_usd(
+            tier.config if tier is not None else None,
+            tokens_in=record.tokens_in,
+            tokens_out=record.tokens_out,
+            tokens_cached=record.tokens_cached,
+        )
+        self.tracer.write(record)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _supersede(self, uri: str) -> Ticket:
+        older = self._tickets.get(uri)
+        if older is not None:
+            older.supersede()
+        ticket = Ticket()
+        self._tickets[uri] = ticket
+        return ticket
+
+    def document_closed(self, uri: str) -> None:
+        self._streams.forget(uri)
+        self._debounce.forget(uri)
+        ticket = self._tickets.pop(uri, None)
+        if ticket is not None:
+            ticket.supersede()
+
+    async def aclose(self) -> None:
+        """Stop every stream and let each end properly (its trace record is written as it ends)."""
+        tasks = self._streams.close()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.tiers.aclose()
+        self.tracer.close()
+
+
+def _follows(stream: Stream, at: int) -> bool:
+    """Whether `stream` already holds text after its character `at` that will stay. While it runs, an
+    unfinished last line does not count: a stream cut by `max_tokens` drops it when it ends."""
+    rest = stream.text[at:]
+    if not stream.done:
+        rest = rest[: rest.rfind("\n") + 1]
+    return bool(rest.strip())

@@ -1,0 +1,246 @@
+"""Model streams, running or finished, and reusing them as the user types through a suggestion.
+
+A `Stream` is anchored where it was requested: the document position plus the text just before and
+after it. A later request at (line, char) can use the stream if the text between the anchor and the
+cursor is exactly the start of what the stream produced, and the text around it is unchanged: then the
+rest of the stream is the suggestion, with no new model call. Live streams are few (a handful per
+document); what they produced also goes into the bounded completion cache (`cache.completions`), which
+serves it after the stream is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from tandem.completion.inline.request import CompletionRequest
+from tandem.completion.providers.backends.base import StreamStats
+from tandem.completion.providers.errors import CompletionError, describe
+
+log = logging.getLogger(__name__)
+
+# Characters of context remembered on each side of the anchor; a change inside them voids the stream.
+# The same windows key the completion cache, so one copy serves both.
+BEFORE_CHARS = 1024
+AFTER_CHARS = 256
+STREAMS_PER_DOCUMENT = 8
+_ids = itertools.count(1)
+
+
+class Cancelled(CompletionError):
+    """The stream was stopped because the user moved on (not a provider failure)."""
+
+
+@dataclass(kw_only=True)
+class Stream:
+    uri: str
+    line: int
+    character: int
+    before: str
+    after: str
+    model: str
+    # Started speculatively (not for a request the user made).
+    prefetch: bool = False
+    # The stream's entry in the completion cache, once it has text.
+    entry_id: int | None = None
+    id: str = field(default_factory=lambda: f"s{next(_ids)}")
+    text: str = ""
+    done: bool = False
+    error: CompletionError | None = None
+    stats: StreamStats = field(default_factory=StreamStats)
+    first_line_ns: int = 0
+    done_ns: int = 0
+    task: asyncio.Task[None] | None = None
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    _on_done: list[Callable[[Stream], None]] = field(default_factory=list)
+    _cancel_sent: bool = False
+
+    def append(self, chunk: str) -> None:
+        if not chunk:
+            return
+        self.text += chunk
+        if not self.first_line_ns and "\n" in self.text:
+            self.first_line_ns = time.perf_counter_ns()
+        self._wake()
+
+    def finish(self, error: CompletionError | None = None) -> None:
+        if self.done:
+            return
+        self.done = True
+        self.error = error
+        self.done_ns = time.perf_counter_ns()
+        self._wake()
+        for callback in self._on_done:
+            callback(self)
+        self._on_done.clear()
+
+    @property
+    def cancelled(self) -> bool:
+        return isinstance(self.error, Cancelled)
+
+    def on_done(self, callback: Callable[[Stream], None]) -> None:
+        if self.done:
+            callback(self)
+        else:
+            self._on_done.append(callback)
+
+    def run(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run the stream's producer as a task. However the task ends, even cancelled before its first
+        step (when its own cleanup never runs), the stream is finished and its waiters are woken."""
+        self.task = asyncio.ensure_future(work)
+        self.task.add_done_callback(self._ended)
+
+    def _ended(self, task: asyncio.Future[None]) -> None:
+        if task.cancelled():
+            self.finish(Cancelled("superseded"))
+        elif task.exception() is not None:
+            self.finish(CompletionError(f"stream failed: {task.exception()!r}"))
+        else:
+            self.finish()
+
+    def cancel(self) -> None:
+        """Stop the producer, once. A cancelled stream is not done until its response is closed, and a
+        second cancellation landing in that close interrupts it: httpcore then never returns the
+        connection, which stays ACTIVE and owned by nobody (a keystroke cancels every stream not done, so
+        a typist did this to one pool slot every few thousand keys; bench/bench_soak.py)."""
+        if self.task is not None and not self.task.done() and not self._cancel_sent:
+            self._cancel_sent = True
+            self.task.cancel()
+
+    def changed(self) -> Coroutine[Any, Any, Any]:
+        """Wait until the text grows or the stream ends. The event is taken when this is called, not
+        when the wait starts, so a change in between is never missed."""
+        return self._changed.wait()
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def typed_through(self, request: CompletionRequest) -> int | None:
+        """How many characters of this stream's text the user has typed since the anchor, if the
+        document at `request` is exactly anchor + that text (and unchanged around it); else None."""
+        if request.uri != self.uri or request.line < self.line:
+            return None
+        lines_down = request.line - self.line
+        if lines_down == 0:
+            typed = request.character - self.character
+            if typed < 0 or "\n" in self.text[:typed]:
+                return None
+        else:
+            newline = -1
+            for _ in range(lines_down):
+                newline = self.text.find("\n", newline + 1)
+                if newline < 0:
+                    return None
+            typed = newline + 1 + request.character
+        if typed > len(self.text):
+            return None
+        expected = self.before + self.text[:typed]
+        if request.prefix(len(expected)) != expected:
+            return None
+        if request.suffix(len(self.after)) != self.after:
+            return None
+        return typed
+
+    def typed_ahead(self, request: CompletionRequest) -> int | None:
+        """Characters typed since the anchor when the user is ahead of a live stream whose text so far
+        is their start (and the text around is unchanged); else None."""
+        if self.done or self.error is not None or request.uri != self.uri or request.line < self.line:
+            return None
+        document = request.document
+        if request.line == self.line:
+            typed = request.character - self.character
+        else:
+            typed = len(document.line_content(self.line)) - self.character + 1
+            for index in range(self.line + 1, request.line):
+                typed += len(document.line_content(index)) + 1
+            typed += request.character
+        if typed <= len(self.text):
+            return None
+        head = request.prefix(len(self.before) + typed)
+        if head[: len(self.before) + len(self.text)] != self.before + self.text:
+            return None
+        if request.suffix(len(self.after)) != self.after:
+            return None
+        return typed
+
+
+class StreamStore:
+    """The streams of each document, newest last, a few per document."""
+
+    def __init__(self) -> None:
+        self._by_uri: dict[str, deque[Stream]] = {}
+
+    def find(self, request: CompletionRequest, *, exact: bool = False) -> tuple[Stream, int] | None:
+        """The newest stream the user is typing through at `request`, with the characters typed
+        (`exact`: only a stream anchored exactly at the cursor)."""
+        for stream in reversed(self._by_uri.get(request.uri, ())):
+            if stream.error is not None and not stream.text:
+                continue
+            typed = stream.typed_through(request)
+            if typed is not None and (typed == 0 or not exact):
+                return stream, typed
+        return None
+
+    def get(self, stream_id: str) -> Stream | None:
+        for streams in self._by_uri.values():
+            for stream in streams:
+                if stream.id == stream_id:
+                    return stream
+        return None
+
+    def find_ahead(self, request: CompletionRequest) -> tuple[Stream, int] | None:
+        """The newest live stream the user has typed ahead of (see `Stream.typed_ahead`)."""
+        for stream in reversed(self._by_uri.get(request.uri, ())):
+            typed = stream.typed_ahead(request)
+            if typed is not None:
+                return stream, typed
+        return None
+
+    def live(self, uri: str) -> list[Stream]:
+        return [stream for stream in self._by_uri.get(uri, ()) if not stream.done]
+
+    def add(self, request: CompletionRequest, model: str, *, prefetch: bool = False) -> Stream:
+        stream = Stream(
+            uri=request.uri,
+            line=request.line,
+            character=request.character,
+            before=request.prefix(BEFORE_CHARS),
+            after=request.suffix(AFTER_CHARS),
+            model=model,
+            prefetch=prefetch,
+        )
+        streams = self._by_uri.setdefault(request.uri, deque())
+        streams.append(stream)
+        while len(streams) > STREAMS_PER_DOCUMENT:
+            streams.popleft().cancel()
+        return stream
+
+    def cancel_others(self, uri: str, keep: Stream | None, *, keep_prefetch: bool = False) -> None:
+        """Stop the model streams of `uri` that the user has moved away from (`keep_prefetch`: not the
+        speculative ones, which may still lie ahead of a user typing through a suggestion)."""
+        for stream in self._by_uri.get(uri, ()):
+            if stream is not keep and not stream.done and not (keep_prefetch and stream.prefetch):
+                stream.cancel()
+
+    def forget(self, uri: str) -> None:
+        for stream in self._by_uri.pop(uri, ()):
+            stream.cancel()
+
+    def close(self) -> list[asyncio.Task[None]]:
+        """Cancel every stream; returns their tasks, to await their endings."""
+        tasks = [s.task for streams in self._by_uri.values() for s in streams if s.task is not None]
+        for uri in list(self._by_uri):
+            self.forget(uri)
+        return tasks
+
+
+def log_failure(stream: Stream) -> None:
+    if stream.error is not None:
+        log.warning("stream %s (%s) ended: %s", stream.id, stream.model, describe(stream.error))

@@ -1,0 +1,71 @@
+"""What the last few minutes of trace records say, for the live status: a tracer sink.
+
+    no_wait_share   of the completion requests (kinds inline and completion) traced in the window, the
+                    share answered from model output that already existed, without waiting for more (source
+                    "stream" or "cache", outcome shown or empty, waited_for_model false: the definition the
+                    trace report and the replay summary use)
+    requests        completion requests traced in the window
+    errors          records of any kind with outcome "error" in the window
+
+The window is `WINDOW_S` seconds. A request that started a model stream is traced when the stream ends, so
+its record joins the window a moment after its answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tandem.completion.observe.trace import TraceRecord
+
+WINDOW_S = 300.0
+_COMPLETION_KINDS = frozenset({"inline", "completion"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveFigures:
+    window_s: float
+    requests: int
+    no_wait_share: float | None  # None without requests
+    errors: int
+    # Prefetch tokens still allowed this minute ([prefetch] tokens_per_minute less what was spent).
+    budget_tokens_left: int | None = None
+
+
+class LiveStats:
+    """Keeps (time, was a completion, answered without a wait, failed) per record for the last `window_s`."""
+
+    def __init__(self, *, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self._events: deque[tuple[float, bool, bool, bool]] = deque()
+
+    def record(self, record: TraceRecord, now_s: float | None = None) -> None:
+        """The tracer sink: remember what `record` says (cheap: one tuple appended)."""
+        completion = record.kind in _COMPLETION_KINDS
+        no_wait = (
+            completion
+            and record.source in ("stream", "cache")
+            and record.outcome in ("shown", "empty")
+            and not record.waited_for_model
+        )
+        now_s = time.monotonic() if now_s is None else now_s
+        self._events.append((now_s, completion, no_wait, record.outcome == "error"))
+        self._forget(now_s)
+
+    def _forget(self, now_s: float) -> None:
+        while self._events and self._events[0][0] < now_s - self.window_s:
+            self._events.popleft()
+
+    def figures(self, now_s: float | None = None) -> LiveFigures:
+        self._forget(time.monotonic() if now_s is None else now_s)
+        requests = sum(1 for _, completion, _, _ in self._events if completion)
+        no_wait = sum(1 for _, _, fast, _ in self._events if fast)
+        return LiveFigures(
+            window_s=self.window_s,
+            requests=requests,
+            no_wait_share=round(no_wait / requests, 4) if requests else None,
+            errors=sum(1 for *_, failed in self._events if failed),
+        )

@@ -1,0 +1,76 @@
+"""The `fim` backend: fill-in-the-middle over `POST {base_url}/completions`, streamed.
+
+Two ways to ask, chosen by `ModelConfig.fim_template`:
+
+- empty: `prompt` = prefix and `suffix` = suffix as separate fields (vLLM, llama.cpp server, DeepSeek
+  beta, `tandem sim`); the server applies the model's own FIM tokens.
+- a template name (`fim_templates.TEMPLATES`): one raw prompt with that family's special tokens, and
+  the family's end-of-middle tokens added to `stop`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import TYPE_CHECKING
+
+from tandem.completion.providers.backends import fim_templates
+from tandem.completion.providers.backends.http_backend import HttpBackend
+from tandem.completion.providers.backends.streaming import now_ns, stream_chunks
+from tandem.completion.providers.errors import NotConfigured
+
+if TYPE_CHECKING:
+    import httpx
+
+    from tandem.completion.config.tree import ModelConfig
+    from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+
+
+class FimBackend(HttpBackend):
+    """Streams `choices[0].text` from a completions API. Implements `base.Backend`."""
+
+    name = "fim"
+    path = "/completions"
+
+    def __init__(self, config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping[str, str] = os.environ) -> None:
+        if config.fim_template and config.fim_template not in fim_templates.TEMPLATES:
+            known = ", ".join(sorted(fim_templates.TEMPLATES))
+            raise NotConfigured(f"unknown fim_template {config.fim_template!r} (known: {known})")
+        super().__init__(config, client, env=env)
+
+    def body(self, request: ModelRequest) -> dict[str, object]:
+        """The JSON body for `request` (public so tests and traces can see what is sent)."""
+        stop = list(request.stop)
+        template = self._config.fim_template
+        body: dict[str, object] = {}
+        if self._config.model:
+            body["model"] = self._config.model
+        if request.raw_prompt:
+            body["prompt"] = request.raw_prompt
+        elif template:
+            body["prompt"] = fim_templates.render(template, request.context + request.prefix, request.suffix)
+            stop += [s for s in fim_templates.TEMPLATES[template].stop if s not in stop]
+        else:
+            # FIM has no slot for other files: snippets go first in the prefix, as code comments.
+            body["prompt"] = request.context + request.prefix
+            body["suffix"] = request.suffix
+        body.update(
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        if stop:
+            body["stop"] = stop
+        return body
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text as it arrives; see `base.Backend.stream`."""
+        call = self._call(request)
+        async with aclosing(stream_chunks(self._client, call, stats)) as chunks:
+            async for chunk in chunks:
+                if chunk.text:
+                    if not stats.first_token_ns:
+                        stats.first_token_ns = now_ns()
+                    yield chunk.text

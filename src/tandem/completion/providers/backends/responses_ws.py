@@ -1,0 +1,377 @@
+"""The `openai-responses` backend over one persistent WebSocket (`transport = "websocket"`).
+
+OpenAI's Responses API in WebSocket mode: connect once to `{base_url}/responses` (ws:// or wss://) with
+the bearer key; each turn is a `response.create` event whose fields are a `POST /responses` body without
+`stream` (implicit) and `background` (not offered); the server answers with the same events the HTTP
+stream carries (`response.output_text.delta` ... `response.completed`, or `error`), one JSON text
+message each. The bodies and the events are read exactly as `openai_responses` reads them.
+
+What the connection adds:
+
+- **No handshake per request.** Connections (`ws_pool`) are opened and warmed at initialize with a
+  `generate: false` turn (the server prepares the model and instructions without generating), kept
+  alive, and reopened with back-off when they drop.
+- **Continuation.** The server holds each connection's most recent response, so the next completion in
+  the same document sends `previous_response_id` and only an edit of the previous prompt
+  (`continuation`), where that is shorter. If the server has forgotten it (`previous_response_not_found`)
+  the turn is sent again in full on the same connection.
+- **Supersession without a drop.** The protocol has no way to stop a turn (`response.cancel` belongs to
+  the Realtime API), so a superseded turn is left to finish: its connection reads the rest of its events
+  in the background (discarded, never shown) and then serves again, still holding the chain. The next
+  completion does not wait for it: it takes another connection of the pool, opening one if need be.
+  Closing the socket instead would cost a handshake and the chain, and the protocol does not say that the
+  server then stops generating. The price: a superseded turn's answer is generated (and billed) to its end,
+  at most `max_tokens`, where an HTTP stream that is closed usually stops the provider early.
+- **A dropped socket.** A connection that closes before a turn has produced any text is replaced and
+  the turn sent once more, in full; one that closes mid-answer ends the completion with the text so far
+  and `BadResponse("stream truncated ...")`, as a truncated HTTP stream does; the next one opens anew.
+
+One turn is in flight per connection: `stream_id` lanes (several turns on one connection) are a recent
+addition that other servers of the protocol answer with `response_already_in_flight`; the pool gives the
+same concurrency everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+from websockets.exceptions import ConnectionClosed
+
+from tandem.completion.providers.backends.base import ModelRequest
+from tandem.completion.providers.backends.continuation import Held, continuation
+from tandem.completion.providers.backends.openai_responses import consume_payload, error_of, request_body
+from tandem.completion.providers.backends.sse_stream import clean_text, excerpt
+from tandem.completion.providers.backends.streaming import api_key, now_ns, request_headers
+from tandem.completion.providers.backends.ws_pool import Socket, SocketPool
+from tandem.completion.providers.errors import (
+    BackendTimeout,
+    BackendUnavailable,
+    BadResponse,
+    CompletionError,
+    NotConfigured,
+)
+
+if TYPE_CHECKING:
+    from tandem.completion.config.tree import ModelConfig
+    from tandem.completion.providers.backends.base import StreamStats
+
+log = logging.getLogger(__name__)
+
+# Connections per model: one serves while another finishes a superseded turn.
+POOL_SIZE = 2
+# A superseded turn is read to its end for at most this long; past it, its connection is closed.
+DRAIN_LIMIT_S = 30.0
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+_HELD_AFTER = frozenset({"response.completed", "response.incomplete"})
+PREVIOUS_NOT_FOUND = "previous_response_not_found"
+# What a warm-up turn prepares: the model and the completion instructions (there is no document yet).
+_WARM_REQUEST = ModelRequest(prefix="", suffix="")
+
+
+def websocket_url(base_url: str) -> str:
+    """`{base_url}/responses` with the scheme a WebSocket uses (https -> wss, http -> ws)."""
+    parts = urlsplit(base_url.rstrip("/") + "/responses")
+    scheme = {"https": "wss", "http": "ws"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, parts.path, parts.query, ""))
+
+
+@dataclass(kw_only=True)
+class _Turn:
+    """One `response.create` on one connection, as it goes."""
+
+    socket: Socket
+    event: dict[str, Any]
+    # The chain this turn makes if it completes (None: it makes none).
+    completion: tuple[str, str, str] | None  # (path, instructions, user text)
+    continued_from: Held | None = None
+    sent_chars: int = 0
+    response_id: str = ""
+    answer_chars: int = 0
+    events: int = 0
+    texts: int = 0
+    ended: str = ""  # the terminal event's type, once read
+    error: tuple[str, object] | None = field(default=None)
+
+    def held_after(self) -> Held | None:
+        if self.ended not in _HELD_AFTER or not self.response_id or self.completion is None:
+            return None
+        path, instructions, user_text = self.completion
+        if self.continued_from is not None:
+            return self.continued_from.after(
+                self.response_id, user_text=user_text, sent_chars=self.sent_chars, answer_chars=self.answer_chars
+            )
+        return Held(
+            response_id=self.response_id,
+            path=path,
+            instructions=instructions,
+            user_text=user_text,
+            held_chars=len(user_text) + self.answer_chars,
+        )
+
+
+class ResponsesWebSocketBackend:
+    """Streams text from a Responses API over kept WebSocket connections. Implements `base.Backend`."""
+
+    name = "openai-responses"
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        *,
+        env: Mapping[str, str] = os.environ,
+        pool_size: int = POOL_SIZE,
+        continue_turns: bool = True,
+    ) -> None:
+        self._config = config
+        self._env = env
+        # False sends every prompt whole (a baseline for measuring what continuation is worth).
+        self._continue_turns = continue_turns
+        self.url = websocket_url(config.base_url)
+        self.pool = SocketPool(
+            self.url, headers=self._headers, connect_timeout_s=config.connect_timeout_s, size=pool_size
+        )
+
+    def _headers(self) -> dict[str, str]:
+        return request_headers(api_key(self._config, self._env), streaming=False)
+
+    def create_event(self, request: ModelRequest) -> dict[str, Any]:
+        """The `response.create` event sending `request` in full (public so tests can see what is sent)."""
+        return {"type": "response.create", **request_body(self._config, request)}
+
+    async def warm(self) -> None:
+        """Open a connection and send a `generate: false` turn with the instructions (best effort)."""
+        try:
+            socket, _ = await self.pool.acquire()
+        except NotConfigured:
+            return
+        except CompletionError as error:
+            log.debug("warming %s failed (ignored): %s", self.pool.host, error)
+            return
+        event: dict[str, Any] = {"type": "response.create", "generate": False, "store": self._config.store}
+        warm_body = request_body(self._config, _WARM_REQUEST)
+        for key in ("model", "instructions"):
+            if key in warm_body:
+                event[key] = warm_body[key]
+        event["input"] = []
+        turn = _Turn(socket=socket, event=event, completion=None)
+        try:
+            await self._send(turn)
+            async with asyncio.timeout(self._config.timeout_s):
+                while not turn.ended:
+                    await self._next_payload(turn)
+        except (CompletionError, TimeoutError, ConnectionClosed, OSError) as error:
+            log.debug("warming %s: %s (ignored)", self.pool.host, type(error).__name__)
+            if not turn.ended:
+                # Its events may still come: the connection cannot serve another turn.
+                self.pool.discard(socket)
+                return
+        self._finish(turn)
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text as it arrives; see `base.Backend.stream`."""
+        async with aclosing(clean_text(self._texts(request, stats), request, stats)) as texts:  # type: ignore[type-var]
+            async for text in texts:
+                yield text
+
+    async def _texts(self, request: ModelRequest, stats: StreamStats) -> AsyncGenerator[str, None]:
+        stats.transport = "websocket"
+        full = self.create_event(request)
+        chain = _chain_key(request, full)
+        retried = False
+        fallback = False
+        socket: Socket | None = None
+        while True:
+            if socket is None:
+                socket, reused = await self.pool.acquire(prefer=lambda s: _holds(s, chain))
+                stats.connection_reused = reused
+            turn = self._turn(socket, full, chain, stats, fallback=fallback)
+            try:
+                async with aclosing(self._run(turn, stats)) as texts:
+                    async for text in texts:
+                        yield text
+                return
+            except _Forgotten:
+                # Sent again in full, on this connection (it answered, so it is fine).
+                fallback = True
+            except _Dropped as dropped:
+                socket = None
+                if dropped.texts or retried:
+                    raise dropped.error from None
+                retried = True
+                log.debug("WebSocket to %s dropped before answering; sending again", self.pool.host)
+
+    def _turn(
+        self,
+        socket: Socket,
+        full: dict[str, Any],
+        chain: tuple[str, str, str] | None,
+        stats: StreamStats,
+        *,
+        fallback: bool,
+    ) -> _Turn:
+        if fallback:
+            stats.continuation = "fallback"
+            return _Turn(socket=socket, event=full, completion=chain)
+        if chain is None:
+            stats.continuation = "full"
+            return _Turn(socket=socket, event=full, completion=None)
+        path, instructions, user_text = chain
+        held = socket.held if self._continue_turns else None
+        message = continuation(held, path=path, instructions=instructions, user_text=user_text)
+        if held is None or message is None:
+            stats.continuation = "full"
+            return _Turn(socket=socket, event=full, completion=chain)
+        stats.continuation = "continued"
+        event = {
+            **full,
+            "input": [{"role": "user", "content": message}],
+            "previous_response_id": held.response_id,
+        }
+        return _Turn(socket=socket, event=event, completion=chain, continued_from=held, sent_chars=len(message))
+
+    async def _run(self, turn: _Turn, stats: StreamStats) -> AsyncGenerator[str, None]:
+        """Send `turn` and yield its text. Its connection goes back to the pool when the turn ends, to a
+        background drain if the turn is abandoned mid-way, or is dropped if it broke."""
+        socket = turn.socket
+        socket.held = None  # whatever the server held, this turn replaces it
+        finished = False
+        try:
+            await self._send(turn, stats)
+            while not turn.ended:
+                payload = await self._next_payload(turn, stats)
+                kind = str(payload.get("type", ""))
+                if kind == "error":
+                    code, _ = error_of(payload)
+                    if code == PREVIOUS_NOT_FOUND and turn.continued_from is not None and not turn.texts:
+                        finished = True  # the connection stays with the caller, which sends the turn in full
+                        raise _Forgotten
+                text = consume_payload(payload, kind, stats)
+                if text:
+                    turn.texts += 1
+                    turn.answer_chars += len(text)
+                    yield text
+            finished = True
+            self._finish(turn)
+        except ConnectionClosed:
+            finished = True
+            self.pool.discard(socket)
+            where = f"after {turn.events} events" if turn.events else "before answering"
+            if turn.texts:
+                error: CompletionError = BadResponse(
+                    f"stream truncated: the WebSocket to {self.pool.host} closed {where}"
+                )
+            else:
+                error = BackendUnavailable(f"the WebSocket to {self.pool.host} closed {where}")
+            raise _Dropped(error, texts=turn.texts) from None
+        except TimeoutError:
+            finished = True
+            self.pool.discard(socket)
+            raise BackendTimeout(
+                f"{self.pool.host} sent nothing on the WebSocket for {self._config.timeout_s:g} s"
+            ) from None
+        finally:
+            if finished:
+                pass
+            elif turn.ended:
+                self._finish(turn)  # ended by an error event: the connection is fine
+            else:
+                # Abandoned mid-turn (superseded, or the caller's deadline): read it out in the background.
+                self.pool.spawn(self._drain(turn))
+
+    async def _send(self, turn: _Turn, stats: StreamStats | None = None) -> None:
+        data = json.dumps(turn.event, separators=(",", ":"), ensure_ascii=False)
+        sent_ns = now_ns()
+        # Cancelling a send half-way would leave a torn frame on the connection: let it finish.
+        await asyncio.shield(turn.socket.ws.send(data))
+        turn.socket.turns += 1
+        if stats is not None:
+            stats.request_sent_ns = stats.request_sent_ns or sent_ns
+            stats.bytes_sent += len(data.encode("utf-8"))
+
+    async def _next_payload(self, turn: _Turn, stats: StreamStats | None = None) -> dict[str, Any]:
+        """The turn's next event; notes its id and whether it ends the turn."""
+        async with asyncio.timeout(self._config.timeout_s):
+            message = await turn.socket.ws.recv()
+        if stats is not None and not stats.first_byte_ns:
+            stats.first_byte_ns = now_ns()
+        turn.events += 1
+        payload = _payload(message)
+        kind = payload.get("type")
+        response = payload.get("response")
+        if isinstance(response, dict) and isinstance(response.get("id"), str):
+            turn.response_id = response["id"]
+        if kind in _TERMINAL:
+            turn.ended = str(kind)
+        return payload
+
+    def _finish(self, turn: _Turn) -> None:
+        """The turn is over: keep what the server now holds, and give the connection back."""
+        turn.socket.held = turn.held_after()
+        self.pool.release(turn.socket)
+
+    async def _drain(self, turn: _Turn) -> None:
+        """Read an abandoned turn to its end (nothing is shown), then let its connection serve again."""
+        try:
+            async with asyncio.timeout(DRAIN_LIMIT_S):
+                while not turn.ended:
+                    payload = await self._next_payload(turn)
+                    if payload.get("type") == "response.output_text.delta" and isinstance(payload.get("delta"), str):
+                        turn.answer_chars += len(payload["delta"])
+        except (TimeoutError, ConnectionClosed, CompletionError, OSError) as error:
+            log.debug("draining a superseded turn on %s failed: %s", self.pool.host, type(error).__name__)
+            self.pool.discard(turn.socket)
+            return
+        self._finish(turn)
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+class _Forgotten(Exception):
+    """The server no longer holds the response a continuation named."""
+
+
+class _Dropped(Exception):
+    """The connection closed during a turn."""
+
+    def __init__(self, error: CompletionError, *, texts: int) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.texts = texts
+
+
+def _chain_key(request: ModelRequest, full: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """(path, instructions, user text) of a completion that may continue a chain; None for a conversation
+    (an edit) or anything that is not one user message."""
+    if request.messages:
+        return None
+    items = full.get("input")
+    if not isinstance(items, list) or len(items) != 1:
+        return None
+    content = items[0].get("content") if isinstance(items[0], dict) else None
+    if not isinstance(content, str):
+        return None
+    return request.path, str(full.get("instructions", "")), content
+
+
+def _holds(socket: Socket, chain: tuple[str, str, str] | None) -> bool:
+    return chain is not None and socket.held is not None and socket.held.path == chain[0]
+
+
+def _payload(message: str | bytes) -> dict[str, Any]:
+    text = message.decode("utf-8", errors="replace") if isinstance(message, bytes) else message
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        raise BadResponse(f"a WebSocket event is not JSON: {excerpt(text)!r}") from None
+    if not isinstance(payload, dict):
+        raise BadResponse(f"a WebSocket event is not a JSON object: {excerpt(text)!r}")
+    return payload

@@ -1,0 +1,199 @@
+"""The configured models, by tier ("fast", "accurate"), and running one model stream.
+
+A tier holds its `ModelConfig`, the backend built for it (sharing the server's one HTTP client), the
+time before which it must not be asked again (after a 429's Retry-After), and its circuit breaker
+(`completion.providers.breaker`), whose notices go to `Tiers.listener` (the user is told once per outage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import anyio
+import httpx
+
+from tandem.completion.config.tree import ModelConfig, ModelsConfig
+from tandem.completion.inline.streams import Cancelled, Stream, log_failure
+from tandem.completion.providers.backends.base import Backend, ModelRequest
+from tandem.completion.providers.backends.factory import describe_model, make_backend
+from tandem.completion.providers.breaker import Breaker, Notice, abandoned_error
+from tandem.completion.providers.errors import CompletionError, RateLimited, describe
+from tandem.completion.providers.transport import ResilientTransport
+
+log = logging.getLogger(__name__)
+
+TIER_NAMES = ("fast", "accurate")
+# The longest a Retry-After is honoured for; a provider asking for more is treated as down for this long.
+MAX_HOLD_OFF_S = 60.0
+# The longest a completion stream is read, whatever the provider sends (inline completions end in seconds;
+# a stream still going after this is one nobody will read).
+STREAM_MAX_S = 30.0
+
+
+def stream_char_limit(max_tokens: int) -> int:
+    """Characters read from one stream: `max_tokens` at a generous 8 characters a token (code averages
+    3-4), at least 4,096 — a provider that ignores max_tokens cannot flood the server."""
+    return max(4096, max_tokens * 8)
+
+
+@dataclass
+class Tier:
+    name: str
+    config: ModelConfig
+    backend: Backend
+    label: str
+    # After a 429 the tier is left alone until this time (perf_counter seconds).
+    not_before_s: float = 0.0
+    breaker: Breaker = field(default_factory=lambda: Breaker("model"))
+    # Told when an outage of this model begins or ends (once each).
+    on_notice: Callable[[Notice], None] | None = None
+
+    def __post_init__(self) -> None:
+        self.breaker.model = self.label
+
+    def holding_off(self) -> bool:
+        now = time.perf_counter()
+        return now < self.not_before_s or not self.breaker.allows(now)
+
+    def hold_reason(self) -> str:
+        if not self.breaker.allows(time.perf_counter()):
+            return f"circuit open: {self.breaker.kind} errors from the provider"
+        return "rate limited: waiting out the provider's Retry-After"
+
+    def _notify(self, notice: Notice | None) -> None:
+        if notice is not None:
+            log.warning("%s", notice.message)
+            if self.on_notice is not None:
+                self.on_notice(notice)
+
+    async def run(self, stream: Stream, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
+        """Stream the model's answer into `stream` (calling `remember` as it grows and at the end)."""
+        error: CompletionError | None = None
+        probe = self.breaker.failures > 0
+        self.breaker.probing = self.breaker.probing or probe
+        cut = ""
+        max_chars = stream_char_limit(request.max_tokens)
+        try:
+            chunks = self.backend.stream(request, stream.stats)
+            # Local limits, whatever the provider does (a provider that ignores max_tokens, or never ends):
+            # leaving the block closes the response and its connection.
+            with anyio.move_on_after(STREAM_MAX_S) as timer:
+                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                    async for chunk in chunks:
+                        stream.append(chunk)
+                        remember(stream)
+                        if len(stream.text) > max_chars:
+                            cut = f"over {max_chars} characters"
+                            stream.text = stream.text[:max_chars]
+                            break
+            if timer.cancelled_caught:
+                cut = f"still streaming after {STREAM_MAX_S:g} s"
+        except RateLimited as exc:
+            error = exc
+            self.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
+        except CompletionError as exc:
+            error = exc
+        except asyncio.CancelledError:
+            if probe:
+                self.breaker.probing = False
+            stream.finish(Cancelled("superseded"))
+            remember(stream)
+            raise
+        except Exception as exc:  # a backend bug must end this stream, never the server
+            log.exception("stream %s failed", stream.id)
+            error = CompletionError(f"{type(exc).__name__}: {exc}")
+        if probe:
+            self.breaker.probing = False
+        if error is None:
+            self._notify(self.breaker.success())
+        else:
+            self._notify(self.breaker.failure(error, time.perf_counter()))
+        if cut:
+            log.warning("stream %s (%s) cut locally: %s", stream.id, self.label, cut)
+            stream.stats.finish_reason = "length"
+        if error is None and stream.stats.finish_reason == "length":
+            # Cut off by max_tokens: the last line is unfinished, and showing it would break the code.
+            stream.text = stream.text[: stream.text.rfind("\n") + 1]
+        stream.finish(error)
+        remember(stream)
+        log_failure(stream)
+
+
+class Tiers:
+    """The tiers the configuration names, rebuilt only when a tier's configuration changes."""
+
+    def __init__(self, client: httpx.AsyncClient, env: Mapping[str, str]) -> None:
+        self._client = client
+        self._env = env
+        self._tiers: dict[str, Tier] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+        # Where a model's outage and recovery are announced (the LSP layer: showMessage and logMessage).
+        self.listener: Callable[[Notice], None] | None = None
+        # A superseded request's response still tells whether its provider works (httpx keeps the
+        # transport in a private attribute; another transport simply reports nothing).
+        transport = getattr(client, "_transport", None)
+        if isinstance(transport, ResilientTransport):
+            transport.observers.append(self._abandoned)
+
+    def configure(self, models: ModelsConfig) -> list[str]:
+        problems: list[str] = []
+        for name in TIER_NAMES:
+            model: ModelConfig | None = getattr(models, name)
+            current = self._tiers.get(name)
+            if current is not None and current.config == model:
+                continue
+            self._tiers.pop(name, None)
+            if current is not None:
+                task = asyncio.ensure_future(current.backend.aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
+            if model is None or not model.base_url:
+                continue
+            try:
+                backend = make_backend(model, self._client, env=self._env)
+            except CompletionError as error:
+                problems.append(f"models.{name}: {describe(error)}")
+                continue
+            self._tiers[name] = Tier(name, model, backend, describe_model(model), on_notice=self._announce)
+        return problems
+
+    def _abandoned(self, response: httpx.Response) -> None:
+        """The response to a request whose stream was superseded before it was read."""
+        error = abandoned_error(response)
+        if error is None:
+            return
+        url = str(response.request.url)
+        for tier in self._tiers.values():
+            if url.startswith(tier.config.base_url.rstrip("/")):
+                tier._notify(tier.breaker.failure(error, time.perf_counter()))
+
+    def _announce(self, notice: Notice) -> None:
+        if self.listener is not None:
+            self.listener(notice)
+
+    def get(self, name: str) -> Tier | None:
+        return self._tiers.get(name)
+
+    def for_completion(self) -> Tier | None:
+        """Inline completions use the fast model; the accurate one stands in when it is all there is, or
+        while the fast one is held off (its breaker open, or a 429) and the accurate one is not."""
+        fast, accurate = self._tiers.get("fast"), self._tiers.get("accurate")
+        if fast is not None and fast.holding_off() and accurate is not None and not accurate.holding_off():
+            return accurate
+        return fast or accurate
+
+    def __bool__(self) -> bool:
+        return bool(self._tiers)
+
+    async def warm(self) -> None:
+        await asyncio.gather(*(tier.backend.warm() for tier in self._tiers.values()))
+
+    async def aclose(self) -> None:
+        for tier in self._tiers.values():
+            await tier.backend.aclose()
+        self._tiers.clear()

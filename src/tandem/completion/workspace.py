@@ -1,0 +1,366 @@
+"""The workspace as the model side sees it: what may be sent, the symbols of every file, the open
+documents' token indexes, and context windows built from them.
+
+The LSP edge feeds it document events (`open`, `change`, `close`); `start()` loads the tokenizer and scans
+the workspace in a worker thread (files read here, never in `cache/`), then swaps the finished index in, so
+the event loop never waits for the disk. Until then completions use a plain character window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import pathlib
+import time
+from dataclasses import dataclass, field
+
+from tandem.cache.context import MIN_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow
+from tandem.cache.lines import Edit, LineBuffer
+from tandem.cache.privacy import ALLOWED, IGNORE_FILE_NAMES, PrivacyFilter, PrivacyPolicy, Verdict
+from tandem.cache.symbols import SymbolIndex
+from tandem.cache.token_index import TokenIndex
+from tandem.cache.tokens import EncodingUnavailable, TokenCounter, get_counter
+from tandem.completion.config.tree import ContextConfig, PrivacyConfig
+from tandem.completion.gate import Gate, link_verdict, relative_path
+from tandem.completion.machine.containment import Folders
+
+log = logging.getLogger(__name__)
+
+# Files the symbol index reads: source code, by extension.
+SOURCE_SUFFIXES = frozenset(
+    ".py .pyi .js .jsx .mjs .ts .tsx .go .rs .java .kt .c .h .cc .cpp .hpp .cs .rb .php .lua .el .swift .scala"
+    " .sh .ex .exs .hs .ml .zig .dart .vue .svelte".split()
+)
+# Directories never worth walking (dependencies, build output, caches); ignore files prune the rest.
+SKIP_DIRS = frozenset(
+    ".git .hg .svn node_modules __pycache__ .venv venv .tox .mypy_cache .ruff_cache .pytest_cache dist build"
+    " target .idea .vscode .cache site-packages".split()
+)
+# Re-index an edited document's symbols this long after its last change (not on every keystroke).
+SYMBOLS_AFTER_EDIT_S = 2.0
+
+
+@dataclass
+class ScanProgress:
+    """How far a running scan has got (written by the scan's thread, read on the event loop)."""
+
+    files: int = 0
+
+
+@dataclass
+class ScanResult:
+    symbols: SymbolIndex
+    privacy: PrivacyFilter
+    files: int = 0
+    refused: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def scan_workspace(
+    root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int, progress: ScanProgress | None = None
+) -> ScanResult:
+    """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules. Linked
+    directories are not walked; a linked file that leads out of the workspace is not read unless the user
+    opted its path in. Only regular files are read (a named pipe would block the scan for good)."""
+    started = time.perf_counter()
+    folders = Folders([root])
+    privacy = PrivacyFilter(policy=policy)
+    symbols = SymbolIndex()
+    result = ScanResult(symbols=symbols, privacy=privacy)
+    for directory, dirs, files in os.walk(root):
+        relative_dir = os.path.relpath(directory, root)
+        relative_dir = "" if relative_dir == "." else relative_dir.replace(os.sep, "/")
+        for name in IGNORE_FILE_NAMES:
+            if name in files:
+                try:
+                    where = f"{relative_dir}/{name}".lstrip("/")
+                    skipped = privacy.set_ignore_file(where, (pathlib.Path(directory) / name).read_text())
+                    if skipped:
+                        log.info("%s: %d line(s) that are no pattern skipped, as git skips them", where, len(skipped))
+                except (OSError, UnicodeDecodeError):
+                    log.info("cannot read %s/%s; its rules are not applied", relative_dir, name)
+        dirs[:] = sorted(
+            d for d in dirs if d not in SKIP_DIRS and privacy.check_path(f"{relative_dir}/{d}/x".lstrip("/"))
+        )
+        for name in sorted(files):
+            if os.path.splitext(name)[1] not in SOURCE_SUFFIXES:
+                continue
+            if result.files >= max_files:
+                result.refused["over max_files"] = result.refused.get("over max_files", 0) + 1
+                continue
+            relative = f"{relative_dir}/{name}".lstrip("/")
+            verdict = privacy.check_path(relative)
+            path = pathlib.Path(directory) / name
+            data = b""
+            if verdict and path.is_symlink():
+                verdict = link_verdict(folders, privacy, path, relative)
+            if verdict and not path.is_file():
+                verdict = Verdict(allowed=False, reason="not a regular file")
+            if verdict:
+                try:
+                    if path.stat().st_size > policy.max_file_bytes:
+                        verdict = Verdict(allowed=False, reason="too large")
+                    else:
+                        data = path.read_bytes()
+                        verdict = privacy.check_content(relative, data)
+                except OSError as error:
+                    verdict = Verdict(allowed=False, reason=f"unreadable ({error.strerror})")
+            if not verdict:
+                kind = verdict.reason.split(" (")[0]
+                result.refused[kind] = result.refused.get(kind, 0) + 1
+                continue
+            symbols.update(relative, data.decode("utf-8"))
+            result.files += 1
+            if progress is not None:
+                progress.files = result.files
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+@dataclass
+class _Open:
+    path: str
+    buffer: LineBuffer
+    index: TokenIndex | None = None
+    # Edits that arrived while the index was being built in a thread: (start, end, new lines).
+    pending: list[tuple[int, int, list[str]]] | None = None
+    verdict: Verdict = field(default_factory=lambda: Verdict(allowed=True))
+    symbols_timer: asyncio.TimerHandle | None = None
+
+
+class WorkspaceIndex:
+    """One per server. Not thread-safe: call it from the event loop (it uses threads itself)."""
+
+    def __init__(
+        self,
+        *,
+        root: pathlib.Path | None,
+        context: ContextConfig,
+        privacy: PrivacyConfig,
+        folders: list[pathlib.Path] | None = None,
+    ) -> None:
+        self.root = root
+        self.folders = Folders(folders if folders else [root] if root is not None else [])
+        self.settings = context
+        # What may be sent is the gate's to decide (completion.gate); the index asks it and keeps the answers.
+        policy = PrivacyPolicy(opt_in=privacy.opt_in, max_file_bytes=privacy.max_file_bytes)
+        self.gate = Gate(root=root, policy=policy, folders=self.folders)
+        # The root's ignore files now, not after the scan: editors open documents at once, and a document
+        # judged without them would be judged wrongly (two small reads; the scan brings nested ones).
+        for name in IGNORE_FILE_NAMES:
+            try:
+                text = (root / name).read_text() if root is not None else None
+            except (OSError, UnicodeDecodeError):
+                text = None
+            if text is not None:
+                self.gate.privacy.set_ignore_file(name, text)
+        self.symbols = SymbolIndex()
+        self.counter: TokenCounter | None = None
+        self.scan: ScanResult | None = None
+        self._builder: ContextBuilder | None = None
+        self._docs: dict[str, _Open] = {}
+        # The background scan: whether one is coming, how far it has got, and its end (set however it ends).
+        self.will_scan = root is not None and context.scan_workspace and root.is_dir()
+        self.scan_progress = ScanProgress()
+        self._scanned = asyncio.Event()
+
+    # -- start-up -------------------------------------------------------------------------------
+
+    @property
+    def scanning(self) -> bool:
+        """True until the background scan has ended (False at once when there is none to run)."""
+        return self.will_scan and not self._scanned.is_set()
+
+    async def wait_for_scan(self, timeout_s: float) -> bool:
+        """Wait at most `timeout_s` for the background scan to end; True if it has."""
+        if not self.scanning:
+            return True
+        try:
+            await asyncio.wait_for(self._scanned.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def start(self) -> list[str]:
+        """Load the tokenizer and scan the workspace off the event loop; returns problems to show."""
+        try:
+            return await self._start()
+        finally:
+            self._scanned.set()
+
+    async def _start(self) -> list[str]:
+        problems: list[str] = []
+        try:
+            self.counter = await asyncio.to_thread(get_counter, self.settings.encoding)
+        except EncodingUnavailable as error:
+            problems.append(f"context.encoding: {error}; using cl100k_base")
+            self.counter = await asyncio.to_thread(get_counter, "cl100k_base")
+        self._builder = self._make_builder()
+        for uri, doc in self._docs.items():
+            if doc.verdict and doc.index is None and doc.pending is None:
+                self._index_later(uri, doc)
+        if self.root is not None and self.will_scan:
+            policy = self.privacy.policy
+            scan = await asyncio.to_thread(
+                scan_workspace,
+                self.root,
+                policy=policy,
+                max_files=self.settings.max_files,
+                progress=self.scan_progress,
+            )
+            self.scan, self.symbols, self.gate.privacy = scan, scan.symbols, scan.privacy
+            self._judge_again()
+            self._builder = self._make_builder()
+            log.info(
+                "workspace indexed: %d files in %.1f s; not sent: %s", scan.files, scan.seconds, scan.refused or "none"
+            )
+        return problems
+
+    def _judge_again(self) -> None:
+        """The gate knows every ignore file now: documents opened before are judged again under them."""
+        for uri, doc in self._docs.items():
+            verdict = self.gate.open(uri, doc.buffer.text())
+            if not verdict:
+                self._refuse(uri, doc, verdict)
+                doc.index, doc.pending = None, None
+            elif not doc.verdict:
+                doc.verdict = verdict
+                if doc.index is None and doc.pending is None:
+                    self._index_later(uri, doc)
+
+    def _make_builder(self) -> ContextBuilder:
+        assert self.counter is not None
+        options = ContextOptions(
+            budget_tokens=self.settings.budget_tokens,
+            suffix_share=self.settings.suffix_share,
+            snippet_share=self.settings.snippet_share,
+            order=self.settings.order,
+        )
+        builder = ContextBuilder(
+            counter=self.counter, symbols=self.symbols, options=options, may_send=lambda p: bool(self.may_send(p))
+        )
+        for doc in self._docs.values():
+            if doc.index is not None and doc.verdict:
+                builder.open_document(doc.path, doc.index)
+        return builder
+
+    # -- documents ------------------------------------------------------------------------------
+
+    @property
+    def privacy(self) -> PrivacyFilter:
+        return self.gate.privacy
+
+    def relative(self, uri: str) -> str:
+        return relative_path(uri, self.root)
+
+    def may_send(self, path: str) -> Verdict:
+        """Whether text from `path` may go into a prompt (path rules; an open document's own verdict)."""
+        return self.gate.source(path)
+
+    def verdict(self, uri: str) -> Verdict:
+        """Whether this open document may be sent to a model at all (the gate's verdict at open)."""
+        return self.gate.document(uri)
+
+    def open(self, uri: str, buffer: LineBuffer) -> Verdict:
+        """A document opened (or replaced whole): the gate decides whether it may be sent; if so it is
+        indexed in the background."""
+        self.close(uri)
+        verdict = self.gate.open(uri, buffer.text())
+        doc = _Open(path=self.relative(uri), buffer=buffer, verdict=verdict)
+        self._docs[uri] = doc
+        if verdict and self.counter is not None:
+            self._index_later(uri, doc)
+        return verdict
+
+    def _index_later(self, uri: str, doc: _Open) -> None:
+        """Build the token index in a thread (a 1 MB file takes ~0.2 s); edits meanwhile are queued."""
+        counter = self.counter
+        assert counter is not None
+        snapshot = doc.buffer.lines(0, doc.buffer.line_count)
+        doc.pending = []
+
+        def done(task: asyncio.Future[TokenIndex]) -> None:
+            if self._docs.get(uri) is not doc or task.cancelled() or task.exception() is not None:
+                return
+            index = task.result()
+            for start, end, new_lines in doc.pending or ():
+                index.replace_lines(start, end, new_lines)
+            doc.index, doc.pending = index, None
+            if self._builder is not None:
+                self._builder.open_document(doc.path, index)
+                # Pre-build a window once: resolving the file's imports and the definitions it uses is
+                # memoised, so the first keystroke's window costs what every later one does.
+                self._builder.build(path=doc.path, index=index, line=0, character=0)
+
+        future = asyncio.ensure_future(asyncio.to_thread(TokenIndex, counter, snapshot))
+        future.add_done_callback(done)
+
+    def change(self, uri: str, edit: Edit) -> Verdict:
+        """`edit` was just applied to the document's buffer. A change that brings in a credential refuses
+        the document from now on (the refusal is returned, once, for the user to be told)."""
+        doc = self._docs.get(uri)
+        if doc is None or not doc.verdict:
+            return ALLOWED
+        verdict = self.gate.change(uri, doc.buffer, edit)
+        if not verdict:
+            self._refuse(uri, doc, verdict)
+            return verdict
+        end = edit.start_line + edit.old_line_count
+        new_lines = doc.buffer.lines(edit.start_line, edit.start_line + edit.new_line_count)
+        if doc.index is not None:
+            doc.index.replace_lines(edit.start_line, end, new_lines)
+        elif doc.pending is not None:
+            doc.pending.append((edit.start_line, end, new_lines))
+        if self._builder is not None:
+            self._builder.note_edit(doc.path, edit.start_line, lines_added=edit.new_line_count - edit.old_line_count)
+        if doc.symbols_timer is not None:
+            doc.symbols_timer.cancel()
+        doc.symbols_timer = asyncio.get_running_loop().call_later(SYMBOLS_AFTER_EDIT_S, self._reindex, uri)
+        return ALLOWED
+
+    def _refuse(self, uri: str, doc: _Open, verdict: Verdict) -> None:
+        """Nothing of this document is sent from now on: its window, its snippets, its symbols."""
+        log.info("%s will not be sent to a model: %s", doc.path, verdict.reason)
+        doc.verdict = verdict
+        if doc.symbols_timer is not None:
+            doc.symbols_timer.cancel()
+            doc.symbols_timer = None
+        if self._builder is not None:
+            self._builder.close_document(doc.path)
+        if doc.path in self.symbols:
+            self.symbols.remove(doc.path)
+
+    def _reindex(self, uri: str) -> None:
+        doc = self._docs.get(uri)
+        if doc is not None and doc.verdict:
+            doc.symbols_timer = None
+            self.symbols.update(doc.path, doc.buffer.text())
+
+    def close(self, uri: str) -> None:
+        self.gate.close(uri)
+        doc = self._docs.pop(uri, None)
+        if doc is not None:
+            if doc.symbols_timer is not None:
+                doc.symbols_timer.cancel()
+            if self._builder is not None:
+                self._builder.close_document(doc.path)
+
+    # -- context --------------------------------------------------------------------------------
+
+    def window(self, uri: str, line: int, character: int, *, inserted: str = "") -> ContextWindow | None:
+        """The token-budgeted window at a cursor, or None while the document's index is not ready.
+        `inserted`: the window as if that text were typed at the cursor (a suggestion not yet accepted),
+        within the same budget."""
+        doc = self._docs.get(uri)
+        if doc is None or doc.index is None or self._builder is None or not doc.verdict:
+            return None
+        if not inserted:
+            return self._builder.build(path=doc.path, index=doc.index, line=line, character=character)
+        assert self.counter is not None  # the builder is made with it
+        extra = self.counter.count(inserted)
+        options = self._builder.options
+        smaller = dataclasses.replace(options, budget_tokens=max(MIN_BUDGET_TOKENS, options.budget_tokens - extra))
+        window = self._builder.build(path=doc.path, index=doc.index, line=line, character=character, options=smaller)
+        return dataclasses.replace(window, prefix=window.prefix + inserted, prefix_tokens=window.prefix_tokens + extra)

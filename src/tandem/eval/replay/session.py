@@ -1,0 +1,141 @@
+"""One replay session: open a file with a span removed and type the span back, as a person in VS Code would.
+
+Each key press is an incremental didChange followed by an inline completion request. Between key presses
+the typist pauses (`keystrokes.Rhythm`); a suggestion that arrives during the pause is shown, and if it is
+exactly what the typist would type next, the next key press is Tab instead: the whole suggestion is
+inserted (one didChange, as accepting ghost text does). A suggestion that only partly matches is ignored.
+A request still unanswered when the next key is pressed is withdrawn with `$/cancelRequest`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tandem.eval.replay.keystrokes import Rhythm, key_presses, next_key
+
+if TYPE_CHECKING:
+    from lsprotocol import types
+
+    from tandem.eval.replay.client import Pending, ReplayClient
+    from tandem.eval.replay.sources import Task
+
+# After the last key, how long to wait for the last request's answer before withdrawing it.
+_LAST_ANSWER_WAIT_S = 2.0
+# How long a patient typist waits for an answer before typing on regardless.
+_PATIENT_WAIT_S = 10.0
+
+
+@dataclass
+class Tally:
+    """What the client saw over a whole replay."""
+
+    sessions: int = 0
+    # Characters in all the spans the replay set out to type.
+    planned_chars: int = 0
+    requests: int = 0
+    answered: int = 0  # responses received for requests the client had not withdrawn
+    cancelled: int = 0  # requests withdrawn with $/cancelRequest
+    errors: int = 0  # error responses other than to a withdrawn request
+    shown: int = 0  # answered with a suggestion
+    accepted: int = 0
+    accepted_chars: int = 0
+    # Accept commands of accepted items sent to the server (workspace/executeCommand), as VS Code runs them.
+    commands: int = 0
+    command_errors: list[str] = field(default_factory=list)
+    typed_chars: int = 0
+    key_presses: int = 0
+    # Key presses the typed text would have taken with no suggestions at all.
+    key_presses_unassisted: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+
+
+Progress = Callable[[Tally], None]
+
+
+def _settle(pending: Pending, tally: Tally) -> tuple[str, types.Command | None]:
+    """Account for an answered request; the suggestion it shows ('' for none) and its accept command."""
+    if pending.future.exception() is not None:
+        tally.errors += 1
+        return "", None
+    tally.answered += 1
+    tally.latencies_ms.append(pending.latency_ms)
+    text, command = pending.suggestion()
+    if text:
+        tally.shown += 1
+    return text, command
+
+
+async def type_span(
+    client: ReplayClient,
+    task: Task,
+    *,
+    rhythm: Rhythm,
+    rng: random.Random,
+    tally: Tally,
+    stop_at: float | None = None,
+    patient: bool = False,
+    progress: Progress | None = None,
+) -> bool:
+    """Type `task.span` back into its file; False if `stop_at` (event-loop time) came first. A `patient`
+    typist waits for each answer before pausing for the next key, so no request races the model."""
+    loop = asyncio.get_running_loop()
+    document = client.open(uri=task.uri, language_id=task.language_id, text=task.opened_text, cursor=task.start)
+    span = task.span
+    at = 0
+    previous = "\n"
+    pending: Pending | None = None
+    while at < len(span):
+        if stop_at is not None and loop.time() >= stop_at:
+            break
+        if patient and pending is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(pending.answered.wait(), _PATIENT_WAIT_S)
+        due = loop.time() + rhythm.pause_s(rng, previous)
+        if pending is not None and not pending.answered.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(pending.answered.wait(), max(0.0, due - loop.time()))
+        if (remaining := due - loop.time()) > 0:
+            await asyncio.sleep(remaining)  # sleep-ok: the typist's pause between key presses
+        client.check_alive()
+        suggestion, command = "", None
+        if pending is not None:
+            if pending.answered.is_set():
+                suggestion, command = _settle(pending, tally)
+            else:
+                client.cancel(pending)
+                tally.cancelled += 1
+        accepting = bool(suggestion) and span.startswith(suggestion, at)
+        if accepting:
+            inserted = suggestion
+            tally.accepted += 1
+            tally.accepted_chars += len(inserted)
+        else:
+            inserted = next_key(span, at)
+            tally.typed_chars += len(inserted)
+        client.insert(document, inserted)
+        if accepting and client.run_command(command, on_error=tally.command_errors.append):
+            tally.commands += 1
+        tally.key_presses += 1
+        at += len(inserted)
+        previous = inserted
+        pending = client.request_inline(document)
+        tally.requests += 1
+        if progress is not None:
+            progress(tally)
+    if pending is not None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(pending.answered.wait(), _LAST_ANSWER_WAIT_S)
+        if pending.answered.is_set():
+            _settle(pending, tally)
+        else:
+            client.cancel(pending)
+            tally.cancelled += 1
+    client.close(document)
+    tally.sessions += 1
+    tally.key_presses_unassisted += key_presses(span[:at])
+    return at >= len(span)

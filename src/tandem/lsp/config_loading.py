@@ -1,0 +1,87 @@
+"""Where configuration comes from: files, initializationOptions, workspace/didChangeConfiguration.
+
+The layers are read here (the only place that touches config files) and merged by
+`completion.config.tree.merge_layers`, which also enforces the workspace trust rules: each layer carries its
+file's directory (relative paths in it start there), and tandem's state and cache directories bound where
+a workspace's paths may point.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tandem.completion.config.tree import Config, Layer, Problem, mark_trusted_root, merge_layers
+
+
+def user_config_path(env: Mapping[str, str]) -> pathlib.Path:
+    base = env.get("XDG_CONFIG_HOME") or str(pathlib.Path(env.get("HOME", "~")).expanduser() / ".config")
+    return pathlib.Path(base) / "tandem" / "config.toml"
+
+
+def private_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
+    """tandem's own state and cache directories: the only places a workspace's config may have written."""
+    home = pathlib.Path(env.get("HOME", "~")).expanduser()
+    state = env.get("XDG_STATE_HOME") or str(home / ".local" / "state")
+    cache = env.get("XDG_CACHE_HOME") or str(home / ".cache")
+    return str(pathlib.Path(state) / "tandem"), str(pathlib.Path(cache) / "tandem")
+
+
+def _read_toml(path: pathlib.Path, problems: list[Problem]) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as error:
+        problems.append(Problem(str(path), "(file)", f"not valid TOML ({error}); the file is ignored"))
+    except OSError as error:
+        problems.append(Problem(str(path), "(file)", f"cannot be read ({error.strerror}); the file is ignored"))
+    return {}
+
+
+def _editor_settings(values: Any) -> dict[str, Any]:
+    """Settings from an editor: VS Code nests them under "tandem"; others send them flat."""
+    if not isinstance(values, Mapping):
+        return {}
+    inner = values.get("tandem")
+    return dict(inner) if isinstance(inner, Mapping) else dict(values)
+
+
+@dataclass
+class ConfigSources:
+    """The raw layers as last seen; `resolve()` merges them into a Config."""
+
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    workspace_root: pathlib.Path | None = None
+    # Every workspace folder the editor named (the root is the first); edits write only inside these.
+    workspace_folders: list[pathlib.Path] = field(default_factory=list)
+    initialization_options: dict[str, Any] = field(default_factory=dict)
+    did_change: dict[str, Any] = field(default_factory=dict)
+
+    def set_initialization_options(self, values: Any) -> None:
+        self.initialization_options = _editor_settings(values)
+
+    def set_did_change(self, values: Any) -> None:
+        self.did_change = _editor_settings(values)
+
+    def resolve(self) -> tuple[Config, list[Problem]]:
+        problems: list[Problem] = []
+        user_path = user_config_path(self.env)
+        user = _read_toml(user_path, problems)
+        layers = [Layer(str(user_path), user, directory=str(user_path.parent))]
+        if self.workspace_root is not None:
+            root = str(self.workspace_root)
+            for layer in (user, self.initialization_options, self.did_change):
+                mark_trusted_root(layer, root)
+            workspace_path = self.workspace_root / "tandem.toml"
+            values = _read_toml(workspace_path, problems)
+            layers.append(Layer(str(workspace_path), values, from_workspace=True, directory=root))
+        layers.append(Layer("initializationOptions", self.initialization_options))
+        layers.append(Layer("workspace/didChangeConfiguration", self.did_change))
+        config, merge_problems = merge_layers(layers, private_dirs=private_dirs(self.env))
+        return config, problems + merge_problems

@@ -1,0 +1,182 @@
+"""The workspace as one edit sees it: paths, current texts and versions, privacy, and the `WorkspaceEdit`.
+
+Paths are what the model sees and the edits carry: POSIX, relative to the workspace root (the workspace
+index's `relative`), absolute outside it. A file's current text is its open document's buffer, else the
+file on disk; each read records the version it had (None for a file that is not open), and those are the
+versions the `WorkspaceEdit` names, so an editor refuses an edit the user has typed past.
+
+Nothing is read from disk through a link that leads out of the workspace, and nothing is written outside
+the workspace folders (`completion.machine.containment`): a model's answer names paths, and a prompt-injected
+model names `../../.bashrc`.
+
+Columns go through the server's position codec (`ls.documents.codec`), never through string indexing.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from tandem.completion.edit.file_edits import FileEdit, line_col
+from tandem.completion.gate import relative_path
+from tandem.completion.machine.containment import Folders
+
+if TYPE_CHECKING:
+    from tandem.cache.symbols import SymbolIndex
+    from tandem.lsp.documents import Document
+    from tandem.lsp.server import TandemServer
+
+
+class EditWorkspace:
+    """Reads for one edit; built on the event loop (it snapshots the open documents)."""
+
+    def __init__(self, ls: TandemServer) -> None:
+        self._ls = ls
+        self.index = ls.workspace_index
+        self.root = self.index.root if self.index is not None else ls.sources.workspace_root
+        self.folders = self.index.folders if self.index is not None else Folders(ls.sources.workspace_folders)
+        documents: Mapping[str, Document] = ls.documents.all()
+        self._open_by_path = {self.path_of(uri): doc for uri, doc in documents.items()}
+        # The version of each file when its text was last read by `current` (None: not open).
+        self.versions: dict[str, int | None] = {}
+
+    # -- paths ----------------------------------------------------------------------------------
+
+    def path_of(self, uri: str) -> str:
+        return relative_path(uri, self.root)
+
+    def uri_of(self, path: str) -> str:
+        doc = self._open_by_path.get(path)
+        if doc is not None:
+            return doc.uri  # the client's own spelling of it
+        return self.file_of(path).as_uri()
+
+    def file_of(self, path: str) -> pathlib.Path:
+        candidate = pathlib.Path(path)
+        if candidate.is_absolute() or self.root is None:
+            return candidate
+        return self.root / candidate
+
+    def write_refusal(self, path: str) -> str:
+        """ "" if an edit may write `path`, else a message naming it. Inside the workspace folders (links
+        and `..` resolved) it may; outside, only a document the user has open (not reached through a link)."""
+        file = self.file_of(path)
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)  # a model's path: no control bytes
+        refusal = self.folders.write_refusal(file, shown) if self.folders else f"{shown} is not in a workspace folder"
+        if refusal and path in self._open_by_path and not self.folders.lexically_inside(file):
+            if file.resolve() == file.absolute():
+                return ""  # the user's own document, opened from outside the workspace
+        return refusal
+
+    def symbols(self) -> SymbolIndex | None:
+        return self.index.symbols if self.index is not None else None
+
+    # -- texts ----------------------------------------------------------------------------------
+
+    def open_texts(self) -> dict[str, str]:
+        """{path: current text} of the open documents the gate allows (on the loop: buffers change under
+        typing). They feed the router's name lookup and working diff, which stay on this machine."""
+        gate = self.index.gate if self.index is not None else None
+        return {
+            path: doc.buffer.text()
+            for path, doc in self._open_by_path.items()
+            if gate is None or gate.document(doc.uri)
+        }
+
+    def open_files(self) -> dict[str, str]:
+        """{absolute file path: current text} of the open documents, for the working diff."""
+        return {str(self.file_of(path)): text for path, text in self.open_texts().items()}
+
+    def read_text(self, path: str) -> str | None:
+        """`path`'s current text, or None if unreadable (whether it may be shown to a model is the gate's
+        decision, in the edit flow)."""
+        return self._text(path)
+
+    def current(self, paths: Collection[str]) -> dict[str, str]:
+        """The current texts of `paths` (absent when unknown), recording the version each had."""
+        texts: dict[str, str] = {}
+        for path in paths:
+            doc = self._live(path)
+            text = doc.buffer.text() if doc is not None else self._disk(path)
+            self.versions[path] = doc.version if doc is not None else None
+            if text is not None:
+                texts[path] = text
+        return texts
+
+    def _live(self, path: str) -> Document | None:
+        doc = self._open_by_path.get(path)
+        # Re-read from the store: the document may have been closed (or reopened) since the snapshot.
+        return self._ls.documents.get(doc.uri) if doc is not None else None
+
+    def _text(self, path: str) -> str | None:
+        doc = self._live(path)
+        return doc.buffer.text() if doc is not None else self._disk(path)
+
+    def _disk(self, path: str) -> str | None:
+        file = self.file_of(path)
+        if self.folders and not self.folders.contains(file):
+            return None  # a link out of the workspace, or a path a model made up that leaves it
+        try:
+            return file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def changed_since_read(self) -> bool:
+        """True if an open file's version moved since `current` last read it."""
+        for path, version in self.versions.items():
+            doc = self._live(path)
+            if doc is not None and doc.version != version:
+                return True
+        return False
+
+    # -- the workspace edit ---------------------------------------------------------------------
+
+    def workspace_edit(
+        self, edits: Sequence[FileEdit], current: Mapping[str, str], *, document_changes: bool
+    ) -> types.WorkspaceEdit:
+        """`edits` (over `current`) as a WorkspaceEdit: versioned `documentChanges` (with a CreateFile
+        for a new file) when the client takes them, else plain `changes`."""
+        by_path: dict[str, list[types.TextEdit]] = {}
+        created: list[str] = []
+        for edit in edits:
+            refusal = self.write_refusal(edit.path)
+            if refusal:
+                raise ValueError(f"refusing to write: {refusal}")  # callers check write_refusal first
+        for edit in sorted(edits, key=lambda e: (e.path, e.start)):
+            text = current.get(edit.path, "")
+            if edit.creates and edit.path not in current and edit.path not in created:
+                created.append(edit.path)
+            by_path.setdefault(edit.path, []).append(
+                types.TextEdit(
+                    range=types.Range(start=self._position(text, edit.start), end=self._position(text, edit.end)),
+                    new_text=edit.new_text,
+                )
+            )
+        if not document_changes:
+            return types.WorkspaceEdit(
+                changes={self.uri_of(path): list(text_edits) for path, text_edits in by_path.items()}
+            )
+        changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
+        for path, text_edits in by_path.items():
+            uri = self.uri_of(path)
+            if path in created:
+                changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
+            changes.append(
+                types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=self.versions.get(path)
+                    ),
+                    edits=list(text_edits),
+                )
+            )
+        return types.WorkspaceEdit(document_changes=changes)
+
+    def _position(self, text: str, offset: int) -> types.Position:
+        line, column = line_col(text, offset)
+        start = offset - column
+        end = text.find("\n", start)
+        content = text[start : len(text) if end < 0 else end].rstrip("\r")
+        return types.Position(line=line, character=self._ls.documents.codec.to_client(content, column))

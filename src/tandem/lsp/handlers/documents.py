@@ -1,0 +1,90 @@
+"""textDocument/didOpen, didChange, didClose into tandem's document store and the workspace index.
+
+Enter at the end of a line is also a hint: the editor is about to ask for the new line's completion, so
+the engine starts it now (speculation; it never delays a real request).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from tandem.completion.inline.request import CompletionRequest
+
+if TYPE_CHECKING:
+    from tandem.cache.lines import Edit
+    from tandem.cache.privacy import Verdict
+    from tandem.lsp.documents import Document
+    from tandem.lsp.server import TandemServer
+
+_NEW_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*")
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams) -> None:
+        document = ls.documents.open(params.text_document)
+        if ls.workspace_index is not None:
+            _tell(ls, document, ls.workspace_index.open(document.uri, document.buffer))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams) -> None:
+        index = ls.workspace_index
+
+        def indexed(document: Document, edit: Edit | None) -> None:
+            if index is None:
+                return
+            if edit is None:
+                _tell(ls, document, index.open(document.uri, document.buffer))
+            else:
+                _tell(ls, document, index.change(document.uri, edit))
+
+        changes = params.content_changes
+        document = ls.documents.change(params.text_document.uri, params.text_document.version, changes, indexed)
+        if document is not None and len(changes) == 1:
+            _maybe_new_line(ls, document, changes[0])
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.documents.close(uri)
+        if ls.workspace_index is not None:
+            ls.workspace_index.close(uri)
+        if ls.engine is not None:
+            ls.engine.document_closed(uri)
+        if ls.next_edits is not None:
+            ls.next_edits.document_closed(uri)
+
+
+def _tell(ls: TandemServer, document: Document, verdict: Verdict) -> None:
+    """A document that holds a credential (opened so, or typed or pasted in): the user is told, once."""
+    if not verdict and verdict.reason.startswith("contains"):
+        name = document.uri.rsplit("/", 1)[-1]  # percent-encoded: no control characters reach the editor
+        what = verdict.reason.split(" (line ")[0]
+        ls.notify_user(f"tandem: {name} is not sent to a model from now on: it {what}.")
+
+
+def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocumentContentChangeEvent) -> None:
+    """Enter pressed at the end of a line: start the new line's completion before the editor asks."""
+    if ls.engine is None or not isinstance(change, types.TextDocumentContentChangePartial):
+        return
+    if change.range.start != change.range.end or not _NEW_LINE.fullmatch(change.text):
+        return
+    line = change.range.start.line + 1
+    if line >= document.buffer.line_count or document.buffer.line_content(line).strip():
+        return  # Enter in the middle of a line: the rest moved down, nothing new to predict
+    request = CompletionRequest(
+        uri=document.uri,
+        version=document.version,
+        line=line,
+        character=len(document.buffer.line_content(line)),
+        document=document.buffer,
+        language=document.language_id,
+        path=document.path,
+        client=ls.client_name,
+        received_ns=time.perf_counter_ns(),
+    )
+    ls.engine.speculate(request)

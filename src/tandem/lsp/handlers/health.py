@@ -1,0 +1,51 @@
+"""`tandem/health`: the server's vital signs for monitors and the soak benchmark: memory, file
+descriptors, asyncio tasks, pygls' pending request futures, open documents, the HTTP pool and the
+completion cache's size."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+from typing import TYPE_CHECKING, Any
+
+from tandem.completion.providers.transport import ResilientTransport
+
+if TYPE_CHECKING:
+    from tandem.lsp.server import TandemServer
+
+METHOD = "tandem/health"
+
+
+def register(server: TandemServer) -> None:
+    @server.feature(METHOD)
+    def health(ls: TandemServer, params: Any) -> dict[str, Any]:
+        pool: dict[str, int] | None = None
+        transport = getattr(ls.http_client, "_transport", None)
+        if isinstance(transport, ResilientTransport):
+            pool = transport.health().as_dict()
+        return {
+            "rss_mb": round(_rss_kb() / 1024, 2),
+            "fds": _open_fds(),
+            "tasks": len(asyncio.all_tasks()),
+            "request_futures": len(ls.protocol._request_futures),
+            "documents": len(ls.documents.all()),
+            "pool": pool,
+            "completion_cache": ls.engine.cache_figures() if ls.engine is not None else None,
+        }
+
+
+def _open_fds() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return -1
+
+
+def _rss_kb() -> int:
+    status = pathlib.Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1

@@ -1,0 +1,315 @@
+"""The tandem language server: a small `LanguageServer` subclass and `build_server()`.
+
+Handlers live in `lsp/handlers/` by feature; this module only holds state and wires them up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import pathlib
+import stat
+import sys
+import threading
+import time
+from collections.abc import Callable, Coroutine, Generator, Mapping
+from typing import Any, BinaryIO
+
+import httpx
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.io_ import StdoutWriter
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
+
+from tandem.cache.edit_history import EditHistory
+from tandem.completion.config.tree import Config, ModelConfig
+from tandem.completion.edit.flow import EditFlow
+from tandem.completion.inline.engine import Engine
+from tandem.completion.next_edit.suggest import NextEdits
+from tandem.completion.observe.trace import Tracer
+from tandem.completion.providers.breaker import Notice
+from tandem.completion.workspace import WorkspaceIndex
+from tandem.lsp.config_loading import ConfigSources
+from tandem.lsp.documents import DocumentStore
+from tandem.lsp.heap import HeapTrimmer
+from tandem.lsp.status import METHOD as STATUS_METHOD
+from tandem.lsp.status import Status
+from tandem.lsp.stdio import MessageLoop
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+# Requests that leave a trace record, by method.
+_TRACED_REQUESTS = {types.TEXT_DOCUMENT_INLINE_COMPLETION: "inline", types.TEXT_DOCUMENT_COMPLETION: "completion"}
+
+
+class TandemProtocol(LanguageServerProtocol):
+    """pygls' protocol minus its own document copies.
+
+    pygls' built-in didOpen/didChange/didClose keep a `TextDocument` that rebuilds the whole text on
+    every incremental change (O(file) per keystroke). tandem keeps its own store (`lsp.documents`), so
+    these overrides only forward to tandem's handlers.
+    """
+
+    def _execute_handler(
+        self,
+        msg_id: Any,
+        handler: Any,
+        callback: Callable[[Any], None],
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """pygls' handler execution, minus a leak: a generator or async handler's future is kept in
+        `_request_futures` under its id, and only a request's answer removes it. Notifications (every
+        didOpen/didChange/didClose goes through a generator) and the steps of generator handlers ran under
+        fresh ids nobody removed: one future per keystroke, held for the life of the process."""
+
+        def finished(future: Any) -> None:
+            if self._request_futures.get(msg_id) is future:
+                del self._request_futures[msg_id]
+            callback(future)
+
+        super()._execute_handler(msg_id, handler, finished, args, kwargs)
+
+    def handle_message(self, message: Any) -> None:
+        """pygls drops every message after `shutdown` without a word; LSP wants requests answered with
+        InvalidRequest (all but `exit`, which pygls still handles)."""
+        method = getattr(message, "method", None)
+        if self._shutdown and getattr(message, "id", None) is not None and isinstance(method, str):
+            if method != types.EXIT:
+                error = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
+                self._send_response(message.id, None, error.to_response_error())
+                return
+        super().handle_message(message)
+
+    def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
+        if (handler := self.fm.features.get(method)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Generator[Any, Any, None]:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+
+    def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
+        """pygls' dispatch, plus: a completion request the client withdraws before its handler ever ran
+        (the request and its $/cancelRequest read in one go) still gets its one trace record."""
+        super()._handle_request(msg_id, method_name, params)
+        kind = _TRACED_REQUESTS.get(method_name)
+        future = self._request_futures.get(msg_id) if kind else None
+        if future is None or kind is None:
+            return
+        server = self._server
+        assert isinstance(server, TandemServer)
+        received_ns = time.perf_counter_ns()
+
+        def done(finished: Any) -> None:
+            started = msg_id in server.started_requests
+            server.started_requests.discard(msg_id)
+            if finished.cancelled() and not started and server.engine is not None:
+                server.engine.withdrawn(kind, received_ns)
+
+        future.add_done_callback(done)
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> Generator[Any, Any, None]:
+        """Leave at once. pygls exits with sys.exit, after which asyncio waits for worker threads (a
+        tokenizer load or a workspace scan can take a second), and editors kill a server that lingers
+        (eglot after ~0.5 s). Nothing is lost: responses are flushed as written, traces per record."""
+        if (handler := self.fm.features.get(types.EXIT)) is not None:
+            yield handler, args, None
+        logging.shutdown()
+        os._exit(0 if self._shutdown else 1)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Generator[Any, Any, None]:
+        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
+
+
+class TandemServer(LanguageServer):
+    documents: DocumentStore
+    sources: ConfigSources
+    config: Config
+    engine: Engine | None
+    # The edit path (`tandem.edit`), made on the first edit (lsp.handlers.edits.flow_of).
+    edit_flow: EditFlow | None
+    # Next-edit suggestions (textDocument/copilotInlineEdit); from `initialized` on, like the engine.
+    next_edits: NextEdits | None
+    edit_history: EditHistory
+    # The workspace as the model side sees it (privacy, symbols, token indexes); from `initialized` on.
+    workspace_index: WorkspaceIndex | None
+    trace_path: pathlib.Path | None
+    client_name: str
+    http_client: httpx.AsyncClient | None
+    # Notices already shown, so each is shown once per session.
+    shown_notices: set[str]
+    # Ids of completion requests whose handler has started (see TandemProtocol._handle_request).
+    started_requests: set[Any]
+    # The last `tandem/status` sent.
+    last_status: Status
+
+    def __init__(self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> None:
+        super().__init__("tandem", VERSION, protocol_cls=TandemProtocol)
+        self.documents = DocumentStore()
+        # Recorded from the first keystroke: next edits are predicted from it.
+        self.edit_history = EditHistory()
+        self.documents.observers.append(self.edit_history)
+        self.next_edits = None
+        self.sources = ConfigSources() if env is None else ConfigSources(env=dict(env))
+        self.config = Config()
+        self.engine = None
+        self.edit_flow = None
+        self.workspace_index = None
+        self.trace_path = trace_path
+        self.client_name = ""
+        self.http_client = None
+        self.shown_notices = set()
+        self.started_requests = set()
+        self.last_status = Status.ready()
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run `work` in the background; its failure is logged, never raised into the protocol."""
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Future[Any]) -> None:
+            self._tasks.discard(finished)
+            if not finished.cancelled() and finished.exception() is not None:
+                log.warning("background task failed: %r", finished.exception())
+
+        task.add_done_callback(done)
+
+    async def aclose(self) -> None:
+        """Stop streams, flush traces, close the HTTP client (shutdown, and tests)."""
+        if self.next_edits is not None:
+            await self.next_edits.aclose()
+            self.next_edits = None
+        if self.engine is not None:
+            await self.engine.aclose()
+            self.engine = None
+        if self.http_client is not None:
+            await self.http_client.aclose()
+            self.http_client = None
+
+    def serve_stdio(self) -> None:
+        """pygls' `start_io`, except that stdin is read on the event loop: pygls reads each header line
+        and body through a thread pool (about six thread hand-offs per message, 1-2 ms per keystroke),
+        and through `lsp.stdio`, which no framing error stops. Falls back to pygls' reader when stdin is a
+        plain file."""
+        stdin = sys.stdin.buffer
+        stdout = _protocol_stdout()
+        mode = os.fstat(stdin.fileno()).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+            self.start_io(stdout=stdout)
+            return
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader()
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+            self.protocol.set_writer(StdoutWriter(stdout))
+            self._stop_event = threading.Event()
+            trimmer = asyncio.ensure_future(HeapTrimmer().run())
+            try:
+                await MessageLoop(self.protocol).run(reader)
+            finally:
+                trimmer.cancel()
+
+        try:
+            asyncio.run(main())
+        except BrokenPipeError:
+            log.error("the connection to the client is lost; shutting down")
+        except (KeyboardInterrupt, SystemExit):
+            pass
+        finally:
+            self.shutdown()  # type: ignore[no-untyped-call]
+
+    def send_status(self, status: Status) -> None:
+        """`tandem/status` (`lsp.status.Status`) for the editor's status display.
+
+        Sent after the response that it describes: a write scheduled now lands behind the response, which
+        pygls sends from the request task's done-callback (one more pipe write before the answer would
+        add ~2 ms to every keystroke). A request without a suggestion after another without one changes
+        nothing on screen, so it sends nothing."""
+        if status.source == "none" and status.state != "error" and self.last_status.source == "none":
+            return
+        self.last_status = status
+        loop = asyncio.get_running_loop()
+        loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
+
+    def announce(self, notice: Notice) -> None:
+        """A model's outage or recovery (completion.breaker decides it is news): window/showMessage, and
+        window/logMessage for clients that show only the log (Helix without a plugin)."""
+        kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
+        self.window_show_message(types.ShowMessageParams(type=kind, message=notice.message))
+        self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
+
+    def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+        """window/showMessage, once per distinct message."""
+        if message in self.shown_notices:
+            return
+        self.shown_notices.add(message)
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+
+    def make_tracer(self) -> Tracer:
+        from tandem.completion.observe.trace import default_trace_path
+
+        settings = self.config.trace
+        if not settings.enabled:
+            return Tracer(None)
+        path = self.trace_path or (pathlib.Path(settings.path) if settings.path else default_trace_path())
+        tracer = Tracer(path, max_bytes=int(settings.max_mb * 1_000_000), keep=settings.keep)
+        self._export_spans(tracer)
+        return tracer
+
+    def _export_spans(self, tracer: Tracer) -> None:
+        """Send the tracer's records to an OpenTelemetry collector when one is configured (read at start)."""
+        from tandem.completion.observe import otel
+
+        env = os.environ  # the SDK reads the OTEL_* variables from the process environment itself
+        if not otel.wanted(self.config.trace.otlp_endpoint, env):
+            return
+
+        def model_for(tier: str) -> ModelConfig | None:
+            found = self.engine.tiers.get(tier) if self.engine is not None else None
+            return found.config if found is not None else None
+
+        try:
+            export = otel.OtelExport(endpoint=self.config.trace.otlp_endpoint, model_for=model_for, env=env)
+        except otel.OtelUnavailable as error:
+            self.notify_user(f"tandem: {error}")
+            return
+        tracer.sinks.append(export.send)
+        tracer.closers.append(export.close)
+
+
+def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
+    """A fresh server with every handler registered (tests call this for isolation)."""
+    from tandem.lsp.handlers import completion, documents, edits, health, lifecycle, next_edit
+
+    server = TandemServer(env=env, trace_path=trace_path)
+    lifecycle.register(server)
+    documents.register(server)
+    completion.register(server)
+    edits.register(server)
+    next_edit.register(server)
+    health.register(server)
+    return server
+
+
+def _protocol_stdout() -> BinaryIO:
+    """The stream the editor reads, kept for LSP messages alone: a copy of file descriptor 1, after which
+    descriptor 1 and `sys.stdout` point at stderr. A stray `print`, a library's console exporter or C
+    code writing to stdout then lands in the log instead of corrupting the protocol stream."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return os.fdopen(protocol_fd, "wb")

@@ -1,0 +1,81 @@
+"""Configuration end to end: problems reach the user in words, the workspace cannot redirect code or keys,
+and neither document text nor API keys appear in traces or logs."""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Iterator
+
+import pytest
+from e2e_support import fast_model, serve
+from test_e2e_server import TRUTH, _cut, _until
+
+from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
+    truth = tmp_path / "truth" / "sample.py"
+    truth.parent.mkdir()
+    truth.write_text(TRUTH)
+    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as handle:
+        yield handle
+
+
+async def test_no_model_says_how_to_configure_one_once(tmp_path: pathlib.Path) -> None:
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    async with serve(tmp_path, "neovim") as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        assert await session.inline(uri, cursor) == ""
+        assert await session.inline(uri, cursor) == ""
+        notices = [m.message for m in session.client.messages if "no model is configured" in m.message]
+    assert len(notices) == 1
+    assert "[models.fast]" in notices[0] and "tandem demo" in notices[0]
+
+
+async def test_bad_configuration_names_the_key_and_the_rest_works(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    user_config = '[completion]\nmultiline = "sometimes"\n[models.fast]\nmax_tokens = "many"\n'
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url), user_config=user_config) as session:
+        await _until(lambda: len(session.client.messages) >= 2)
+        uri = session.open("sample.py", before)
+        assert await session.inline(uri, session.position_at_end(before)) == "fibonacci(n - 2)"
+        messages = [m.message for m in session.client.messages]
+    assert any("completion.multiline" in m and "'sometimes'" in m for m in messages), messages
+    assert any("models.fast.max_tokens" in m and "'many'" in m for m in messages), messages
+
+
+async def test_untrusted_workspace_cannot_send_code_elsewhere(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    # The repository's tandem.toml points the model at an endpoint of its choosing (nothing listens there).
+    evil = '[models.fast]\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "AWS_SECRET_ACCESS_KEY"\n'
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url), workspace_config=evil) as session:
+        uri = session.open("sample.py", before)
+        assert await session.inline(uri, session.position_at_end(before)) == "fibonacci(n - 2)"
+        messages = [m.message for m in session.client.messages]
+    assert any("not trusted" in m and "models.fast.base_url" in m for m in messages), messages
+    assert sim.stats()["requests"].get("chat.completions", 0) == 1
+
+
+async def test_keys_and_document_text_stay_out_of_traces_and_logs(
+    tmp_path: pathlib.Path, sim: SimHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-0123456789abcdef0123456789abcdef"
+    monkeypatch.setenv("TANDEM_TEST_KEY", secret)
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    log_file = tmp_path / "server.log"
+    options = fast_model(sim.base_url, api_key_env="TANDEM_TEST_KEY")
+    async with serve(tmp_path, "vscode", options=options, extra_args=["--log-file", str(log_file), "-v"]) as session:
+        uri = session.open("sample.py", before)
+        assert await session.inline(uri, session.position_at_end(before)) == "fibonacci(n - 2)"
+        await _until(lambda: any("done" in r["ms"] for r in session.records()))
+    assert sim.stats()["last_request"]["had_authorization"] is True
+    trace = session.trace.read_text()
+    logs = log_file.read_text()
+    assert " inline sample.py: shown from model" in logs  # the log says what happened, not what was written
+    for text in (trace, logs):
+        assert secret not in text
+        assert "fibonacci(n - 1)" not in text

@@ -1,0 +1,125 @@
+"""What may leave the machine: ignore files, secret-looking names, size, binary content, credentials."""
+
+from __future__ import annotations
+
+import inspect
+import json.decoder
+import pathlib
+
+import pytest
+
+from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy
+
+IGNORES = {
+    ".gitignore": "build/\n*.log\n!keep.log\n# comment\n",
+    "src/.tandemignore": "generated_*.py\n",
+    "src/vendor/.gitignore": "!generated_ok.py\n",
+}
+
+
+@pytest.fixture
+def privacy() -> PrivacyFilter:
+    return PrivacyFilter(ignore_files=IGNORES, policy=PrivacyPolicy(opt_in=("config/.env.example",)))
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("build/out.py", "ignored by .gitignore (pattern 'build/')"),
+        ("deep/build/x.py", "ignored by .gitignore (pattern 'build/')"),
+        ("server.log", "ignored by .gitignore (pattern '*.log')"),
+        ("src/generated_api.py", "ignored by src/.tandemignore (pattern 'generated_*.py')"),
+        ("src/vendor/generated_no.py", "ignored by src/.tandemignore (pattern 'generated_*.py')"),
+        (".env", "looks like a secret"),
+        ("app/.env.production", "looks like a secret"),
+        ("certs/server.pem", "looks like a secret"),
+        ("keys/tls.key", "looks like a secret"),
+        ("home/.ssh/id_rsa", "looks like a secret"),
+        ("id_ed25519.pub", "looks like a secret"),
+        ("deploy/credentials.json", "looks like a secret"),
+        (".aws/credentials", "looks like a secret"),
+        ("infra/prod.tfstate", "looks like a secret"),
+        ("repo/.git/config", "inside .git"),
+    ],
+)
+def test_refused_paths_say_why(privacy: PrivacyFilter, path: str, reason: str) -> None:
+    verdict = privacy.check_path(path)
+    assert not verdict.allowed and not verdict
+    assert reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "keep.log",  # re-included by `!keep.log`
+        "generated_top.py",  # the .tandemignore in src/ does not apply above it
+        "src/vendor/generated_ok.py",  # a deeper ignore file re-includes it
+        "config/.env.example",  # explicitly opted in
+        "Lib/secrets.py",  # a module named secrets is code, not a secret
+        "src/credentials.py",
+        "src/main.py",
+    ],
+)
+def test_allowed_paths(privacy: PrivacyFilter, path: str) -> None:
+    assert privacy.check_path(path).allowed
+
+
+def test_ignore_files_can_be_replaced_and_removed(privacy: PrivacyFilter) -> None:
+    assert not privacy.check_path("server.log")
+    privacy.set_ignore_file(".gitignore", "dist/\n")
+    assert privacy.check_path("server.log")
+    assert not privacy.check_path("dist/a.js")
+    privacy.remove_ignore_file(".gitignore")
+    assert privacy.check_path("dist/a.js")
+
+
+def test_a_line_that_is_no_pattern_is_skipped_and_the_rest_of_the_file_applies() -> None:
+    # Git skips a lone "!" or "\\" (a real repository's test data has such files); the rest must apply.
+    privacy = PrivacyFilter()
+    assert privacy.set_ignore_file("vendor/.gitignore", "!\nkeys.py\n\\\n*.pem\n") == ["!", "\\"]
+    assert not privacy.check_path("vendor/keys.py") and not privacy.check_path("vendor/a/b.pem")
+    assert privacy.check_path("vendor/other.py") and privacy.check_path("keys.py")
+    assert privacy.set_ignore_file(".gitignore", "dist/\n") == []
+
+
+def test_content_checks(privacy: PrivacyFilter) -> None:
+    real = pathlib.Path(inspect.getsourcefile(json.decoder) or "").read_bytes()
+    assert privacy.check("Lib/json/decoder.py", real).allowed
+    assert privacy.check_content("a.py", b"abc\x00def").reason == "binary (NUL bytes)"
+    assert privacy.check_content("a.py", "abc\x00def").reason == "binary (NUL characters)"
+    assert privacy.check_content("a.py", b"\xff\xfe\xfa").reason == "binary (not UTF-8)"
+    small = PrivacyFilter(policy=PrivacyPolicy(max_file_bytes=100))
+    assert small.check_content("a.py", "x" * 101).reason == "too large (101 bytes > 100)"
+    assert small.check_content("a.py", "é" * 60).reason == "too large (120 bytes > 100)"
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        ('AWS_KEY = "AKIAIOSFODNN7EXAMPLE"\n', "an AWS access key id"),
+        ("x = 1\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n", "a private key"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\n", "a private key"),
+        ('key = "sk-proj-' + "a1B2" * 12 + '"', "an OpenAI-style API key"),
+        ('key = "sk-ant-api03-' + "x" * 40 + '"', "an Anthropic API key"),
+        ("token = 'ghp_" + "A" * 36 + "'", "a GitHub token"),
+        ("SLACK = 'xoxb-1234567890-abcdef'", "a Slack token"),
+        ("g = 'AIza" + "b" * 35 + "'", "a Google API key"),
+    ],
+)
+def test_credential_patterns_refuse_even_opted_in_files(privacy: PrivacyFilter, content: str, what: str) -> None:
+    verdict = privacy.check("config/.env.example", content)
+    assert not verdict.allowed
+    assert verdict.reason.startswith(f"contains what looks like {what} (line ")
+    assert content.strip() not in verdict.reason  # never echo the secret
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        'api_key = "sk-..."  # placeholder\n',
+        "PUBLIC = '-----BEGIN PUBLIC KEY-----'\n",
+        "def askit(): return 'task-runner'\n",
+    ],
+)
+def test_lookalikes_are_not_credentials(privacy: PrivacyFilter, content: str) -> None:
+    assert privacy.check("src/main.py", content).allowed

@@ -1,0 +1,154 @@
+"""The circuit breaker per model: permanent errors stop requests for a long, growing back-off; transient
+ones back off exponentially with jitter; each outage is announced once, and its end once."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from tandem.completion.providers.breaker import (
+    ANNOUNCE_AFTER,
+    PERMANENT_BACKOFF_S,
+    PERMANENT_MAX_S,
+    TRANSIENT_MAX_S,
+    Breaker,
+    kind_of,
+)
+from tandem.completion.providers.errors import BackendTimeout, BackendUnavailable, BadResponse, NotSent, RateLimited
+
+
+def test_kinds() -> None:
+    assert kind_of(BadResponse("401", permanent=True)) == "permanent"
+    assert kind_of(BadResponse("stream truncated")) == "transient"
+    assert kind_of(BackendUnavailable("refused")) == "transient"
+    assert kind_of(BackendTimeout("connect")) == "transient"
+    assert kind_of(RateLimited("429", retry_after_s=2)) is None
+    assert kind_of(NotSent("a private file")) is None
+
+
+def test_permanent_error_opens_at_once_and_is_announced_once() -> None:
+    breaker = Breaker("fast model")
+    notice = breaker.failure(BadResponse("answered 401 Unauthorized", permanent=True), now_s=0.0)
+    assert notice is not None and not notice.recovered and "401" in notice.message
+    assert not breaker.allows(PERMANENT_BACKOFF_S - 1) and breaker.allows(PERMANENT_BACKOFF_S)
+    # The try after the back-off fails too: longer back-off, no second message.
+    assert breaker.failure(BadResponse("answered 401", permanent=True), now_s=PERMANENT_BACKOFF_S) is None
+    assert breaker.remaining_s(PERMANENT_BACKOFF_S) == 2 * PERMANENT_BACKOFF_S
+    for _ in range(20):
+        breaker.failure(BadResponse("401", permanent=True), now_s=0.0)
+    assert breaker.remaining_s(0.0) == PERMANENT_MAX_S
+    recovered = breaker.success()
+    assert recovered is not None and recovered.recovered
+    assert breaker.success() is None  # recovery is announced once
+    assert breaker.allows(0.0)
+
+
+def test_transient_errors_back_off_exponentially_with_jitter_and_announce_after_a_few() -> None:
+    breaker = Breaker("fast model", rng=random.Random(7))
+    backoffs = []
+    notices = []
+    for _ in range(12):
+        notices.append(breaker.failure(BackendUnavailable("connection refused"), now_s=0.0))
+        backoffs.append(breaker.remaining_s(0.0))
+    assert backoffs[0] == 0.0  # one failure: the next keystroke may try at once
+    for n, backoff in enumerate(backoffs[1:]):
+        ceiling = min(0.5 * 2**n, TRANSIENT_MAX_S)
+        assert ceiling / 2 <= backoff <= ceiling
+    assert [n is not None for n in notices].index(True) == ANNOUNCE_AFTER - 1
+    assert sum(n is not None for n in notices) == 1
+
+
+def test_a_single_blip_is_not_news() -> None:
+    breaker = Breaker("fast model")
+    assert breaker.failure(BackendUnavailable("reset"), now_s=0.0) is None
+    assert breaker.success() is None
+
+
+async def test_the_accurate_tier_serves_completions_while_the_fast_one_is_held_off() -> None:
+    import httpx
+
+    from tandem.completion.config.tree import ModelConfig, ModelsConfig
+    from tandem.completion.providers.tiers import Tiers
+
+    async with httpx.AsyncClient() as client:
+        tiers = Tiers(client, env={})
+        models = ModelsConfig(
+            fast=ModelConfig(base_url="http://127.0.0.1:9/v1", model="fast"),
+            accurate=ModelConfig(base_url="http://127.0.0.1:9/v1", model="accurate"),
+        )
+        assert tiers.configure(models) == []
+        fast, accurate = tiers.get("fast"), tiers.get("accurate")
+        assert fast is not None and accurate is not None
+        assert tiers.for_completion() is fast
+        fast.breaker.failure(BadResponse("answered 401", permanent=True), now_s=time.perf_counter())
+        assert fast.holding_off() and tiers.for_completion() is accurate
+        accurate.breaker.failure(BadResponse("answered 403", permanent=True), now_s=time.perf_counter())
+        assert tiers.for_completion() is fast  # both held off: the fast one, which answers empty
+        # A configuration change starts the model afresh.
+        tiers.configure(ModelsConfig(fast=ModelConfig(base_url="http://127.0.0.1:9/v1", model="fast-2")))
+        renewed = tiers.get("fast")
+        assert renewed is not None and not renewed.holding_off()
+        await tiers.aclose()
+
+
+def test_a_superseded_requests_response_still_classifies_its_provider() -> None:
+    import httpx
+
+    from tandem.completion.providers.breaker import abandoned_error
+
+    request = httpx.Request("POST", "http://provider.test/v1/chat/completions")
+
+    def response(status: int, content_type: str) -> httpx.Response:
+        return httpx.Response(status, headers={"content-type": content_type}, request=request)
+
+    refused = abandoned_error(response(401, "application/json"))
+    assert isinstance(refused, BadResponse) and refused.permanent
+    page = abandoned_error(response(200, "text/html; charset=utf-8"))
+    assert isinstance(page, BadResponse) and page.permanent
+    assert isinstance(abandoned_error(response(503, "text/plain")), BackendUnavailable)
+    assert abandoned_error(response(200, "text/event-stream")) is None
+    assert abandoned_error(response(429, "application/json")) is None
+
+
+async def test_a_401_that_arrives_after_its_request_was_superseded_counts_for_the_breaker() -> None:
+    """End to end over loopback: the provider holds its 401 until the request that asked was cancelled (the
+    user typed on). The transport still closes the response and tells its observers, and the response
+    they get says which provider answered: the transport's inner response comes without its request, and
+    reading the host of that raised, so the outage went uncounted (an error in the log instead)."""
+    import asyncio
+    import contextlib
+
+    import httpx
+
+    from tandem.completion.providers.breaker import abandoned_error
+    from tandem.completion.providers.transport import ResilientTransport
+
+    asked, answer = asyncio.Event(), asyncio.Event()
+
+    async def provider(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        asked.set()
+        await answer.wait()
+        body = b'{"error": "invalid api key"}'
+        writer.write(
+            b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(provider, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    transport = ResilientTransport(lambda: httpx.AsyncHTTPTransport(), max_connections=2)
+    seen: list[BaseException | None] = []
+    transport.observers.append(lambda response: seen.append(abandoned_error(response)))
+    async with server, httpx.AsyncClient(transport=transport) as client:
+        request = asyncio.create_task(client.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={}))
+        await asyncio.wait_for(asked.wait(), 10)
+        request.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await request
+        answer.set()
+        await asyncio.wait_for(transport.drain(), 10)
+    [error] = seen
+    assert isinstance(error, BadResponse) and error.permanent and "127.0.0.1 answered 401" in str(error)

@@ -1,0 +1,114 @@
+"""The config tree: layering, error messages, and the workspace trust rule."""
+
+from __future__ import annotations
+
+import pathlib
+
+from tandem.completion.config.tree import Config, Layer, merge_layers
+from tandem.lsp.config_loading import ConfigSources
+
+FAST = {"provider": "openai-chat", "base_url": "https://api.example.com/v1", "model": "m", "api_key_env": "K"}
+
+
+def test_defaults_have_no_model() -> None:
+    config, problems = merge_layers([])
+    assert config == Config()
+    assert config.models.fast is None
+    assert problems == []
+
+
+def test_later_layers_win_key_by_key() -> None:
+    config, problems = merge_layers(
+        [
+            Layer("user", {"models": {"fast": FAST}, "completion": {"debounce_ms": 30}}),
+            Layer("initializationOptions", {"models": {"fast": {"max_tokens": 64}}}),
+        ]
+    )
+    assert problems == []
+    assert config.models.fast is not None
+    assert config.models.fast.base_url == FAST["base_url"]
+    assert config.models.fast.max_tokens == 64
+    assert config.completion.debounce_ms == 30
+
+
+def test_bad_values_name_the_key_and_keep_the_default() -> None:
+    config, problems = merge_layers(
+        [Layer("config.toml", {"models": {"fast": {**FAST, "max_tokens": "lots", "timeout_s": -1}}, "colour": 1})]
+    )
+    messages = [str(p) for p in problems]
+    assert any("models.fast.max_tokens" in m and "whole number" in m and "'lots'" in m for m in messages)
+    assert any("models.fast.timeout_s" in m for m in messages)
+    assert any("colour" in m and "unknown key" in m for m in messages)
+    assert config.models.fast is not None and config.models.fast.max_tokens == 256
+
+
+def test_unknown_provider_and_pasted_key_are_refused_without_echoing_the_key() -> None:
+    _, problems = merge_layers(
+        [Layer("user", {"models": {"fast": {**FAST, "provider": "magic", "api_key_env": "sk-secret123"}}})]
+    )
+    text = " ".join(str(p) for p in problems)
+    assert "models.fast.provider" in text
+    assert "models.fast.api_key_env" in text
+    assert "sk-secret123" not in text
+
+
+def test_untrusted_workspace_cannot_redirect_code_or_keys() -> None:
+    config, problems = merge_layers(
+        [
+            Layer("user", {"models": {"fast": FAST}}),
+            Layer(
+                "repo/tandem.toml",
+                {
+                    "models": {
+                        "fast": {"base_url": "https://evil.example/v1", "api_key_env": "AWS_SECRET", "max_tokens": 9}
+                    },
+                    "trust_workspace": True,
+                },
+                from_workspace=True,
+            ),
+        ]
+    )
+    assert config.models.fast is not None
+    assert config.models.fast.base_url == FAST["base_url"]
+    assert config.models.fast.api_key_env == "K"
+    assert config.models.fast.max_tokens == 9  # behaviour may be tuned
+    assert not config.trust_workspace
+    [problem] = problems
+    assert "models.fast.base_url" in problem.key and "not trusted" in problem.message
+
+
+def _sources(tmp_path: pathlib.Path, user: str, workspace: str) -> ConfigSources:
+    home = tmp_path / "config"
+    (home / "tandem").mkdir(parents=True)
+    (home / "tandem" / "config.toml").write_text(user)
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "tandem.toml").write_text(workspace)
+    return ConfigSources(env={"XDG_CONFIG_HOME": str(home)}, workspace_root=root)
+
+
+def test_trusted_folders_list_lets_the_workspace_choose(tmp_path: pathlib.Path) -> None:
+    workspace = '[models.fast]\nbase_url = "http://127.0.0.1:9/v1"\n'
+    user = f'trusted_workspaces = ["{tmp_path / "repo"}"]\n[models.fast]\nbase_url = "https://a.example/v1"\n'
+    config, problems = _sources(tmp_path, user, workspace).resolve()
+    assert problems == []
+    assert config.models.fast is not None and config.models.fast.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_editor_setting_can_trust_the_workspace(tmp_path: pathlib.Path) -> None:
+    sources = _sources(tmp_path, "", '[models.fast]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    config, problems = sources.resolve()
+    assert config.models.fast is None
+    assert len(problems) == 1
+    sources.set_initialization_options({"tandem": {"trust_workspace": True}})
+    config, problems = sources.resolve()
+    assert problems == []
+    assert config.models.fast is not None and config.models.fast.base_url == "http://127.0.0.1:9/v1"
+
+
+def test_broken_toml_is_reported_and_the_rest_works(tmp_path: pathlib.Path) -> None:
+    sources = _sources(tmp_path, "[models.fast\n", "[completion]\ndebounce_ms = 400\n")
+    config, problems = sources.resolve()
+    assert config.completion.debounce_ms == 400
+    [problem] = problems
+    assert "not valid TOML" in problem.message and problem.source.endswith("config.toml")
