@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from tandem.completion.config.tree import ModelConfig
-from tandem.completion.inline.streams import Stream
+from tandem.completion.inline.streams import Stream, read_into
 from tandem.completion.providers import tiers
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.tiers import Tier, stream_char_limit
@@ -54,7 +54,7 @@ async def test_a_provider_ignoring_max_tokens_is_cut_at_the_character_limit() ->
     backend = Flooding()
     tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
     stream = _stream()
-    await tier.run(stream, ModelRequest(prefix="", suffix="", max_tokens=256), remember=lambda _: None)
+    await read_into(stream, tier, ModelRequest(prefix="", suffix="", max_tokens=256), remember=lambda _: None)
     limit = stream_char_limit(256)
     assert backend.closed.is_set() and stream.done and stream.error is None
     assert limit - 40 <= len(stream.text) <= limit and stream.text.endswith("\n")
@@ -65,7 +65,7 @@ async def test_an_endless_stream_is_closed_at_the_time_limit(monkeypatch: pytest
     backend = Flooding(stall_after=3)
     tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
     stream = _stream()
-    await tier.run(stream, ModelRequest(prefix="", suffix=""), remember=lambda _: None)
+    await read_into(stream, tier, ModelRequest(prefix="", suffix=""), remember=lambda _: None)
     assert backend.closed.is_set() and stream.done and stream.error is None
     assert stream.text.count("\n") == 3
 

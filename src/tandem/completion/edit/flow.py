@@ -73,7 +73,6 @@ from tandem.completion.providers.errors import (
     CompletionError,
     NotConfigured,
     NotSent,
-    RateLimited,
     describe,
 )
 from tandem.completion.routing.router import RouteDecision, RouterThresholds, Tier, route, route_features
@@ -533,33 +532,27 @@ class EditFlow:
         ask: _Ask,
         where: str,
     ) -> CompletionError | None:
-        """Stream `tier`'s answer into `parts`, reporting progress; the error that ended it, if any."""
+        """Stream `tier`'s answer into `parts` through the tier's one read path (`Tier.read`: its hold-off and
+        breaker, as for completions), reporting progress; the error that ended it, if any."""
         received = reported = 0
-        try:
-            outbound = Outbound(request=model_request, document=ask.request.uri, files=ask.target.originals)
-            verdict = self.gate.admit(outbound)
-            if not verdict:
-                raise NotSent(verdict.reason)
-            if time.perf_counter() < tier.not_before_s:
-                raise RateLimited("waiting out the provider's Retry-After")
-            with anyio.fail_after(max(0.0, ask.deadline_s - time.monotonic())):
-                chunks = tier.backend.stream(model_request, stats)
-                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                    async for chunk in chunks:
-                        parts.append(chunk)
-                        received += len(chunk)
-                        if received - reported >= _PROGRESS_EVERY_CHARS:
-                            reported = received
-                            lines = sum(part.count("\n") for part in parts)
-                            ask.progress(EditProgress(message=f"{where}: {lines} lines received", tier=tier_name))
-        except TimeoutError:
+
+        def take(chunk: str) -> None:
+            nonlocal received, reported
+            parts.append(chunk)
+            received += len(chunk)
+            if received - reported >= _PROGRESS_EVERY_CHARS:
+                reported = received
+                lines = sum(part.count("\n") for part in parts)
+                ask.progress(EditProgress(message=f"{where}: {lines} lines received", tier=tier_name))
+
+        outbound = Outbound(request=model_request, document=ask.request.uri, files=ask.target.originals)
+        verdict = self.gate.admit(outbound)
+        if not verdict:
+            return NotSent(verdict.reason)
+        end = await tier.read(model_request, stats, take, limit_s=max(0.0, ask.deadline_s - time.monotonic()))
+        if end.timed_out:
             return BackendTimeout(f"no complete answer within {self.config.edit.deadline_s:g} s")
-        except RateLimited as exc:
-            tier.not_before_s = max(tier.not_before_s, time.perf_counter() + min(exc.retry_after_s or 1.0, 60.0))
-            return exc
-        except CompletionError as exc:
-            return exc
-        return None
+        return end.error
 
     async def _check(self, answer: str, tier_name: Tier, ask: _Ask) -> tuple[CheckedEdit, Mapping[str, str]]:
         predicted = ask.decision.features.expected_lines()

@@ -22,17 +22,25 @@ from tandem.completion.routing.symbol_lookup import SymbolLookup
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import ModelConfig
-    from tandem.completion.providers.backends.base import Backend
+    from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+    from tandem.completion.providers.tiers import ReadEnd
 
 
 class ModelTier(Protocol):
-    """One configured model (`completion.providers.tiers.Tier` is one)."""
+    """One configured model (`completion.providers.tiers.Tier` is one): its configuration, its label, and its
+    one read path (`Tier.read`)."""
 
     config: ModelConfig
-    backend: Backend
     label: str
-    # After a 429 the tier is left alone until this time (perf_counter seconds).
-    not_before_s: float
+
+    async def read(
+        self,
+        request: ModelRequest,
+        stats: StreamStats,
+        on_chunk: Callable[[str], None],
+        *,
+        limit_s: float = ...,
+    ) -> ReadEnd: ...
 
 
 class ModelSource(Protocol):

@@ -32,7 +32,7 @@ from tandem.completion.inline.debounce import AdaptiveDebounce
 from tandem.completion.inline.postprocess import Surroundings, clean
 from tandem.completion.inline.prefetch import AfterAccepting, Charge, TokenBudget
 from tandem.completion.inline.request import CompletionRequest, CompletionResult, Ticket
-from tandem.completion.inline.streams import Stream, StreamStore
+from tandem.completion.inline.streams import Stream, StreamStore, read_into
 from tandem.completion.inline.units import UnitContext, useful_unit, wants_multiline
 from tandem.completion.observe.live_stats import LiveFigures, LiveStats
 from tandem.completion.observe.trace import Tracer, TraceRecord, estimate_cost_usd
@@ -280,7 +280,7 @@ class Engine:
             return None
         stream = self._streams.add(request, tier.label, prefetch=prefetch)
         record.source, record.stream_id = "model", stream.id
-        stream.run(tier.run(stream, model_request, remember=self._remember))
+        stream.run(read_into(stream, tier, model_request, remember=self._remember))
         return stream
 
     async def _answer(

@@ -17,11 +17,14 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tandem.completion.inline.request import CompletionRequest
-from tandem.completion.providers.backends.base import StreamStats
+from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.errors import CompletionError, describe
+
+if TYPE_CHECKING:
+    from tandem.completion.providers.tiers import Tier
 
 log = logging.getLogger(__name__)
 
@@ -244,3 +247,25 @@ class StreamStore:
 def log_failure(stream: Stream) -> None:
     if stream.error is not None:
         log.warning("stream %s (%s) ended: %s", stream.id, stream.model, describe(stream.error))
+
+
+async def read_into(stream: Stream, tier: Tier, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
+    """Stream `tier`'s answer into `stream` through the tier's one read path (`Tier.read`), calling
+    `remember` as it grows and at the end."""
+
+    def append(chunk: str) -> None:
+        stream.append(chunk)
+        remember(stream)
+
+    try:
+        end = await tier.read(request, stream.stats, append)
+    except asyncio.CancelledError:
+        stream.finish(Cancelled("superseded"))
+        remember(stream)
+        raise
+    if end.error is None and stream.stats.finish_reason == "length":
+        # Cut off by max_tokens (or locally): the last line is unfinished, and showing it would break the code.
+        stream.text = stream.text[: stream.text.rfind("\n") + 1]
+    stream.finish(end.error)
+    remember(stream)
+    log_failure(stream)

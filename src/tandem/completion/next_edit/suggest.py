@@ -36,7 +36,7 @@ from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.inline.prefetch import Charge, TokenBudget
 from tandem.completion.inline.request import Ticket
-from tandem.completion.inline.streams import Stream
+from tandem.completion.inline.streams import Stream, read_into
 from tandem.completion.next_edit.context import (
     build_context,
     count_tokens,
@@ -293,7 +293,7 @@ class NextEdits:
             stream = Stream(
                 uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
             )
-            stream.run(tier.run(stream, asked, remember=lambda _: None))
+            stream.run(read_into(stream, tier, asked, remember=lambda _: None))
             streams.append(stream)
         record.source, record.stream_id, record.streams = "model", streams[0].id, streams
         replaced = self._generations.get(request.uri)

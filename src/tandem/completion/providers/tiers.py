@@ -18,11 +18,10 @@ import anyio
 import httpx
 
 from tandem.completion.config.tree import ModelConfig, ModelsConfig
-from tandem.completion.inline.streams import Cancelled, Stream, log_failure
-from tandem.completion.providers.backends.base import Backend, ModelRequest
+from tandem.completion.providers.backends.base import Backend, ModelRequest, StreamStats
 from tandem.completion.providers.backends.factory import describe_model, make_backend
 from tandem.completion.providers.breaker import Breaker, Notice, abandoned_error
-from tandem.completion.providers.errors import CompletionError, RateLimited, describe
+from tandem.completion.providers.errors import BackendUnavailable, CompletionError, RateLimited, describe
 from tandem.completion.providers.transport import ResilientTransport
 
 log = logging.getLogger(__name__)
@@ -71,28 +70,46 @@ class Tier:
             if self.on_notice is not None:
                 self.on_notice(notice)
 
-    async def run(self, stream: Stream, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
-        """Stream the model's answer into `stream` (calling `remember` as it grows and at the end)."""
+    async def read(
+        self,
+        request: ModelRequest,
+        stats: StreamStats,
+        on_chunk: Callable[[str], None],
+        *,
+        limit_s: float = STREAM_MAX_S,
+    ) -> ReadEnd:
+        """Stream one answer of this model, handing each chunk to `on_chunk`: the one path to a model, for
+        inline completions, next edits and edits alike, so the hold-off, the breaker and the local limits
+        are one code path.
+
+        A tier held off (a 429's Retry-After, or its breaker open) is not asked: the answer is the error
+        that says why. Reading stops locally after `limit_s` or `stream_char_limit(max_tokens)` characters,
+        whatever the provider does (leaving the block closes the response and its connection); such a cut
+        is the reader's, not the provider's fault. Cancelling the caller stops the stream."""
+        now = time.perf_counter()
+        if now < self.not_before_s:
+            return ReadEnd(error=RateLimited("waiting out the provider's Retry-After"))
+        if not self.breaker.allows(now):
+            return ReadEnd(error=BackendUnavailable(self.hold_reason()))
         error: CompletionError | None = None
         probe = self.breaker.failures > 0
         self.breaker.probing = self.breaker.probing or probe
-        cut = ""
+        cut, timed_out = "", False
         max_chars = stream_char_limit(request.max_tokens)
+        received = 0
         try:
-            chunks = self.backend.stream(request, stream.stats)
-            # Local limits, whatever the provider does (a provider that ignores max_tokens, or never ends):
-            # leaving the block closes the response and its connection.
-            with anyio.move_on_after(STREAM_MAX_S) as timer:
+            chunks = self.backend.stream(request, stats)
+            with anyio.move_on_after(limit_s) as timer:
                 async with contextlib.aclosing(chunks):  # type: ignore[type-var]
                     async for chunk in chunks:
-                        stream.append(chunk)
-                        remember(stream)
-                        if len(stream.text) > max_chars:
+                        room = max_chars - received
+                        received += len(chunk)
+                        on_chunk(chunk if received <= max_chars else chunk[: max(room, 0)])
+                        if received > max_chars:
                             cut = f"over {max_chars} characters"
-                            stream.text = stream.text[:max_chars]
                             break
             if timer.cancelled_caught:
-                cut = f"still streaming after {STREAM_MAX_S:g} s"
+                cut, timed_out = f"still streaming after {limit_s:g} s", True
         except RateLimited as exc:
             error = exc
             self.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
@@ -101,27 +118,28 @@ class Tier:
         except asyncio.CancelledError:
             if probe:
                 self.breaker.probing = False
-            stream.finish(Cancelled("superseded"))
-            remember(stream)
             raise
         except Exception as exc:  # a backend bug must end this stream, never the server
-            log.exception("stream %s failed", stream.id)
+            log.exception("a stream of %s failed", self.label)
             error = CompletionError(f"{type(exc).__name__}: {exc}")
         if probe:
             self.breaker.probing = False
-        if error is None:
-            self._notify(self.breaker.success())
-        else:
-            self._notify(self.breaker.failure(error, time.perf_counter()))
+        self._notify(self.breaker.success() if error is None else self.breaker.failure(error, time.perf_counter()))
         if cut:
-            log.warning("stream %s (%s) cut locally: %s", stream.id, self.label, cut)
-            stream.stats.finish_reason = "length"
-        if error is None and stream.stats.finish_reason == "length":
-            # Cut off by max_tokens: the last line is unfinished, and showing it would break the code.
-            stream.text = stream.text[: stream.text.rfind("\n") + 1]
-        stream.finish(error)
-        remember(stream)
-        log_failure(stream)
+            log.warning("a stream of %s was cut locally: %s", self.label, cut)
+            stats.finish_reason = "length"
+        return ReadEnd(error=error, cut=cut, timed_out=timed_out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadEnd:
+    """How one read of a model ended: the error that ended it (None: the answer is whole, or cut by us),
+    and why tandem stopped reading early ("" when the provider ended the answer)."""
+
+    error: CompletionError | None = None
+    cut: str = ""
+    # The cut was `limit_s` running out (an edit reads that as a timeout).
+    timed_out: bool = False
 
 
 class Tiers:
