@@ -35,7 +35,7 @@ class EditWorkspace:
 
     def __init__(self, ls: TandemServer) -> None:
         self._ls = ls
-        self.index = ls.workspace_index
+        self.index = ls.session.workspace if ls.session is not None else None
         self.root = self.index.root if self.index is not None else ls.sources.workspace_root
         self.folders = self.index.folders if self.index is not None else Folders(ls.sources.workspace_folders)
         documents: Mapping[str, Document] = ls.documents.all()

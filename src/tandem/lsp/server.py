@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any, BinaryIO
 
-import httpx
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
@@ -25,12 +24,9 @@ from pygls.protocol import LanguageServerProtocol, lsp_method
 
 from tandem.cache.edit_history import EditHistory
 from tandem.completion.config.tree import Config, ModelConfig
-from tandem.completion.edit.flow import EditFlow
-from tandem.completion.inline.engine import Engine
-from tandem.completion.next_edit.suggest import NextEdits
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.breaker import Notice
-from tandem.completion.workspace import WorkspaceIndex
+from tandem.completion.session import Session
 from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
 from tandem.lsp.heap import HeapTrimmer
@@ -111,8 +107,8 @@ class TandemProtocol(LanguageServerProtocol):
         def done(finished: Any) -> None:
             started = msg_id in server.started_requests
             server.started_requests.discard(msg_id)
-            if finished.cancelled() and not started and server.engine is not None:
-                server.engine.withdrawn(kind, received_ns)
+            if finished.cancelled() and not started and server.session is not None:
+                server.session.inline.withdrawn(kind, received_ns)
 
         future.add_done_callback(done)
 
@@ -135,17 +131,12 @@ class TandemServer(LanguageServer):
     documents: DocumentStore
     sources: ConfigSources
     config: Config
-    engine: Engine | None
-    # The edit path (`tandem.edit`), made on the first edit (lsp.handlers.edits.flow_of).
-    edit_flow: EditFlow | None
-    # Next-edit suggestions (textDocument/copilotInlineEdit); from `initialized` on, like the engine.
-    next_edits: NextEdits | None
+    # The model side (`completion.session`): models, gate, tracer, budget, workspace and the three features
+    # (inline completions, next edits, edits); from `initialized` on.
+    session: Session | None
     edit_history: EditHistory
-    # The workspace as the model side sees it (privacy, symbols, token indexes); from `initialized` on.
-    workspace_index: WorkspaceIndex | None
     trace_path: pathlib.Path | None
     client_name: str
-    http_client: httpx.AsyncClient | None
     # Notices already shown, so each is shown once per session.
     shown_notices: set[str]
     # Ids of completion requests whose handler has started (see TandemProtocol._handle_request).
@@ -159,15 +150,11 @@ class TandemServer(LanguageServer):
         # Recorded from the first keystroke: next edits are predicted from it.
         self.edit_history = EditHistory()
         self.documents.observers.append(self.edit_history)
-        self.next_edits = None
         self.sources = ConfigSources() if env is None else ConfigSources(env=dict(env))
         self.config = Config()
-        self.engine = None
-        self.edit_flow = None
-        self.workspace_index = None
+        self.session = None
         self.trace_path = trace_path
         self.client_name = ""
-        self.http_client = None
         self.shown_notices = set()
         self.started_requests = set()
         self.last_status = Status.ready()
@@ -187,15 +174,10 @@ class TandemServer(LanguageServer):
 
     async def aclose(self) -> None:
         """Stop streams, flush traces, close the HTTP client (shutdown, and tests)."""
-        if self.next_edits is not None:
-            await self.next_edits.aclose()
-            self.next_edits = None
-        if self.engine is not None:
-            await self.engine.aclose()
-            self.engine = None
-        if self.http_client is not None:
-            await self.http_client.aclose()
-            self.http_client = None
+        session, self.session = self.session, None
+        if session is not None:
+            await session.aclose()
+            await session.client.aclose()
 
     def serve_stdio(self) -> None:
         """pygls' `start_io`, except that stdin is read on the event loop: pygls reads each header line
@@ -278,7 +260,7 @@ class TandemServer(LanguageServer):
             return
 
         def model_for(tier: str) -> ModelConfig | None:
-            found = self.engine.tiers.get(tier) if self.engine is not None else None
+            found = self.session.tiers.get(tier) if self.session is not None else None
             return found.config if found is not None else None
 
         try:

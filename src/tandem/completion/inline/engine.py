@@ -17,13 +17,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import anyio
-import httpx
 
 from tandem.cache.completions import CompletionCache
 from tandem.completion.config.tree import Config
@@ -64,35 +61,36 @@ class _Reuse:
 
 
 class Engine:
+    """Inline completions for the session (`completion.session.Session`), which owns the tiers, the gate,
+    the tracer and the speculation budget this borrows."""
+
     def __init__(
         self,
         *,
         config: Config,
-        client: httpx.AsyncClient,
+        tiers: Tiers,
         tracer: Tracer,
+        budget: TokenBudget,
+        gate: Gate | None = None,
         workspace: WorkspaceIndex | None = None,
-        env: Mapping[str, str] | None = None,
     ) -> None:
         self.tracer = tracer
         self.live = LiveStats()
         tracer.sinks.append(self.live.record)
         self.workspace = workspace
-        # The one door to the providers; the workspace's own when there is one (it knows the ignore files
-        # and the open documents' verdicts).
-        self.gate = workspace.gate if workspace is not None else Gate()
-        self.tiers = Tiers(client, env if env is not None else os.environ)
+        self.gate = gate or Gate()
+        self.tiers = tiers
         self._streams = StreamStore()
         self._tickets: dict[str, Ticket] = {}
         self.config = config
         self._cache = self._make_cache(config)
         self._debounce = AdaptiveDebounce(ceiling_s=config.completion.debounce_ms / 1000)
-        self._budget = TokenBudget(per_minute=config.prefetch.tokens_per_minute)
+        self._budget = budget
 
     # -- configuration -------------------------------------------------------------------------
 
-    def configure(self, config: Config) -> list[str]:
-        """Adopt a configuration (call once after construction, then on every change); returns
-        problems to show, such as an unusable provider."""
+    def configure(self, config: Config) -> None:
+        """Adopt a configuration (the session calls this on every change)."""
         if (config.cache.max_entries, config.cache.max_bytes) != (
             self.config.cache.max_entries,
             self.config.cache.max_bytes,
@@ -101,13 +99,6 @@ class Engine:
         self.config = config
         self._debounce.ceiling_s = config.completion.debounce_ms / 1000
         self._debounce.fixed = config.completion.debounce == "fixed"
-        self._budget.per_minute = config.prefetch.tokens_per_minute
-        return self.tiers.configure(config.models)
-
-    @property
-    def budget(self) -> TokenBudget:
-        """The speculation token budget (next edits are counted against it too)."""
-        return self._budget
 
     @staticmethod
     def _make_cache(config: Config) -> CompletionCache:
@@ -122,10 +113,6 @@ class Engine:
         """The last minutes in figures, and the prefetch budget left, for the status display."""
         left = max(self._budget.per_minute - self._budget.spent(), 0)
         return dataclasses.replace(self.live.figures(), budget_tokens_left=left)
-
-    async def warm(self) -> None:
-        """Open connections to the configured providers before the first keystroke needs them."""
-        await self.tiers.warm()
 
     # -- the request path ----------------------------------------------------------------------
 
@@ -509,8 +496,6 @@ class Engine:
         """Stop every stream and let each end properly (its trace record is written as it ends)."""
         tasks = self._streams.close()
         await asyncio.gather(*tasks, return_exceptions=True)
-        await self.tiers.aclose()
-        self.tracer.close()
 
 
 def _follows(stream: Stream, at: int) -> bool:

@@ -25,6 +25,9 @@ class NextEditPause:
     def __init__(self, *, debounce_ms: int) -> None:
         self._rhythm = AdaptiveDebounce(ceiling_s=debounce_ms / 1000)
 
+    def configure(self, *, debounce_ms: int) -> None:
+        self._rhythm.ceiling_s = debounce_ms / 1000
+
     def keystroke(self, uri: str, at_s: float) -> None:
         self._rhythm.keystroke(uri, at_s)
 

@@ -109,6 +109,11 @@ class NextEdits:
         # Learns the typing rhythm, and says how long a request waits for a pause in it.
         self._pause = NextEditPause(debounce_ms=config.next_edit.debounce_ms)
 
+    def configure(self, config: Config) -> None:
+        """Adopt a configuration (the session calls this on every change)."""
+        self.config = config
+        self._pause.configure(debounce_ms=config.next_edit.debounce_ms)
+
     # -- the request path ----------------------------------------------------------------------
 
     async def suggest(self, request: NextEditRequest) -> NextEditResult:

@@ -57,13 +57,14 @@ async def _complete(
     if document is None:
         log.warning("completion requested for a document that is not open: %s", uri)
         return None, CompletionResult.empty()
-    if ls.engine is None:
+    if ls.session is None:
         return None, CompletionResult.empty()
+    engine = ls.session.inline
     request = _request(ls, document, position, kind=kind, invoked=invoked, received_ns=received_ns)
-    result = await ls.engine.complete(request)
+    result = await engine.complete(request)
     if result.notice:
         ls.notify_user(result.notice)
-    ls.send_status(Status.of_completion(result, ls.engine.live_figures()))
+    ls.send_status(Status.of_completion(result, engine.live_figures()))
     return request, result
 
 
@@ -99,8 +100,9 @@ def _accepted_command(uri: str, position: types.Position, result: CompletionResu
 
 def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = None) -> None:
     """The user accepted (part of) a suggestion: trace it, and prefetch the state after it."""
-    if ls.engine is None or not isinstance(payload, dict):
+    if ls.session is None or not isinstance(payload, dict):
         return
+    engine = ls.session.inline
     uri, text = payload.get("uri"), payload.get("text")
     position = payload.get("position") or {}
     document = ls.documents.get(uri) if isinstance(uri, str) else None
@@ -113,10 +115,10 @@ def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = 
     except (KeyError, TypeError, ValueError):
         log.warning("tandem.accepted without a usable position: %r", position)
         return
-    ls.engine.accepted(str(payload.get("trace_id", "")), len(text))
+    engine.accepted(str(payload.get("trace_id", "")), len(text))
     # The editor has inserted the text by now: speculate at the cursor after it, if nothing covers it.
     request = _request(ls, document, client_position, kind="inline", invoked=False, received_ns=time.perf_counter_ns())
-    ls.engine.speculate(request, text, after_insert=True)
+    engine.speculate(request, text, after_insert=True)
 
 
 def _plain(value: Any) -> Any:

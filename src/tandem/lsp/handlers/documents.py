@@ -27,12 +27,13 @@ def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams) -> None:
         document = ls.documents.open(params.text_document)
-        if ls.workspace_index is not None:
-            _tell(ls, document, ls.workspace_index.open(document.uri, document.buffer))
+        index = ls.session.workspace if ls.session is not None else None
+        if index is not None:
+            _tell(ls, document, index.open(document.uri, document.buffer))
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams) -> None:
-        index = ls.workspace_index
+        index = ls.session.workspace if ls.session is not None else None
 
         def indexed(document: Document, edit: Edit | None) -> None:
             if index is None:
@@ -51,12 +52,10 @@ def register(server: TandemServer) -> None:
     def did_close(ls: TandemServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         ls.documents.close(uri)
-        if ls.workspace_index is not None:
-            ls.workspace_index.close(uri)
-        if ls.engine is not None:
-            ls.engine.document_closed(uri)
-        if ls.next_edits is not None:
-            ls.next_edits.document_closed(uri)
+        if ls.session is not None:
+            if ls.session.workspace is not None:
+                ls.session.workspace.close(uri)
+            ls.session.document_closed(uri)
 
 
 def _tell(ls: TandemServer, document: Document, verdict: Verdict) -> None:
@@ -69,7 +68,7 @@ def _tell(ls: TandemServer, document: Document, verdict: Verdict) -> None:
 
 def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocumentContentChangeEvent) -> None:
     """Enter pressed at the end of a line: start the new line's completion before the editor asks."""
-    if ls.engine is None or not isinstance(change, types.TextDocumentContentChangePartial):
+    if ls.session is None or not isinstance(change, types.TextDocumentContentChangePartial):
         return
     if change.range.start != change.range.end or not _NEW_LINE.fullmatch(change.text):
         return
@@ -87,4 +86,4 @@ def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocu
         client=ls.client_name,
         received_ns=time.perf_counter_ns(),
     )
-    ls.engine.speculate(request)
+    ls.session.inline.speculate(request)

@@ -3,15 +3,15 @@
 `tandem.edit` takes one argument `{uri, range, instruction, model?: "fast" | "accurate"}` (the VS Code
 extension, the Neovim plugin and tandem.el send exactly this). The range is read against the server's copy
 of the document, which the client brings up to date before it sends the command; typing after that is
-handled by rebasing the edit, so no document version is needed. The edit itself is
-`completion.edit.flow.EditFlow.run`; this module gathers what it needs from the server (texts, symbols,
-the working diff), shows progress, and applies the result:
+handled by rebasing the edit, so no document version is needed. The edit itself, from gathering the
+router's inputs to rebasing on a refused apply, is `completion.edit.service.Edits.run`; this module reads the
+arguments, shows progress, sends `workspace/applyEdit` when the service asks, and tells the user the end:
 
 - progress: work-done progress created with window/workDoneProgress/create when the client supports
   it, cancellable (a cancel stops the model stream), the message naming the route and its reasons;
 - apply: workspace/applyEdit with the versions the server holds. If the user typed meanwhile the edit
   was already rebased (or refused) by the flow; if the editor still refuses because the user typed in
-  the last instant, it is rebased again, a few times at most;
+  the last instant, the service rebases it and asks again, a few times at most;
 - report: every edit's end is a window/showMessage (`lsp.edit_report`: the model, the files, the size
   of the change, or why nothing was applied), also returned as the answer's `message`.
 
@@ -26,18 +26,16 @@ import asyncio
 import itertools
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from tandem.completion.edit.file_edits import EditConflict, line_offset
-from tandem.completion.edit.flow import EditFlow, EditInputs, EditOutcome, EditRequest
-from tandem.completion.edit.rebase import rebase_edits
-from tandem.completion.routing.file_history import histories, past_commits
-from tandem.completion.routing.working_diff import working_diff
-from tandem.completion.routing.workspace_symbols import IndexLookup, candidate_names
+from tandem.completion.edit.file_edits import FileEdit, line_offset
+from tandem.completion.edit.service import Applied, ApplyEdits, EditJob, EditResult
+from tandem.completion.edit.types import EditOutcome, EditRequest
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp import edit_report
 from tandem.lsp.edit_workspace import EditWorkspace
@@ -72,8 +70,6 @@ PRESETS: tuple[tuple[str, str], ...] = (
     ("Add type hints", "Add type hints to this code."),
     ("Complete this function", "Complete this function: implement what its name, signature and docstring say."),
 )
-# Times an edit is rebased again when the editor refuses it because the user typed in the last instant.
-_APPLY_TRIES = 3
 _tokens = itertools.count(1)
 
 
@@ -104,19 +100,6 @@ def parse_arguments(args: tuple[Any, ...]) -> EditArguments:
     except (KeyError, TypeError, ValueError):
         raise JsonRpcInvalidParams(message="tandem.edit: range must be {start: {line, character}, end: ...}") from None
     return EditArguments(uri=uri, range=where, instruction=instruction.strip(), model=cast("Tier | None", model))
-
-
-def flow_of(ls: TandemServer) -> EditFlow:
-    """The server's edit flow, created on first use and kept in step with the configuration."""
-    if ls.engine is None:
-        raise JsonRpcInvalidParams(message="tandem.edit: the server is not initialized yet")
-    if ls.edit_flow is None:
-        # The engine's tiers (one backend per model, one Retry-After hold-off, configured in one place) and
-        # its tracer (one trace file, one record per edit written at its end).
-        # Its gate too: what may be sent is decided in one place for completions and edits alike.
-        ls.edit_flow = EditFlow(models=ls.engine.tiers, tracer=ls.engine.tracer, config=ls.config, gate=ls.engine.gate)
-    ls.edit_flow.config = ls.config
-    return ls.edit_flow
 
 
 class _Progress:
@@ -202,8 +185,13 @@ def _offsets(ls: TandemServer, text: str, document: Any, where: types.Range) -> 
 
 
 async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
-    """One `tandem.edit`, from the arguments to the applied edit; returns a summary for the client."""
+    """One `tandem.edit`: the arguments read against the server's documents, progress while it runs, and
+    the message at its end. The edit itself is `completion.edit.service.Edits.run`, which sends
+    `workspace/applyEdit` through `_applier`."""
     received_ns = time.perf_counter_ns()
+    session = ls.session
+    if session is None:
+        raise JsonRpcInvalidParams(message="tandem.edit: the server is not initialized yet")
     document = ls.documents.get(args.uri)
     if document is None:
         raise JsonRpcInvalidParams(message=f"tandem.edit: {args.uri} is not open in the editor")
@@ -222,30 +210,35 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         for future in running:
             future.cancel()
 
-    # Right after start-up the workspace scan may still be running: the edit would not see the files it has
-    # not reached (what uses or defines the selection elsewhere). Wait for it, saying so, within a bound.
-    not_indexed = ""
-    index = ls.workspace_index
-    if index is not None and index.scanning:
-        await progress.begin(_scan_words(index.scan_progress.files), cancel)
-        waiting = asyncio.ensure_future(_wait_for_scan(index, progress))
-        running.append(waiting)
+    async def until_done(work: Any) -> Any:
+        """`work` as a task the progress's cancel button stops; None when the user stopped it."""
+        task = asyncio.ensure_future(work)
+        running.append(task)
         try:
-            scanned = await waiting
+            return await task
         except asyncio.CancelledError:
             progress.end("cancelled")
             if not stopped_by_user:
-                raise
+                raise  # $/cancelRequest: pygls answers the request
+            return None
+        finally:
+            running.remove(task)
+
+    # Right after start-up the workspace scan may still be running: the edit would not see the files it has
+    # not reached (what uses or defines the selection elsewhere). Wait for it, saying so, within a bound.
+    not_indexed = ""
+    index = session.workspace
+    if index is not None and index.scanning:
+        await progress.begin(_scan_words(index.scan_progress.files), cancel)
+        scanned = await until_done(_wait_for_scan(index, progress))
+        if scanned is None:
             return _done(ls, False, "tandem: edit cancelled", show=False)
-        running.clear()
         if not scanned:
             not_indexed = f"; {NOT_INDEXED} ({index.scan_progress.files:,} files indexed so far)"
             log.info("edit asked before the workspace scan ended: %s", NOT_INDEXED)
     workspace = EditWorkspace(ls)
-    path = workspace.path_of(args.uri)
-    flow = flow_of(ls)
     request = EditRequest(
-        path=path,
+        path=workspace.path_of(args.uri),
         text=text,
         start=start,
         end=end,
@@ -256,82 +249,50 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         received_ns=received_ns,
         uri=args.uri,
     )
-    # Off the loop: the working diff, the file's history and the repository's last commits run git, the
-    # symbol lookup reads the indexed texts once.
-    overlay = workspace.open_texts()
-    lookup = IndexLookup(workspace.symbols(), overlay)
-    names = candidate_names(text[start:end], instruction, workspace.symbols())
-    open_files = workspace.open_files()
-    first_line, end_line = text.count("\n", 0, start), text.count("\n", 0, end)
-    end_line += bool(end > start and end > 0 and text[end - 1] != "\n")  # a last line selected in part counts
-    diff, _, (history, lines_history), past = await asyncio.gather(
-        asyncio.to_thread(working_diff, workspace.root, open_files),
-        asyncio.to_thread(lookup.prepare, names),
-        asyncio.to_thread(histories, workspace.root, path, first_line, end_line),
-        asyncio.to_thread(past_commits, workspace.root),
-    )
-    inputs = EditInputs(
-        current_texts=workspace.current,
-        read_text=workspace.read_text,
-        symbols=lookup,
-        working_diff=diff,
-        file_history=history,
-        lines_history=lines_history,
-        past_commits=past,
+    job = EditJob(
+        request=request,
+        files=workspace,
+        apply=_applier(ls, workspace, instruction),
+        on_progress=lambda p: progress.report(p.message),
+        notify=ls.notify_user,
     )
     await progress.begin("routing the edit", cancel)
-    task = asyncio.ensure_future(flow.run(request, inputs, on_progress=lambda p: progress.report(p.message)))
-    running.append(task)
-    try:
-        outcome: EditOutcome = await task
-    except asyncio.CancelledError:
-        progress.end("cancelled")
-        if not stopped_by_user:
-            raise  # $/cancelRequest: pygls answers the request
+    result: EditResult | None = await until_done(session.edits.run(job))
+    if result is None:
         return _done(ls, False, "tandem: edit cancelled", show=False)
-    for notice in outcome.notices:
-        ls.notify_user(notice)
+    outcome = result.outcome
+    progress.end("applied" if result.applied else "not applied")
     if not outcome.ok:
-        progress.end("not applied")
-        flow.finish(outcome)
         return _done(ls, False, f"tandem: {outcome.message}{not_indexed}", outcome=outcome)
-    applied, why = await _apply(ls, workspace, outcome, instruction)
-    progress.end("applied" if applied else "not applied")
-    flow.finish(outcome, applied=applied, error=why)
-    if not applied:
-        return _done(ls, False, f"tandem: the edit was not applied: {why}{not_indexed}", outcome=outcome)
+    if not result.applied:
+        return _done(ls, False, f"tandem: the edit was not applied: {result.why}{not_indexed}", outcome=outcome)
     configured = getattr(ls.config.models, outcome.tier or "", None)
     model = configured.model if configured is not None else ""
     files = edit_report.changes(outcome.edits, outcome.current, workspace.open_texts())
     message = edit_report.applied_message(outcome.tier or "", model, files, rebased=outcome.rebased)
-    result = _done(ls, True, message + not_indexed, outcome=outcome, kind=types.MessageType.Info)
-    result.update(
+    answer = _done(ls, True, message + not_indexed, outcome=outcome, kind=types.MessageType.Info)
+    answer.update(
         all_files_indexed=not not_indexed,
         model=model,
         lines_added=sum(f.added for f in files),
         lines_removed=sum(f.removed for f in files),
         not_open=[f.path for f in files if not f.opened],
     )
-    return result
+    return answer
 
 
-async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcome, label: str) -> tuple[bool, str]:
-    """workspace/applyEdit; when the editor refuses because the user typed meanwhile, rebase and retry.
-    Nothing is sent if any path the edit writes is outside the workspace folders."""
-    refused = sorted({r for r in map(workspace.write_refusal, {e.path for e in outcome.edits}) if r})
-    if refused:
-        return False, "; ".join(refused)
+def _applier(ls: TandemServer, workspace: EditWorkspace, label: str) -> ApplyEdits:
+    """`workspace/applyEdit` for one edit, as the client's capabilities allow."""
     workspace_caps = ls.client_capabilities.workspace
     edit_caps = workspace_caps.workspace_edit if workspace_caps else None
     # Neovim takes documentChanges without saying so; it does say it takes resource operations.
     document_changes = bool(edit_caps and (edit_caps.document_changes or edit_caps.resource_operations))
-    creates = any(e.creates for e in outcome.edits)
     can_create = bool(edit_caps and edit_caps.resource_operations and "create" in edit_caps.resource_operations)
-    if creates and not can_create:
-        return False, "it creates a file, and this editor cannot create files for a language server"
-    edits, current = list(outcome.edits), dict(outcome.current)
-    why = ""
-    for _ in range(_APPLY_TRIES):
+
+    async def apply(edits: Sequence[FileEdit], current: Mapping[str, str]) -> Applied:
+        if any(e.creates for e in edits) and not can_create:
+            why = "it creates a file, and this editor cannot create files for a language server"
+            return Applied(applied=False, why=why, final=True)
         edit = workspace.workspace_edit(edits, current, document_changes=document_changes)
         try:
             result = await ls.workspace_apply_edit_async(
@@ -339,19 +300,10 @@ async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcom
             )
         except JsonRpcException as error:
             # Some editors (eglot) refuse with an error reply rather than `applied: false`.
-            return False, f"the editor refused it: {error.message}"
-        if result.applied:
-            return True, ""
-        why = result.failure_reason or "the editor refused it"
-        if not workspace.changed_since_read():
-            return False, why
-        newer = workspace.current(list(current))
-        try:
-            edits = rebase_edits(edits, current, newer)
-        except EditConflict as conflict:
-            return False, str(conflict)
-        current = newer
-    return False, f"you kept typing in the edited files ({why})"
+            return Applied(applied=False, why=f"the editor refused it: {error.message}", final=True)
+        return Applied(applied=result.applied, why=result.failure_reason or "")
+
+    return apply
 
 
 def _done(
@@ -394,7 +346,7 @@ def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[type
     can ask), and on a diagnostic without a selection ("Fix" it). A bare cursor gets nothing, so editors
     show no lightbulb on every line."""
     document = ls.documents.get(params.text_document.uri)
-    if document is None or ls.engine is None or not ls.engine.gate.document(document.uri):
+    if document is None or ls.session is None or not ls.session.gate.document(document.uri):
         return []  # nothing of a refused document would be sent: offer no edit of it
     wanted = [str(kind) for kind in params.context.only or []]
 

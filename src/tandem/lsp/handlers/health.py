@@ -21,7 +21,8 @@ def register(server: TandemServer) -> None:
     @server.feature(METHOD)
     def health(ls: TandemServer, params: Any) -> dict[str, Any]:
         pool: dict[str, int] | None = None
-        transport = getattr(ls.http_client, "_transport", None)
+        session = ls.session
+        transport = getattr(session.client, "_transport", None) if session is not None else None
         if isinstance(transport, ResilientTransport):
             pool = transport.health().as_dict()
         return {
@@ -31,7 +32,7 @@ def register(server: TandemServer) -> None:
             "request_futures": len(ls.protocol._request_futures),
             "documents": len(ls.documents.all()),
             "pool": pool,
-            "completion_cache": ls.engine.cache_figures() if ls.engine is not None else None,
+            "completion_cache": session.inline.cache_figures() if session is not None else None,
         }
 
 

@@ -14,10 +14,9 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
-from tandem.completion.inline.engine import Engine
-from tandem.completion.next_edit.suggest import NextEdits
 from tandem.completion.providers.backends.factory import describe_model
 from tandem.completion.providers.http import make_client
+from tandem.completion.session import Session
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp.positions import PositionCodec
 
@@ -82,28 +81,25 @@ def register(server: TandemServer) -> None:
         ls.documents.codec = PositionCodec(str(encoding))
         config, problems = ls.sources.resolve()
         ls.config = config
-        ls.http_client = make_client()
-        ls.workspace_index = WorkspaceIndex(
+        workspace = WorkspaceIndex(
             root=ls.sources.workspace_root,
             folders=ls.sources.workspace_folders,
             context=config.context,
             privacy=config.privacy,
         )
-        ls.engine = Engine(config=config, client=ls.http_client, tracer=ls.make_tracer(), workspace=ls.workspace_index)
-        ls.engine.tiers.listener = ls.announce
-        _report(ls, [str(p) for p in problems] + ls.engine.configure(config))
-        ls.next_edits = NextEdits(
-            tiers=ls.engine.tiers,
-            tracer=ls.engine.tracer,
-            budget=ls.engine.budget,
+        ls.session = session = Session(
             config=config,
+            client=make_client(),
+            tracer=ls.make_tracer(),
             documents=ls.documents.version_and_lines,
             history=ls.edit_history,
-            workspace=ls.workspace_index,
+            workspace=workspace,
         )
+        session.on_notice(ls.announce)
+        _report(ls, [str(p) for p in problems] + session.configure(config))
         log.info("%s", _started(ls, str(encoding)))
-        ls.spawn(ls.engine.warm())
-        ls.spawn(_start_workspace(ls, ls.workspace_index))
+        ls.spawn(session.warm())
+        ls.spawn(_start_workspace(ls, workspace))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: TandemServer, params: types.DidChangeConfigurationParams) -> None:
@@ -111,11 +107,9 @@ def register(server: TandemServer) -> None:
         config, problems = ls.sources.resolve()
         ls.config = config
         messages = [str(p) for p in problems]
-        if ls.next_edits is not None:
-            ls.next_edits.config = config
-        if ls.engine is not None:
-            messages += ls.engine.configure(config)
-            ls.spawn(ls.engine.warm())
+        if ls.session is not None:
+            messages += ls.session.configure(config)
+            ls.spawn(ls.session.warm())
         _report(ls, messages)
 
     @server.feature(types.SHUTDOWN)

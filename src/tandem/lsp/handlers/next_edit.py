@@ -24,6 +24,7 @@ from tandem.completion.next_edit.types import NextEditRequest, NextEditResult, S
 from tandem.lsp.handlers.completion import _plain
 
 if TYPE_CHECKING:
+    from tandem.completion.next_edit.suggest import NextEdits
     from tandem.lsp.documents import Document
     from tandem.lsp.server import TandemServer
 
@@ -37,11 +38,16 @@ ACTION_TITLE = "Apply next edit"
 _CONVERTER = get_converter()
 
 
+def _next_edits(ls: TandemServer) -> NextEdits | None:
+    return ls.session.next_edits if ls.session is not None else None
+
+
 async def suggest(ls: TandemServer, uri: str, position: types.Position) -> tuple[Document | None, NextEditResult]:
     """The next edit at `position` of the open document `uri` (empty when none may be asked for)."""
     received_ns = time.perf_counter_ns()
     document = ls.documents.get(uri)
-    if document is None or ls.next_edits is None:
+    next_edits = _next_edits(ls)
+    if document is None or next_edits is None:
         return document, NextEditResult(outcome="skipped")
     line, character = ls.documents.to_server(document, position)
     request = NextEditRequest(
@@ -55,7 +61,7 @@ async def suggest(ls: TandemServer, uri: str, position: types.Position) -> tuple
         client=ls.client_name,
         received_ns=received_ns,
     )
-    return document, await ls.next_edits.suggest(request)
+    return document, await next_edits.suggest(request)
 
 
 def _range(ls: TandemServer, document: Document, suggestion: Suggestion) -> types.Range:
@@ -89,9 +95,10 @@ def _trace_id(value: Any) -> tuple[str, str]:
 def _accepted(ls: TandemServer, payload: Any) -> None:
     uri, trace_id = _trace_id(payload)
     document = ls.documents.get(uri)
-    if ls.next_edits is None or document is None or not trace_id:
+    next_edits = _next_edits(ls)
+    if next_edits is None or document is None or not trace_id:
         return
-    last = ls.next_edits.current(uri)
+    last = next_edits.current(uri)
     cursor = (0, 0)
     if last is not None and last.trace_id == trace_id:
         edit = last.edit
@@ -101,7 +108,7 @@ def _accepted(ls: TandemServer, payload: Any) -> None:
             if len(parts) == 1
             else (edit.start_line + len(parts) - 1, len(parts[-1]))
         )
-    if not ls.next_edits.accepted(trace_id, uri, version=document.version, cursor=cursor):
+    if not next_edits.accepted(trace_id, uri, version=document.version, cursor=cursor):
         log.info("next edit %s accepted, but the document does not hold it: not chained", trace_id)
 
 
@@ -109,9 +116,10 @@ async def menu_item(ls: TandemServer, uri: str, position: types.Position) -> typ
     """The next edit as a completion item, for menu clients (Helix), when it is on the cursor's line (an
     edit elsewhere cannot be a completion): its text edit covers the edit's range and the cursor."""
     document = ls.documents.get(uri)
-    if ls.next_edits is None or document is None:
+    next_edits = _next_edits(ls)
+    if next_edits is None or document is None:
         return None
-    suggestion = await ls.next_edits.for_version(uri, document.version)
+    suggestion = await next_edits.for_version(uri, document.version)
     line, column = ls.documents.to_server(document, position)
     if suggestion is None or document.version != suggestion.version:
         return None
@@ -184,8 +192,8 @@ def register(server: TandemServer) -> None:
         asked = text_document.get("version")
         if document is not None and isinstance(asked, int) and asked != document.version:
             # The user typed on before this request was read: an answer would be for an older text.
-            if ls.next_edits is not None:
-                ls.next_edits.stale(document.path, ls.client_name, time.perf_counter_ns())
+            if (next_edits := _next_edits(ls)) is not None:
+                next_edits.stale(document.path, ls.client_name, time.perf_counter_ns())
             return {"edits": []}
         document, result = await suggest(ls, uri, client_position)
         suggestion = result.suggestion
@@ -205,8 +213,8 @@ def register(server: TandemServer) -> None:
     @server.feature(DID_SHOW)
     def did_show(ls: TandemServer, params: Any) -> None:
         _, trace_id = _trace_id(params)
-        if ls.next_edits is not None and trace_id:
-            ls.next_edits.shown(trace_id)
+        if (next_edits := _next_edits(ls)) is not None and trace_id:
+            next_edits.shown(trace_id)
 
     @server.command(ACCEPTED)
     def accepted(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
@@ -215,5 +223,5 @@ def register(server: TandemServer) -> None:
     @server.command(DISMISSED)
     def dismissed(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
         _, trace_id = _trace_id(args[0] if args else None)
-        if ls.next_edits is not None and trace_id:
-            ls.next_edits.dismissed(trace_id)
+        if (next_edits := _next_edits(ls)) is not None and trace_id:
+            next_edits.dismissed(trace_id)

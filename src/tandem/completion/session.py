@@ -1,0 +1,97 @@
+"""The composition root of the model side: one `Session` per server.
+
+It owns what the features share, and builds each feature once over them:
+
+    shared     tiers (the configured models, one read path each), the gate (what may leave the machine),
+               the tracer, the speculation token budget, the workspace index
+    features   inline (`inline.engine.Engine`), next_edits (`next_edit.suggest.NextEdits`),
+               edits (`edit.service.Edits`)
+
+Configuration reaches all of them in one place, `configure(config) -> problems`; the LSP edge holds one
+`Session` and asks it, never the features' parts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+
+import httpx
+
+from tandem.cache.edit_history import EditHistory
+from tandem.completion.config.tree import Config
+from tandem.completion.edit.flow import EditFlow
+from tandem.completion.edit.service import Edits
+from tandem.completion.gate import Gate
+from tandem.completion.inline.engine import Engine
+from tandem.completion.inline.prefetch import TokenBudget
+from tandem.completion.next_edit.suggest import DocumentLookup, NextEdits
+from tandem.completion.observe.trace import Tracer
+from tandem.completion.providers.breaker import Notice
+from tandem.completion.providers.tiers import Tiers
+from tandem.completion.workspace import WorkspaceIndex
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        client: httpx.AsyncClient,
+        tracer: Tracer,
+        documents: DocumentLookup,
+        history: EditHistory,
+        workspace: WorkspaceIndex | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.tracer = tracer
+        self.workspace = workspace
+        # The workspace's gate when there is one (it knows the ignore files and the open documents' verdicts).
+        self.gate = workspace.gate if workspace is not None else Gate()
+        self.tiers = Tiers(client, env if env is not None else os.environ)
+        # What speculation may spend: completions' prefetch and next edits count against it.
+        self.budget = TokenBudget(per_minute=config.prefetch.tokens_per_minute)
+        self.inline = Engine(
+            config=config, tiers=self.tiers, tracer=tracer, budget=self.budget, gate=self.gate, workspace=workspace
+        )
+        self.next_edits = NextEdits(
+            tiers=self.tiers,
+            tracer=tracer,
+            budget=self.budget,
+            config=config,
+            documents=documents,
+            history=history,
+            workspace=workspace,
+        )
+        self.edits = Edits(EditFlow(models=self.tiers, tracer=tracer, config=config, gate=self.gate))
+
+    def configure(self, config: Config) -> list[str]:
+        """Adopt a configuration (once after construction, then on every change); returns problems to show,
+        such as an unusable provider."""
+        self.config = config
+        self.budget.per_minute = config.prefetch.tokens_per_minute
+        self.inline.configure(config)
+        self.next_edits.configure(config)
+        self.edits.flow.config = config
+        return self.tiers.configure(config.models)
+
+    def on_notice(self, listener: Callable[[Notice], None]) -> None:
+        """Where a model's outage and recovery are announced (once each)."""
+        self.tiers.listener = listener
+
+    async def warm(self) -> None:
+        """Open connections to the configured providers before the first keystroke needs them."""
+        await self.tiers.warm()
+
+    def document_closed(self, uri: str) -> None:
+        self.inline.document_closed(uri)
+        self.next_edits.document_closed(uri)
+
+    async def aclose(self) -> None:
+        """Stop every stream (each writes its trace record as it ends), close the models, flush the traces."""
+        await asyncio.gather(self.next_edits.aclose(), self.inline.aclose())
+        await self.tiers.aclose()
+        self.tracer.close()
