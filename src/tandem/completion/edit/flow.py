@@ -126,6 +126,47 @@ def _classify(error: CompletionError) -> AttemptOutcome:
     return "failed"
 
 
+@dataclass(frozen=True, kw_only=True)
+class NextStep:
+    """What follows an attempt whose answer cannot be used: the other model is asked (`escalation` says
+    why), or the edit ends (`message`, for the user)."""
+
+    escalation: str = ""
+    message: str = ""
+    conflict: bool = False
+    # The message is already in the user's words (not a model's failure to be put in words).
+    plain: bool = False
+    # Said to the user once (a model that is down), and as progress while the other model works.
+    notice: str = ""
+    progress: str = ""
+
+
+def after_failure(tier: Tier, attempt: Attempt, *, other_ready: bool) -> NextStep:
+    """The escalation rule, a function of the failed attempt alone: an edit the user typed over, or one the
+    gate refused, ends (the answer was fine, or nothing may be sent); otherwise, while the other model is
+    configured and not yet tried, a model that is down or slow hands over, and so does a fast answer that
+    fails its checks; an accurate answer that fails its checks ends the edit."""
+    other = _other(tier)
+    if attempt.outcome == "conflict":
+        return NextStep(message=attempt.error, conflict=True)
+    if attempt.outcome == "refused":
+        return NextStep(message=f"not sent to a model: {attempt.error}", plain=True)
+    if other_ready and attempt.outcome == "unavailable":
+        return NextStep(
+            escalation=f"{tier} model unavailable ({attempt.error}): the {other} model served",
+            notice=f"the {tier} model is unavailable ({attempt.error})",
+        )
+    if other_ready and attempt.outcome == "timeout":
+        return NextStep(escalation=f"{tier} model timed out ({attempt.error}): re-run on the {other} model")
+    if other_ready and tier == "fast":
+        why = "its answer was not an edit" if attempt.outcome == "unparsable" else attempt.error
+        return NextStep(
+            escalation=f"fast answer rejected ({attempt.outcome}: {attempt.error}): re-run on the accurate model",
+            progress=f"escalating to the accurate model: {why}",
+        )
+    return NextStep(message=attempt.error)
+
+
 class EditFlow:
     """Runs edits: one instance per server (or per evaluation), sharing the models and the tracer."""
 
@@ -202,6 +243,32 @@ class EditFlow:
         record.route_reasons = list(decision.reasons)
         record.plan = plan
         progress(_plan_progress(plan, decision))
+        ask = await self._prepare(request, inputs, decision, record, progress)
+        if isinstance(ask, str):
+            return self._failed(record, decision, [], [], "", ask, plain=True)
+        attempts: list[Attempt] = []
+        notices: list[str] = []
+        try:
+            if plan == "hedged":
+                return await self._hedged(ask, plan, attempts, notices)
+            return await self._in_turn(ask, plan, attempts, notices)
+        except asyncio.CancelledError:
+            # Cancelled by the user (or the server stopping): the trace still says what was tried.
+            record.outcome = "cancelled"
+            self._close(record, attempts, record.escalation, "cancelled")
+            self.tracer.write(record)
+            raise
+
+    async def _prepare(
+        self,
+        request: EditRequest,
+        inputs: EditInputs,
+        decision: RouteDecision,
+        record: EditTraceRecord,
+        progress: ProgressSink,
+    ) -> _Ask | str:
+        """What every attempt shares: the files shown beside the edited one, the prompt within the largest
+        window, and where the answer is looked for; or, when the selection cannot be shown, why."""
         context = self._context(request, decision, inputs)
         record.context_files = len(context)
         first, end = selection_lines(request.text, request.start, request.end)
@@ -221,7 +288,7 @@ class EditFlow:
         record.shown_lines = list(prompt.shown) if prompt.shown is not None else None
         record.mark("context_built")
         if over:
-            return self._failed(record, decision, [], [], "", over, plain=True)
+            return over
         shown = None
         if prompt.shown is not None:
             shown = (line_offset(request.text, prompt.shown[0]), line_offset(request.text, prompt.shown[1]))
@@ -231,7 +298,7 @@ class EditFlow:
             selection=(request.start, request.end) if request.end > request.start else None,
             shown=shown,
         )
-        ask = _Ask(
+        return _Ask(
             messages=messages,
             target=target,
             request=request,
@@ -242,63 +309,45 @@ class EditFlow:
             deadline_s=time.monotonic() + self.config.edit.deadline_s,
             started_ns=time.perf_counter_ns(),
         )
-        attempts: list[Attempt] = []
-        notices: list[str] = []
+
+    async def _in_turn(self, ask: _Ask, plan: Plan, attempts: list[Attempt], notices: list[str]) -> EditOutcome:
+        """One model at a time, the plan's first: a model that is missing, down or slow, or whose answer
+        fails its checks, hands the edit to the other one, once (`after_failure` says when)."""
+        record, decision = ask.record, ask.decision
         escalation = ""
         tier_name: Tier = "accurate" if plan == "accurate" else "fast"
         checker = self.models.get("accurate") if plan == "draft-check" else None
-        try:
-            if plan == "hedged":
-                return await self._hedged(ask, plan, attempts, notices)
-            while True:
-                tier = self.models.get(tier_name)
-                other = _other(tier_name)
-                if tier is None:
-                    if any(a.tier == other for a in attempts) or self.models.get(other) is None:
-                        return self._failed(
-                            record, decision, attempts, notices, escalation, _no_model(tier_name), plain=True
-                        )
-                    notices += self._tell_once(tier_name, f"no {tier_name} model is configured")
-                    escalation = escalation or f"no {tier_name} model configured: the {other} model served"
-                    tier_name = other
-                    continue
-                attempt, checked = await self._attempt(tier_name, tier, ask)
-                attempts.append(attempt)
-                if checked is not None and tier_name == "fast" and checker is not None:
-                    return await self._check_draft(ask, plan, tier, checker, attempt, checked, attempts, notices)
-                if checked is not None:
-                    return self._ready(ask, plan, tier_name, tier, attempt, checked, attempts, notices, escalation)
-                tried_other = any(a.tier == other for a in attempts)
-                other_tier = self.models.get(other)
-                if attempt.outcome == "conflict":
-                    return self._failed(record, decision, attempts, notices, escalation, attempt.error, conflict=True)
-                if attempt.outcome == "refused":
-                    why = f"not sent to a model: {attempt.error}"
+        while True:
+            other = _other(tier_name)
+            other_ready = self.models.get(other) is not None and not any(a.tier == other for a in attempts)
+            tier = self.models.get(tier_name)
+            if tier is None:
+                if not other_ready:
+                    why = _no_model(tier_name)
                     return self._failed(record, decision, attempts, notices, escalation, why, plain=True)
-                if attempt.outcome == "unavailable" and other_tier is not None and not tried_other:
-                    notices += self._tell_once(tier_name, f"the {tier_name} model is unavailable ({attempt.error})")
-                    escalation = f"{tier_name} model unavailable ({attempt.error}): the {other} model served"
-                    tier_name = other
-                    continue
-                if attempt.outcome == "timeout" and other_tier is not None and not tried_other:
-                    escalation = f"{tier_name} model timed out ({attempt.error}): re-run on the {other} model"
-                    tier_name = other
-                    continue
-                if tier_name == "fast" and other_tier is not None and not tried_other:
-                    escalation = (
-                        f"fast answer rejected ({attempt.outcome}: {attempt.error}): re-run on the accurate model"
-                    )
-                    why = "its answer was not an edit" if attempt.outcome == "unparsable" else attempt.error
-                    progress(EditProgress(message=f"escalating to the accurate model: {why}", tier=other))
-                    tier_name = other
-                    continue
-                return self._failed(record, decision, attempts, notices, escalation, attempt.error)
-        except asyncio.CancelledError:
-            # Cancelled by the user (or the server stopping): the trace still says what was tried.
-            record.outcome = "cancelled"
-            self._close(record, attempts, escalation, "cancelled")
-            self.tracer.write(record)
-            raise
+                notices += self._tell_once(tier_name, f"no {tier_name} model is configured")
+                missing = f"no {tier_name} model configured: the {other} model served"
+                escalation = record.escalation = escalation or missing
+                tier_name = other
+                continue
+            attempt, checked = await self._attempt(tier_name, tier, ask)
+            attempts.append(attempt)
+            if checked is not None and tier_name == "fast" and checker is not None:
+                return await self._check_draft(ask, plan, tier, checker, attempt, checked, attempts, notices)
+            if checked is not None:
+                return self._ready(ask, plan, tier_name, tier, attempt, checked, attempts, notices, escalation)
+            step = after_failure(tier_name, attempt, other_ready=other_ready)
+            if step.notice:
+                notices += self._tell_once(tier_name, step.notice)
+            if step.progress:
+                ask.progress(EditProgress(message=step.progress, tier=other))
+            if not step.escalation:
+                why, conflict, plain = step.message, step.conflict, step.plain
+                return self._failed(
+                    record, decision, attempts, notices, escalation, why, conflict=conflict, plain=plain
+                )
+            escalation = record.escalation = step.escalation
+            tier_name = other
 
     async def _hedged(self, ask: _Ask, plan: Plan, attempts: list[Attempt], notices: list[str]) -> EditOutcome:
         """Both models at once: the fast answer if it passes its checks (the accurate stream is then
