@@ -532,26 +532,8 @@ class EditFlow:
             if not stats.usage.input_tokens and not stats.usage.output_tokens:
                 stats.usage.input_tokens, stats.usage.output_tokens = await self._count_tokens(ask.messages, parts)
                 estimated = True
-        record.mark("request_sent", stats.request_sent_ns)
-        record.mark("first_token", stats.first_token_ns)
-        record.mark("answered")
-        record.tokens_in += stats.usage.input_tokens
-        record.tokens_out += stats.usage.output_tokens
-        record.tokens_cached += stats.usage.cached_tokens
-        if stats.request_sent_ns:
-            # How the (last) model request travelled, as completions' records say it.
-            record.transport, record.connection_reused = stats.transport, stats.connection_reused
-            record.continuation = stats.continuation
-            record.bytes_sent += stats.bytes_sent
-        record.cost_usd += estimate_cost_usd(
-            tier.config,
-            tokens_in=stats.usage.input_tokens,
-            tokens_out=stats.usage.output_tokens,
-            tokens_cached=stats.usage.cached_tokens,
-        )
         answer = "".join(parts)
-        if not estimated:
-            record.chars = len(answer)
+        _account(record, stats, tier, answer_chars=None if estimated else len(answer))
         attempt = Attempt(
             tier=tier_name,
             model=tier.label,
@@ -691,6 +673,29 @@ class EditFlow:
             record=record,
             plan="hedged" if record.plan == "hedged" else "accurate" if record.plan == "accurate" else "fast-first",
         )
+
+
+def _account(record: EditTraceRecord, stats: StreamStats, tier: ModelTier, *, answer_chars: int | None) -> None:
+    """One attempt's phases, tokens, transport and cost, added to the edit's trace record."""
+    record.mark("request_sent", stats.request_sent_ns)
+    record.mark("first_token", stats.first_token_ns)
+    record.mark("answered")
+    record.tokens_in += stats.usage.input_tokens
+    record.tokens_out += stats.usage.output_tokens
+    record.tokens_cached += stats.usage.cached_tokens
+    if stats.request_sent_ns:
+        # How the (last) model request travelled, as completions' records say it.
+        record.transport, record.connection_reused = stats.transport, stats.connection_reused
+        record.continuation = stats.continuation
+        record.bytes_sent += stats.bytes_sent
+    record.cost_usd += estimate_cost_usd(
+        tier.config,
+        tokens_in=stats.usage.input_tokens,
+        tokens_out=stats.usage.output_tokens,
+        tokens_cached=stats.usage.cached_tokens,
+    )
+    if answer_chars is not None:
+        record.chars = answer_chars
 
 
 def _plan_progress(plan: Plan, decision: RouteDecision) -> EditProgress:

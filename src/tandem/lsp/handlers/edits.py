@@ -26,9 +26,9 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -71,6 +71,7 @@ PRESETS: tuple[tuple[str, str], ...] = (
     ("Complete this function", "Complete this function: implement what its name, signature and docstring say."),
 )
 _tokens = itertools.count(1)
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,6 +142,34 @@ class _Progress:
             self._begun = False
 
 
+class _Stoppable:
+    """Work that the progress's cancel button stops."""
+
+    def __init__(self, progress: _Progress) -> None:
+        self._progress = progress
+        self._running: list[asyncio.Future[Any]] = []
+        self._stopped_by_user = False
+
+    def stop(self) -> None:
+        self._stopped_by_user = True
+        for future in self._running:
+            future.cancel()
+
+    async def run(self, work: Coroutine[Any, Any, _T]) -> _T | None:
+        """`work`'s result, or None when the user stopped it ($/cancelRequest still cancels the caller)."""
+        task = asyncio.ensure_future(work)
+        self._running.append(task)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            self._progress.end("cancelled")
+            if not self._stopped_by_user:
+                raise  # $/cancelRequest: pygls answers the request
+            return None
+        finally:
+            self._running.remove(task)
+
+
 async def _wait_for_scan(index: WorkspaceIndex, progress: _Progress) -> bool:
     """Waits at most SCAN_WAIT_S for the workspace scan, reporting the files it has indexed as it goes."""
     deadline = time.monotonic() + SCAN_WAIT_S
@@ -201,36 +230,14 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     text = document.buffer.text()
     start, end = _offsets(ls, text, document, args.range)
     progress = _Progress(ls)
-    running: list[asyncio.Future[Any]] = []
-    stopped_by_user = False
-
-    def cancel() -> None:
-        nonlocal stopped_by_user
-        stopped_by_user = True
-        for future in running:
-            future.cancel()
-
-    async def until_done(work: Any) -> Any:
-        """`work` as a task the progress's cancel button stops; None when the user stopped it."""
-        task = asyncio.ensure_future(work)
-        running.append(task)
-        try:
-            return await task
-        except asyncio.CancelledError:
-            progress.end("cancelled")
-            if not stopped_by_user:
-                raise  # $/cancelRequest: pygls answers the request
-            return None
-        finally:
-            running.remove(task)
-
+    stoppable = _Stoppable(progress)
     # Right after start-up the workspace scan may still be running: the edit would not see the files it has
     # not reached (what uses or defines the selection elsewhere). Wait for it, saying so, within a bound.
     not_indexed = ""
     index = session.workspace
     if index is not None and index.scanning:
-        await progress.begin(_scan_words(index.scan_progress.files), cancel)
-        scanned = await until_done(_wait_for_scan(index, progress))
+        await progress.begin(_scan_words(index.scan_progress.files), stoppable.stop)
+        scanned = await stoppable.run(_wait_for_scan(index, progress))
         if scanned is None:
             return _done(ls, False, "tandem: edit cancelled", show=False)
         if not scanned:
@@ -256,12 +263,17 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         on_progress=lambda p: progress.report(p.message),
         notify=ls.notify_user,
     )
-    await progress.begin("routing the edit", cancel)
-    result: EditResult | None = await until_done(session.edits.run(job))
+    await progress.begin("routing the edit", stoppable.stop)
+    result: EditResult | None = await stoppable.run(session.edits.run(job))
     if result is None:
         return _done(ls, False, "tandem: edit cancelled", show=False)
-    outcome = result.outcome
     progress.end("applied" if result.applied else "not applied")
+    return _report(ls, workspace, result, not_indexed)
+
+
+def _report(ls: TandemServer, workspace: EditWorkspace, result: EditResult, not_indexed: str) -> dict[str, Any]:
+    """How the edit ended, in the one message the user reads and in the command's result."""
+    outcome = result.outcome
     if not outcome.ok:
         return _done(ls, False, f"tandem: {outcome.message}{not_indexed}", outcome=outcome)
     if not result.applied:
