@@ -28,7 +28,7 @@ from tandem.completion.gate import Gate, Outbound
 from tandem.completion.inline.debounce import AdaptiveDebounce
 from tandem.completion.inline.postprocess import Surroundings, clean
 from tandem.completion.inline.prefetch import AfterAccepting, Charge, TokenBudget
-from tandem.completion.inline.request import CompletionRequest, CompletionResult, Ticket
+from tandem.completion.inline.request import CompletionRequest, CompletionResult, Ticket, Tickets
 from tandem.completion.inline.streams import Stream, StreamStore, read_into
 from tandem.completion.inline.units import UnitContext, useful_unit, wants_multiline
 from tandem.completion.observe.live_stats import LiveFigures, LiveStats
@@ -81,7 +81,7 @@ class Engine:
         self.gate = gate or Gate()
         self.tiers = tiers
         self._streams = StreamStore()
-        self._tickets: dict[str, Ticket] = {}
+        self._tickets = Tickets()
         self.config = config
         self._cache = self._make_cache(config)
         self._debounce = AdaptiveDebounce(ceiling_s=config.completion.debounce_ms / 1000)
@@ -124,22 +124,19 @@ class Engine:
             language=request.language,
             client=request.client,
         )
-        ticket = self._supersede(request.uri)
-        try:
-            return await self._complete(request, record, ticket)
-        except asyncio.CancelledError:
-            # $/cancelRequest: the client no longer wants an answer; record it and let pygls reply. A
-            # stream this request started runs on for the next keystrokes: trace it with its usage.
-            record.outcome = "cancelled"
-            stream = self._streams.get(record.stream_id) if record.source == "model" else None
-            if stream is not None:
-                stream.on_done(lambda s: self._trace_stream(record, s))
-            else:
-                self.tracer.write(record)
-            raise
-        finally:
-            if self._tickets.get(request.uri) is ticket:
-                del self._tickets[request.uri]
+        with self._tickets.newest(request.uri) as ticket:
+            try:
+                return await self._complete(request, record, ticket)
+            except asyncio.CancelledError:
+                # $/cancelRequest: the client no longer wants an answer; record it and let pygls reply. A
+                # stream this request started runs on for the next keystrokes: trace it with its usage.
+                record.outcome = "cancelled"
+                stream = self._streams.get(record.stream_id) if record.source == "model" else None
+                if stream is not None:
+                    stream.on_done(lambda s: self._trace_stream(record, s))
+                else:
+                    self.tracer.write(record)
+                raise
 
     async def _complete(self, request: CompletionRequest, record: TraceRecord, ticket: Ticket) -> CompletionResult:
         settings = self.config.completion
@@ -477,20 +474,10 @@ class Engine:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _supersede(self, uri: str) -> Ticket:
-        older = self._tickets.get(uri)
-        if older is not None:
-            older.supersede()
-        ticket = Ticket()
-        self._tickets[uri] = ticket
-        return ticket
-
     def document_closed(self, uri: str) -> None:
         self._streams.forget(uri)
         self._debounce.forget(uri)
-        ticket = self._tickets.pop(uri, None)
-        if ticket is not None:
-            ticket.supersede()
+        self._tickets.close(uri)
 
     async def aclose(self) -> None:
         """Stop every stream and let each end properly (its trace record is written as it ends)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -96,3 +98,30 @@ class Ticket:
         self.superseded = True
         if self._scope is not None:
             self._scope.cancel()
+
+
+class Tickets:
+    """The request in progress for each document: a newer one supersedes the older, which is answered empty
+    at once (inline completions and next edits each keep one)."""
+
+    def __init__(self) -> None:
+        self._by_uri: dict[str, Ticket] = {}
+
+    @contextlib.contextmanager
+    def newest(self, uri: str) -> Iterator[Ticket]:
+        """A ticket for a new request of `uri`, superseding the one in progress, for as long as it runs."""
+        older = self._by_uri.get(uri)
+        if older is not None:
+            older.supersede()
+        ticket = self._by_uri[uri] = Ticket()
+        try:
+            yield ticket
+        finally:
+            if self._by_uri.get(uri) is ticket:
+                del self._by_uri[uri]
+
+    def close(self, uri: str) -> None:
+        """The document closed: its request in progress is superseded."""
+        ticket = self._by_uri.pop(uri, None)
+        if ticket is not None:
+            ticket.supersede()

@@ -35,7 +35,7 @@ from tandem.cache.edit_history import EditHistory, Lines
 from tandem.cache.edit_region import CharEdit, Hunk, LastEdit, Region
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.inline.prefetch import Charge, TokenBudget
-from tandem.completion.inline.request import Ticket
+from tandem.completion.inline.request import Ticket, Tickets
 from tandem.completion.inline.streams import Stream, read_into
 from tandem.completion.next_edit.context import (
     build_context,
@@ -94,7 +94,7 @@ class NextEdits:
         self.gate = workspace.gate if workspace is not None else Gate()
         self.history = history
         self._documents = documents
-        self._tickets: dict[str, Ticket] = {}
+        self._tickets = Tickets()
         # The answered request per document whose fate is not known yet (written when it is).
         self._open_records: dict[str, NextEditRecord] = {}
         self._records: dict[str, NextEditRecord] = {}
@@ -143,16 +143,13 @@ class NextEdits:
             prefetched=request.prefetch,
         )
         self._settle(request.uri, "superseded")
-        ticket = self._supersede(request.uri)
-        try:
-            result = await self._suggest(request, record, ticket)
-        except asyncio.CancelledError:
-            record.outcome = "cancelled"
-            self._write(record)
-            raise
-        finally:
-            if self._tickets.get(request.uri) is ticket:
-                del self._tickets[request.uri]
+        with self._tickets.newest(request.uri) as ticket:
+            try:
+                result = await self._suggest(request, record, ticket)
+            except asyncio.CancelledError:
+                record.outcome = "cancelled"
+                self._write(record)
+                raise
         self._last[request.uri] = result
         if result.suggestion is not None:
             self._open_records[request.uri] = record
@@ -569,14 +566,6 @@ class NextEdits:
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
-    def _supersede(self, uri: str) -> Ticket:
-        older = self._tickets.get(uri)
-        if older is not None:
-            older.supersede()
-        ticket = Ticket()
-        self._tickets[uri] = ticket
-        return ticket
-
     def _trace_usage(self, record: NextEditRecord, streams: list[tuple[Stream, int]], charge: Charge) -> None:
         """Fill in `record` from its streams once all have ended: the phases from the first (the part
         nearest the cursor), the tokens of all of them (and settle the budget's `charge` to them).
@@ -616,9 +605,7 @@ class NextEdits:
         prefetched = self._prefetched.pop(uri, None)
         if prefetched is not None:
             prefetched[1].cancel()
-        ticket = self._tickets.pop(uri, None)
-        if ticket is not None:
-            ticket.supersede()
+        self._tickets.close(uri)
 
     async def aclose(self) -> None:
         for generation in self._generations.values():
