@@ -279,23 +279,10 @@ class Engine:
     ) -> CompletionResult:
         """Wait for the first useful unit after `reuse.typed` characters, clean it, answer."""
         stream = reuse.stream
-        unit: str | None = None
         if stream is None:
             unit = useful_unit(reuse.text, True, unit_ctx)
         else:
-            with ticket.waiting():
-                try:
-                    with anyio.fail_after(self.config.completion.deadline_s):
-                        while True:
-                            complete = stream.done and stream.error is None
-                            unit = useful_unit(stream.text[reuse.typed :], complete, unit_ctx)
-                            if unit is not None or stream.done:
-                                break
-                            record.waited_for_model = True
-                            await stream.changed()
-                except TimeoutError:
-                    stream.cancel()
-                    stream.finish(BackendTimeout(f"no answer within {self.config.completion.deadline_s:g} s"))
+            unit = await self._first_unit(stream, reuse.typed, unit_ctx, ticket, record)
         if ticket.superseded:
             record.outcome = "superseded"
         elif unit is None and stream is not None and stream.error is not None and not stream.cancelled:
@@ -304,17 +291,7 @@ class Engine:
         record.outcome = record.outcome or ("shown" if text else "empty")
         record.chars = len(text)
         record.mark("answered")
-        log.debug(
-            "%s %s %s: %s from %s in %.1f ms, %d chars%s",
-            record.id,
-            record.kind,
-            record.file,
-            record.outcome,
-            record.source,
-            (record.marks_ns["answered"] - record.received_ns) / 1e6,
-            record.chars,
-            f" ({record.error})" if record.error else "",
-        )
+        _log_answer(record)
         if record.source == "model" and record.waited_for_model and text:
             self._debounce.model_answered((time.perf_counter_ns() - record.received_ns) / 1e9)
         if deferred and stream is not None:
@@ -334,6 +311,27 @@ class Engine:
             model=record.model,
             error=record.error,
         )
+
+    async def _first_unit(
+        self, stream: Stream, typed: int, unit_ctx: UnitContext, ticket: Ticket, record: TraceRecord
+    ) -> str | None:
+        """The first useful unit of `stream` after the `typed` characters the user typed through, waiting
+        for the stream to grow (within the completion's deadline) unless the request is superseded."""
+        unit: str | None = None
+        with ticket.waiting():
+            try:
+                with anyio.fail_after(self.config.completion.deadline_s):
+                    while True:
+                        complete = stream.done and stream.error is None
+                        unit = useful_unit(stream.text[typed:], complete, unit_ctx)
+                        if unit is not None or stream.done:
+                            break
+                        record.waited_for_model = True
+                        await stream.changed()
+            except TimeoutError:
+                stream.cancel()
+                stream.finish(BackendTimeout(f"no answer within {self.config.completion.deadline_s:g} s"))
+        return unit
 
     def _clean(self, request: CompletionRequest, unit_ctx: UnitContext, unit: str) -> str:
         following = request.suffix(400).split("\n")[1 : 1 + _FOLLOWING_LINES]
@@ -483,6 +481,20 @@ class Engine:
         """Stop every stream and let each end properly (its trace record is written as it ends)."""
         tasks = self._streams.close()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _log_answer(record: TraceRecord) -> None:
+    log.debug(
+        "%s %s %s: %s from %s in %.1f ms, %d chars%s",
+        record.id,
+        record.kind,
+        record.file,
+        record.outcome,
+        record.source,
+        (record.marks_ns["answered"] - record.received_ns) / 1e6,
+        record.chars,
+        f" ({record.error})" if record.error else "",
+    )
 
 
 def _follows(stream: Stream, at: int) -> bool:
