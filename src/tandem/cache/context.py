@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -104,6 +104,65 @@ class _Previous:
     generation: int
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Cursor:
+    """The cursor line as a window sends it: `head` before the cursor, `tail` after (both possibly cut)."""
+
+    line: int
+    character: int
+    head: str
+    tail: str
+    # The line's terminator ('' for the last line without one, and for a cut line).
+    ending: str
+    head_tokens: int
+    tail_tokens: int
+    # The document's lines as the window sees them (a cut line ends the document).
+    line_count: int
+    # What the budget leaves after the cursor line, for the file's other lines and the snippets.
+    rest_tokens: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class _FileSpan:
+    """The current file's part of a window: lines [prefix_start, suffix_end) around the cursor line."""
+
+    prefix_start: int
+    suffix_end: int
+    prefix_tokens: int
+    suffix_tokens: int
+
+
+def _clamped_budget(budget: int, notes: list[str]) -> int:
+    """`budget` within [MIN_BUDGET_TOKENS, MAX_BUDGET_TOKENS], with a note if it had to move."""
+    if budget > MAX_BUDGET_TOKENS:
+        notes.append(f"budget {budget} tokens clamped to the maximum {MAX_BUDGET_TOKENS}")
+        return MAX_BUDGET_TOKENS
+    if budget < MIN_BUDGET_TOKENS:
+        notes.append(f"budget {budget} tokens raised to the minimum {MIN_BUDGET_TOKENS}")
+        return MIN_BUDGET_TOKENS
+    return budget
+
+
+def _suffix_text(lines: Sequence[str], cursor: _Cursor, suffix_end: int) -> str:
+    """The text after the cursor: the rest of its line, then the lines up to `suffix_end`."""
+    if cursor.ending:  # lines carry their terminators
+        return cursor.tail + cursor.ending + "".join(lines[cursor.line + 1 : suffix_end])
+    suffix = cursor.tail
+    if cursor.line + 1 < suffix_end:
+        suffix += "\n" + "\n".join(lines[cursor.line + 1 : suffix_end])
+    if suffix_end < cursor.line_count:
+        suffix += "\n"
+    return suffix
+
+
+def _stable_hash(snippets: list[Snippet]) -> str:
+    """A digest of the stable part: the snippets' contents, in order."""
+    h = hashlib.blake2b(digest_size=16)
+    for snippet in snippets:
+        h.update(snippet.digest)
+    return h.hexdigest()
+
+
 class ContextBuilder:
     """Builds context windows for one workspace. Not thread-safe: call it from one thread or task."""
 
@@ -164,45 +223,98 @@ class ContextBuilder:
         """The window for a cursor at (`line`, `character`) of `path`, whose lines `index` holds.
         `character` counts code points."""
         opts = options or self.options
+        naive = opts.order == "naive"
         notes: list[str] = []
-        budget = opts.budget_tokens
-        if budget > MAX_BUDGET_TOKENS:
-            notes.append(f"budget {budget} tokens clamped to the maximum {MAX_BUDGET_TOKENS}")
-            budget = MAX_BUDGET_TOKENS
-        elif budget < MIN_BUDGET_TOKENS:
-            notes.append(f"budget {budget} tokens raised to the minimum {MIN_BUDGET_TOKENS}")
-            budget = MIN_BUDGET_TOKENS
+        budget = _clamped_budget(opts.budget_tokens, notes)
+        cursor = self._cursor(index, line, character, budget, opts, notes)
+        chosen, snippet_tokens, span = self._share_budget(path, index, cursor, budget, opts)
+        if not naive:
+            chosen.sort(key=lambda s: (KIND_ORDER[s.kind], s.path, s.start_line))
+        prefix = join_lines(index.lines[span.prefix_start : cursor.line]) + cursor.head
+        suffix = _suffix_text(index.lines, cursor, span.suffix_end)
+        if naive and chosen:
+            suffix += ("" if not suffix or suffix.endswith("\n") else "\n") + "".join(s.render() for s in chosen)
+        reused = self._reused(path, index, chosen, span.prefix_start, cursor.line, naive=naive)
+        return ContextWindow(
+            path=path,
+            line=cursor.line,
+            character=cursor.character,
+            snippets=tuple(chosen),
+            prefix=prefix,
+            suffix=suffix,
+            prefix_start_line=span.prefix_start,
+            suffix_end_line=max(span.suffix_end, cursor.line + 1) if cursor.line_count else 0,
+            snippet_tokens=snippet_tokens,
+            prefix_tokens=span.prefix_tokens,
+            suffix_tokens=span.suffix_tokens,
+            budget_tokens=budget,
+            stable_tokens=snippet_tokens,
+            stable_hash=_stable_hash(chosen),
+            reused_prefix_tokens=reused,
+            notes=tuple(notes),
+            order=opts.order,
+        )
 
+    def _cursor(
+        self, index: TokenIndex, line: int, character: int, budget: int, opts: ContextOptions, notes: list[str]
+    ) -> _Cursor:
+        """The cursor line (the position clamped into the document) split at the cursor and counted, cut
+        to the budget if it is longer, and the tokens left for the file's other lines and the snippets."""
         lines = index.lines
-        n_lines = len(lines)
-        line = max(0, min(line, n_lines - 1)) if n_lines else 0
-        raw = lines[line] if n_lines else ""
-        cursor_text = raw.rstrip("\r\n")
-        ending = raw[len(cursor_text) :]
-        character = max(0, min(character, len(cursor_text)))
-        head, tail = cursor_text[:character], cursor_text[character:]
+        line_count = len(lines)
+        line = max(0, min(line, line_count - 1)) if line_count else 0
+        raw = lines[line] if line_count else ""
+        text = raw.rstrip("\r\n")
+        ending = raw[len(text) :]
+        character = max(0, min(character, len(text)))
+        head, tail = text[:character], text[character:]
         head_tokens, tail_tokens = self._split_line_tokens(index, line, head, tail)
-        if head_tokens + tail_tokens > budget:
-            head, tail, head_tokens, tail_tokens = self._cut_line(head, tail, head_tokens, tail_tokens, budget, opts)
-            notes.append("the cursor line is longer than the budget: only the part around the cursor is sent")
-            # Other lines would not join a cut line contiguously: the window is that part alone.
-            local_max = 0
-            ending = ""
-            n_lines = line + 1  # nothing after the cut tail, not even the line's newline
-        else:
-            local_max = max(0, budget - head_tokens - tail_tokens)
+        if head_tokens + tail_tokens <= budget:
+            return _Cursor(
+                line=line,
+                character=character,
+                head=head,
+                tail=tail,
+                ending=ending,
+                head_tokens=head_tokens,
+                tail_tokens=tail_tokens,
+                line_count=line_count,
+                rest_tokens=budget - head_tokens - tail_tokens,
+            )
+        head, tail, head_tokens, tail_tokens = self._cut_line(head, tail, head_tokens, tail_tokens, budget, opts)
+        notes.append("the cursor line is longer than the budget: only the part around the cursor is sent")
+        # Other lines would not join a cut line contiguously: the window is that part alone, with nothing
+        # after the cut tail, not even the line's newline.
+        return _Cursor(
+            line=line,
+            character=character,
+            head=head,
+            tail=tail,
+            ending="",
+            head_tokens=head_tokens,
+            tail_tokens=tail_tokens,
+            line_count=line + 1,
+            rest_tokens=0,
+        )
+
+    def _share_budget(
+        self, path: str, index: TokenIndex, cursor: _Cursor, budget: int, opts: ContextOptions
+    ) -> tuple[list[Snippet], int, _FileSpan]:
+        """Share what the cursor line leaves between cross-file snippets and the current file: snippets
+        first, up to their share; the file's lines around the cursor in what they leave; and, when the
+        whole file fits, the rest to more snippets. Returns the snippets (in relevance order), their
+        tokens and the file's span."""
+        line = cursor.line
         # The largest current-file window we could take: snippets never repeat what it may show.
-        far_start, far_end = self._local_window(index, line, local_max, opts)
-        snippet_cap = min(local_max, int(budget * opts.snippet_share))
-        comment = comment_marker(path)
+        far_window = self._local_window(index, line, cursor.rest_tokens, opts)
         per_snippet = max(256, int(budget * opts.max_snippet_share))
         candidates = self._finder.find(
             path=path,
             index=index,
             line=line,
-            character=character,
-            local_window=(far_start, far_end),
-            comment=comment,
+            character=cursor.character,
+            local_window=far_window,
+            comment=comment_marker(path),
             per_snippet_tokens=per_snippet,
             open_documents=self._open,
             recent_edits=reversed(self._edits),
@@ -210,53 +322,22 @@ class ContextBuilder:
         )
         chosen: list[Snippet] = []
         taken: dict[str, list[Snippet]] = {}
+        snippet_cap = min(cursor.rest_tokens, int(budget * opts.snippet_share))
         used = self._select(candidates, snippet_cap, per_snippet, chosen, taken)
-
-        prefix_start, suffix_end = self._local_window(index, line, local_max - used, opts)
-        prefix_tokens = head_tokens + index.tokens_in(prefix_start, line)
-        suffix_tokens = tail_tokens + index.tokens_in(line + 1, suffix_end)
-        if prefix_start == 0 and suffix_end >= n_lines:
+        prefix_start, suffix_end = self._local_window(index, line, cursor.rest_tokens - used, opts)
+        lines_before = index.tokens_in(prefix_start, line)
+        lines_after = index.tokens_in(line + 1, suffix_end)
+        if prefix_start == 0 and suffix_end >= cursor.line_count:
             # The whole file fits: what is left of the budget goes to more snippets.
-            left = local_max - used - (prefix_tokens - head_tokens) - (suffix_tokens - tail_tokens)
+            left = cursor.rest_tokens - used - lines_before - lines_after
             used += self._select(candidates, left, max(per_snippet, left), chosen, taken)
-
-        naive = opts.order == "naive"
-        if not naive:
-            chosen.sort(key=lambda s: (KIND_ORDER[s.kind], s.path, s.start_line))
-        prefix = join_lines(lines[prefix_start:line]) + head
-        if ending:  # lines carry their terminators
-            suffix = tail + ending + "".join(lines[line + 1 : suffix_end])
-        else:
-            suffix = tail
-            if line + 1 < suffix_end:
-                suffix += "\n" + "\n".join(lines[line + 1 : suffix_end])
-            if suffix_end < n_lines:
-                suffix += "\n"
-        if naive and chosen:
-            suffix += ("" if not suffix or suffix.endswith("\n") else "\n") + "".join(s.render() for s in chosen)
-        reused = self._reused(path, index, chosen, prefix_start, line, naive=naive)
-        h = hashlib.blake2b(digest_size=16)
-        for snippet in chosen:
-            h.update(snippet.digest)
-        return ContextWindow(
-            path=path,
-            line=line,
-            character=character,
-            snippets=tuple(chosen),
-            prefix=prefix,
-            suffix=suffix,
-            prefix_start_line=prefix_start,
-            suffix_end_line=max(suffix_end, line + 1) if n_lines else 0,
-            snippet_tokens=used,
-            prefix_tokens=prefix_tokens,
-            suffix_tokens=suffix_tokens,
-            budget_tokens=budget,
-            stable_tokens=used,
-            stable_hash=h.hexdigest(),
-            reused_prefix_tokens=reused,
-            notes=tuple(notes),
-            order=opts.order,
+        span = _FileSpan(
+            prefix_start=prefix_start,
+            suffix_end=suffix_end,
+            prefix_tokens=cursor.head_tokens + lines_before,
+            suffix_tokens=cursor.tail_tokens + lines_after,
         )
+        return chosen, used, span
 
     def _split_line_tokens(self, index: TokenIndex, line: int, head: str, tail: str) -> tuple[int, int]:
         if len(head) + len(tail) <= _LONG_LINE_CHARS:

@@ -34,7 +34,7 @@ from tandem.completion.routing.file_history import (
     read_lines_history,
     read_past_commits,
 )
-from tandem.completion.routing.router import RouteDecision, RouterThresholds, route, route_features
+from tandem.completion.routing.router import RouteDecision, RouteInputs, RouterThresholds, route, route_features
 from tandem.completion.routing.symbol_lookup import FileSymbols, SymbolIndex, SymbolLookup, file_symbols
 from tandem.eval.history import EditTask, read_blobs, scan_history, tree_blobs
 from tandem.eval.router_before import before_score
@@ -166,15 +166,17 @@ def decide(
     `EditTask.selected_text`) and instruction, the file's history and the repository's last commits before
     the commit, no working diff (a commit's diff is the truth, not the user's change in progress)."""
     features = route_features(
-        mode="edit",
-        path=task.path,
-        selection=task.selected_text(kind),
-        instruction=task.instruction,
-        new_file=not task.parent_text,
-        symbols=symbols,
-        history=history,
-        lines_history=lines_history,
-        past_commits=past_commits,
+        RouteInputs(
+            mode="edit",
+            path=task.path,
+            selection=task.selected_text(kind),
+            instruction=task.instruction,
+            new_file=not task.parent_text,
+            symbols=symbols,
+            history=history,
+            lines_history=lines_history,
+            past_commits=past_commits,
+        ),
         thresholds=thresholds,
     )
     return route(features, thresholds)

@@ -48,7 +48,7 @@ from tandem.completion.routing.file_history import (
     read_lines_history,
     read_past_commits,
 )
-from tandem.completion.routing.router import RouterThresholds, feature_values, route_features
+from tandem.completion.routing.router import RouteInputs, RouterThresholds, feature_values, route_features
 from tandem.completion.routing.weights import (
     FEATURES,
     HISTORY_FEATURES,
@@ -127,15 +127,17 @@ def samples_of_repo(
         before: dict[str, float] = {}
         for kind in SELECTIONS:
             features = route_features(
-                mode="edit",
-                path=task.path,
-                selection=task.selected_text(kind),
-                instruction=task.instruction,
-                new_file=not task.parent_text,
-                symbols=symbols,
-                history=history,
-                lines_history=lines[kind] or FileHistory(path=task.path),
-                past_commits=past,
+                RouteInputs(
+                    mode="edit",
+                    path=task.path,
+                    selection=task.selected_text(kind),
+                    instruction=task.instruction,
+                    new_file=not task.parent_text,
+                    symbols=symbols,
+                    history=history,
+                    lines_history=lines[kind] or FileHistory(path=task.path),
+                    past_commits=past,
+                ),
                 thresholds=thresholds,
             )
             inputs[kind] = feature_values(features, thresholds)

@@ -1,6 +1,6 @@
 """The accurate tier's backends against `httpx.MockTransport`, for events the simulator does not send on
 demand: cached-token usage, thinking deltas, error events mid-stream, `response.failed`, unknown events.
-Everything routine is covered against the simulator in test_backends_accurate_contract.py."""
+Everything routine is covered against the simulator in tests/contract/test_backends_contract.py."""
 
 from __future__ import annotations
 

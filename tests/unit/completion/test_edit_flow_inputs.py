@@ -7,7 +7,7 @@ import pathlib
 import subprocess
 
 from tandem.cache.symbols import SymbolIndex
-from tandem.completion.routing.router import RouterThresholds, route, route_features
+from tandem.completion.routing.router import RouteInputs, RouterThresholds, route, route_features
 from tandem.completion.routing.working_diff import git_toplevel, working_diff
 from tandem.completion.routing.workspace_symbols import IndexLookup, candidate_names
 
@@ -98,7 +98,7 @@ def test_the_router_sees_cross_file_reach_through_the_adapter() -> None:
     instruction = "rename compute_total to invoice_total in all callers"
     lookup.prepare(candidate_names(MODELS, instruction))
     features = route_features(
-        mode="edit", path="app/models.py", selection=MODELS, instruction=instruction, symbols=lookup
+        RouteInputs(mode="edit", path="app/models.py", selection=MODELS, instruction=instruction, symbols=lookup)
     )
     assert features.mentioned_files == ("app/views.py",)
     assert route(features, RouterThresholds()).tier == "accurate"

@@ -21,7 +21,14 @@ from tandem.completion.routing.file_history import (
     read_lines_history,
     read_past_commits,
 )
-from tandem.completion.routing.router import RouterThresholds, feature_values, history_values, route, route_features
+from tandem.completion.routing.router import (
+    RouteInputs,
+    RouterThresholds,
+    feature_values,
+    history_values,
+    route,
+    route_features,
+)
 from tandem.completion.routing.similar_commits import SimilarCommits, similar_commits
 from tandem.completion.routing.weights import DEFAULT_WEIGHTS, HISTORY_FEATURES
 
@@ -225,8 +232,8 @@ def test_the_history_is_a_router_feature_with_its_reason() -> None:
         path="app/models.py", commits=20, co_changed=15, large=6, co_files=12, partners=("app/views.py",)
     )
     base = dict(mode="edit", path="app/models.py", selection="x = 1\n", instruction="fix the total")
-    with_history = route_features(**base, history=history)  # type: ignore[arg-type]
-    without = route_features(**base)  # type: ignore[arg-type]
+    with_history = route_features(RouteInputs(**base, history=history))  # type: ignore[arg-type]
+    without = route_features(RouteInputs(**base))  # type: ignore[arg-type]
     values = feature_values(with_history, t)
     assert values["history_co_change"] == pytest.approx((15 + 1.5) / 23 - 0.5)
     assert values["history_large"] == pytest.approx((6 + 1.5) / 23 - 0.5)
@@ -237,10 +244,10 @@ def test_the_history_is_a_router_feature_with_its_reason() -> None:
     decision = route(with_history, t, weights=weights)
     reason = "its file changed with other code in 15 of its last 20 commits (views.py, ...), more than 20 lines in 6"
     assert reason in decision.reasons
-    quiet = route_features(**base, history=FileHistory(path="app/models.py", commits=20))  # type: ignore[arg-type]
+    quiet = route_features(RouteInputs(**base, history=FileHistory(path="app/models.py", commits=20)))  # type: ignore[arg-type]
     assert decision.score > route(quiet, t, weights=weights).score
     # No history to read (no git): the average task's history terms stand in for it, not a quiet file's.
-    never = route_features(**base, history=FileHistory(path="app/models.py"))  # type: ignore[arg-type]
+    never = route_features(RouteInputs(**base, history=FileHistory(path="app/models.py")))  # type: ignore[arg-type]
     assert feature_values(never, t)["history_co_change"] == 0.0
     gap = log_odds(route(without, t, weights=weights).score) - log_odds(route(never, t, weights=weights).score)
     assert gap == pytest.approx(weights.history_missing)
@@ -252,7 +259,7 @@ def test_the_selected_lines_history_is_a_router_feature_with_its_reason() -> Non
     t = RouterThresholds()
     busy = FileHistory(path="app/models.py", commits=6, co_changed=5, large=4)
     base = dict(mode="edit", path="app/models.py", selection="x = 1\n", instruction="fix the total")
-    features = route_features(**base, lines_history=busy)  # type: ignore[arg-type]
+    features = route_features(RouteInputs(**base, lines_history=busy))  # type: ignore[arg-type]
     values = feature_values(features, t)
     assert values["lines_co_change"] == pytest.approx((5 + 1.5) / 9 - 0.5)
     assert values["lines_large"] == pytest.approx((4 + 1.5) / 9 - 0.5)
@@ -261,10 +268,10 @@ def test_the_selected_lines_history_is_a_router_feature_with_its_reason() -> Non
     assert "the selected lines changed with other code in 5 of their last 6 commits, more than 20 lines in 4" in (
         decision.reasons
     )
-    quiet = route_features(**base, lines_history=FileHistory(path="app/models.py", commits=6))  # type: ignore[arg-type]
+    quiet = route_features(RouteInputs(**base, lines_history=FileHistory(path="app/models.py", commits=6)))  # type: ignore[arg-type]
     assert decision.score > route(quiet, t, weights=weights).score
-    never = route_features(**base, lines_history=FileHistory(path="app/models.py"))  # type: ignore[arg-type]
-    unread = route_features(**base)  # type: ignore[arg-type]
+    never = route_features(RouteInputs(**base, lines_history=FileHistory(path="app/models.py")))  # type: ignore[arg-type]
+    unread = route_features(RouteInputs(**base))  # type: ignore[arg-type]
     gap = log_odds(route(unread, t, weights=weights).score) - log_odds(route(never, t, weights=weights).score)
     assert gap == pytest.approx(0.25)
     assert decision.trace_features()["lines_history_co_changed"] == 5
@@ -336,7 +343,7 @@ def test_the_similar_past_commits_are_a_router_feature_with_their_reason() -> No
         PastCommit(subject=f"Fix typo number {i}", hard=False) for i in range(9)
     ]
     base = dict(mode="edit", path="src/linegen.py", selection="x = 1\n", instruction="Add preview feature: wrap")
-    features = route_features(**base, past_commits=past)  # type: ignore[arg-type]
+    features = route_features(RouteInputs(**base, past_commits=past))  # type: ignore[arg-type]
     assert features.similar == similar_commits("Add preview feature: wrap", past)
     values = feature_values(features, t)
     assert values["similar_hard"] == pytest.approx(features.similar.lift()) and values["similar_hard"] > 0.15
@@ -347,12 +354,12 @@ def test_the_similar_past_commits_are_a_router_feature_with_their_reason() -> No
     )
     assert decision.score > route(features, t, weights=dataclasses.replace(weights, similar_hard=0.0)).score
     # Not read (no git): the fit's average term stands in for it.
-    unread = route_features(**base)  # type: ignore[arg-type]
+    unread = route_features(RouteInputs(**base))  # type: ignore[arg-type]
     assert unread.similar is None and feature_values(unread, t)["similar_hard"] == 0.0
-    unrelated = route_features(**base, past_commits=[])  # type: ignore[arg-type]
+    unrelated = route_features(RouteInputs(**base, past_commits=[]))  # type: ignore[arg-type]
     gap = log_odds(route(unread, t, weights=weights).score) - log_odds(route(unrelated, t, weights=weights).score)
     assert gap == pytest.approx(0.3)
     assert decision.trace_features()["similar_neighbours_hard"] == 1
     assert route(unread, t).trace_features()["similar_commits"] is None
     # Inline completions do not compare anything.
-    assert route_features(mode="inline", instruction="Add preview", past_commits=past).similar is None
+    assert route_features(RouteInputs(mode="inline", instruction="Add preview", past_commits=past)).similar is None

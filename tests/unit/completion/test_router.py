@@ -9,6 +9,7 @@ import pytest
 from tandem.completion.routing.file_history import FileHistory
 from tandem.completion.routing.router import (
     RouteFeatures,
+    RouteInputs,
     RouterThresholds,
     WorkingDiff,
     feature_values,
@@ -73,11 +74,13 @@ def test_inline_completion_stays_fast_whatever_the_features() -> None:
 
 def test_small_local_edit_goes_fast() -> None:
     features = route_features(
-        mode="edit",
-        path="app/util.py",
-        selection="    return 1\n",
-        instruction="return 2 instead",
-        symbols=workspace(),
+        RouteInputs(
+            mode="edit",
+            path="app/util.py",
+            selection="    return 1\n",
+            instruction="return 2 instead",
+            symbols=workspace(),
+        )
     )
     decision = route(features, T)
     assert decision.tier == "fast"
@@ -87,7 +90,7 @@ def test_small_local_edit_goes_fast() -> None:
 
 def test_large_selection_goes_accurate_with_its_reason() -> None:
     selection = "def big():\n" + "".join(f"    x{i} = {i}\n" for i in range(59))
-    features = route_features(mode="edit", path="big.py", selection=selection, instruction="simplify")
+    features = route_features(RouteInputs(mode="edit", path="big.py", selection=selection, instruction="simplify"))
     decision = route(features, T)
     assert features.selection_lines == 60 and not features.partial_selection
     assert decision.tier == "accurate"
@@ -96,14 +99,19 @@ def test_large_selection_goes_accurate_with_its_reason() -> None:
     # Part of a body instead of a whole definition, the same size leans towards fast (fitted on a user's
     # selection: a paragraph, not a whole function, was less often hard in every history).
     part = route(
-        route_features(mode="edit", path="big.py", selection=selection.split("\n", 1)[1], instruction="simplify"), T
+        route_features(
+            RouteInputs(mode="edit", path="big.py", selection=selection.split("\n", 1)[1], instruction="simplify")
+        ),
+        T,
     )
     assert part.score < decision.score
 
 
 def test_nothing_selected_is_a_cursor_in_an_existing_file_not_a_new_file() -> None:
-    cursor = feature_values(route_features(mode="edit", path="a.py", instruction="add a helper"), T)
-    new = feature_values(route_features(mode="edit", path="a.py", instruction="add a helper", new_file=True), T)
+    cursor = feature_values(route_features(RouteInputs(mode="edit", path="a.py", instruction="add a helper")), T)
+    new = feature_values(
+        route_features(RouteInputs(mode="edit", path="a.py", instruction="add a helper", new_file=True)), T
+    )
     assert cursor["selection_none"] == 1.0 and cursor["new_file"] == 0.0
     assert new["selection_none"] == 0.0 and new["new_file"] == 1.0
 
@@ -122,7 +130,7 @@ def test_nothing_selected_is_a_cursor_in_an_existing_file_not_a_new_file() -> No
     ],
 )
 def test_the_selections_shape(selection: str, partial: bool) -> None:
-    features = route_features(mode="edit", selection=selection, instruction="tweak")
+    features = route_features(RouteInputs(mode="edit", selection=selection, instruction="tweak"))
     assert features.partial_selection is partial and is_partial(selection) is partial
     assert feature_values(features, T)["selection_partial"] == float(partial)
     assert route(features, T).trace_features()["partial_selection"] is partial
@@ -131,11 +139,13 @@ def test_the_selections_shape(selection: str, partial: bool) -> None:
 def test_rename_everywhere_reaches_the_files_that_use_the_name() -> None:
     selection = "def compute_total(invoice):\n    return invoice.total\n"
     features = route_features(
-        mode="edit",
-        path="app/models.py",
-        selection=selection,
-        instruction="rename compute_total to invoice_total everywhere",
-        symbols=workspace(),
+        RouteInputs(
+            mode="edit",
+            path="app/models.py",
+            selection=selection,
+            instruction="rename compute_total to invoice_total everywhere",
+            symbols=workspace(),
+        )
     )
     assert features.broad_words == ("everywhere",)
     assert features.mentioned_files == ("app/reports.py", "app/views.py")
@@ -147,21 +157,25 @@ def test_rename_everywhere_reaches_the_files_that_use_the_name() -> None:
 
 def test_callers_of_what_the_selection_defines_count() -> None:
     selection = "def compute_total(invoice):\n    return invoice.total\n"
-    plain = route_features(mode="edit", path="app/models.py", selection=selection, symbols=workspace())
+    plain = route_features(RouteInputs(mode="edit", path="app/models.py", selection=selection, symbols=workspace()))
     assert plain.caller_files == ("app/reports.py", "app/views.py")
     change_api = route_features(
-        mode="edit",
-        path="app/models.py",
-        selection=selection,
-        instruction="change the signature to take a currency",
-        symbols=workspace(),
+        RouteInputs(
+            mode="edit",
+            path="app/models.py",
+            selection=selection,
+            instruction="change the signature to take a currency",
+            symbols=workspace(),
+        )
     )
     # The same callers weigh more when the instruction may change what they call.
     assert route(change_api, T).score > route(plain, T).score
 
 
 def test_dependencies_are_weak_evidence() -> None:
-    features = route_features(mode="edit", path="app/urls.py", selection="routes = [show]\n", symbols=workspace())
+    features = route_features(
+        RouteInputs(mode="edit", path="app/urls.py", selection="routes = [show]\n", symbols=workspace())
+    )
     assert features.dependency_files == ("app/views.py",)
     assert route(features, T).tier == "fast"
 
@@ -169,21 +183,25 @@ def test_dependencies_are_weak_evidence() -> None:
 def test_names_used_by_most_files_say_nothing() -> None:
     files = [(f"m{i}.py", f"def f{i}():\n    return shared_name\n") for i in range(10)]
     index = SymbolIndex.from_texts([*files, ("defs.py", "def shared_name():\n    pass\n")])
-    features = route_features(mode="edit", path="defs.py", selection="def shared_name():\n    pass\n", symbols=index)
+    features = route_features(
+        RouteInputs(mode="edit", path="defs.py", selection="def shared_name():\n    pass\n", symbols=index)
+    )
     assert features.caller_files == ()
     narrow = SymbolIndex.from_texts([*files[:2], ("defs.py", "def shared_name():\n    pass\n")])
     assert route_features(
-        mode="edit", path="defs.py", selection="def shared_name():\n    pass\n", symbols=narrow
+        RouteInputs(mode="edit", path="defs.py", selection="def shared_name():\n    pass\n", symbols=narrow)
     ).caller_files == ("m0.py", "m1.py")
 
 
 def test_instruction_naming_other_files() -> None:
     features = route_features(
-        mode="edit",
-        path="app/models.py",
-        selection="    total: int\n",
-        instruction="Wire the views and urls to the new total",
-        symbols=workspace(),
+        RouteInputs(
+            mode="edit",
+            path="app/models.py",
+            selection="    total: int\n",
+            instruction="Wire the views and urls to the new total",
+            symbols=workspace(),
+        )
     )
     assert features.mentioned_files == ("app/urls.py", "app/views.py")
     assert features.wide_words == ("wire",)
@@ -197,24 +215,30 @@ def test_instruction_naming_other_files() -> None:
 def test_small_scope_words_lower_the_score() -> None:
     selection = "".join(f"x{i} = {i}\n" for i in range(20))
     weights = dataclasses.replace(DEFAULT_WEIGHTS, small=-1.0)
-    plain = route(route_features(mode="edit", selection=selection, instruction="update the values"), T, weights=weights)
-    typo = route(route_features(mode="edit", selection=selection, instruction="fix the typo"), T, weights=weights)
+    plain = route(
+        route_features(RouteInputs(mode="edit", selection=selection, instruction="update the values")),
+        T,
+        weights=weights,
+    )
+    typo = route(
+        route_features(RouteInputs(mode="edit", selection=selection, instruction="fix the typo")), T, weights=weights
+    )
     assert typo.score < plain.score
     assert any("small-scope" in r for r in typo.reasons)
 
 
 def test_working_diff_across_files_makes_a_completion_hard() -> None:
     diff = WorkingDiff(lines=40, files=("a.py", "b.py", "c.py"))
-    block = route(route_features(mode="block", selection="x = 1\n", working_diff=diff), T)
+    block = route(route_features(RouteInputs(mode="block", selection="x = 1\n", working_diff=diff)), T)
     assert block.tier == "accurate"
     assert any("change in progress spans 3 file(s)" in r for r in block.reasons)
-    alone = route(route_features(mode="block", selection="x = 1\n"), T)
+    alone = route(route_features(RouteInputs(mode="block", selection="x = 1\n")), T)
     assert alone.tier == "fast"
 
 
 def test_override_wins_but_keeps_the_routers_view() -> None:
     selection = "".join(f"x{i} = {i}\n" for i in range(60))
-    features = route_features(mode="edit", selection=selection, instruction="rewrite it")
+    features = route_features(RouteInputs(mode="edit", selection=selection, instruction="rewrite it"))
     forced = route(features, T, override="fast")
     assert forced.tier == "fast"
     assert forced.overridden
@@ -224,12 +248,14 @@ def test_override_wins_but_keeps_the_routers_view() -> None:
 
 def test_thresholds_move_the_boundary() -> None:
     features = route_features(
-        mode="edit", selection="".join(f"y{i}\n" for i in range(20)), instruction="add type hints"
+        RouteInputs(mode="edit", selection="".join(f"y{i}\n" for i in range(20)), instruction="add type hints")
     )
     assert 0.1 < route(features, T).score < 0.99  # so that each boundary below falls on either side
     # A smaller "large" selection counts the same lines for more.
     assert route(features, RouterThresholds(large_selection_lines=15)).score > route(features, T).score
-    targeted = route_features(mode="edit", selection="".join(f"y{i}\n" for i in range(100)), instruction="fix y3")
+    targeted = route_features(
+        RouteInputs(mode="edit", selection="".join(f"y{i}\n" for i in range(100)), instruction="fix y3")
+    )
     assert route(targeted, RouterThresholds(targeted_share=0.5)).score > route(targeted, T).score
     assert route(features, RouterThresholds(accurate_score=0.1)).tier == "accurate"
     assert route(features, RouterThresholds(accurate_score=0.99)).tier == "fast"
@@ -249,8 +275,8 @@ def test_score_grows_with_each_feature() -> None:
 
 
 def test_new_file_counts() -> None:
-    empty = route(route_features(mode="edit", instruction="add a parser"), T)
-    new = route(route_features(mode="edit", instruction="add a parser", new_file=True), T)
+    empty = route(route_features(RouteInputs(mode="edit", instruction="add a parser")), T)
+    new = route(route_features(RouteInputs(mode="edit", instruction="add a parser", new_file=True)), T)
     assert new.score > empty.score
     assert "writes a new file" in new.reasons
 
@@ -289,7 +315,7 @@ def test_expected_lines_is_a_rewrite_of_the_selection() -> None:
 )
 def test_a_targeted_instruction_changes_a_share_of_a_long_selection(instruction: str, whole: bool) -> None:
     selection = "".join(f"    v{i} = compute(v{i - 1})\n" for i in range(80))
-    features = route_features(mode="edit", selection=selection, instruction=instruction)
+    features = route_features(RouteInputs(mode="edit", selection=selection, instruction=instruction))
     assert features.whole_selection is whole
     expected = 80 if whole else 80 * T.targeted_share
     assert features.expected_change(T) == pytest.approx(expected)
@@ -310,19 +336,17 @@ def test_a_name_in_many_files_does_not_point_at_them() -> None:
     files.append(("pkg/edited.py", "x = 0\n"))
     symbols = SymbolIndex.from_texts(files[:6] + [(p, "y = 1\n") for p, _ in files[6:8]] + files[8:])
     features = route_features(
-        mode="edit",
-        path="pkg/edited.py",
-        selection="x = shared + rare\n",
-        instruction="use shared and rare",
-        symbols=symbols,
+        RouteInputs(
+            mode="edit",
+            path="pkg/edited.py",
+            selection="x = shared + rare\n",
+            instruction="use shared and rare",
+            symbols=symbols,
+        )
     )
     assert features.mentioned_files == ("pkg/m0.py", "pkg/m1.py")
     narrow = route_features(
-        mode="edit",
-        path="pkg/edited.py",
-        selection="x = 0\n",
-        instruction="use shared",
-        symbols=symbols,
+        RouteInputs(mode="edit", path="pkg/edited.py", selection="x = 0\n", instruction="use shared", symbols=symbols),
         thresholds=RouterThresholds(specific_name_files=10),
     )
     assert len(narrow.mentioned_files) == 6
@@ -334,11 +358,13 @@ def test_a_word_naming_many_files_is_not_reach() -> None:
     files += [("app/views.py", "def index():\n    return 1\n"), ("app/main.py", "print(1)\n")]
     symbols = SymbolIndex.from_texts(files)
     area = route_features(
-        mode="edit", path="app/main.py", selection="print(1)\n", instruction="replay: fix it", symbols=symbols
+        RouteInputs(
+            mode="edit", path="app/main.py", selection="print(1)\n", instruction="replay: fix it", symbols=symbols
+        )
     )
     assert area.mentioned_files == ()
     named = route_features(
-        mode="edit", path="app/main.py", selection="print(1)\n", instruction="call views", symbols=symbols
+        RouteInputs(mode="edit", path="app/main.py", selection="print(1)\n", instruction="call views", symbols=symbols)
     )
     assert named.mentioned_files == ("app/views.py",)
 
@@ -361,8 +387,10 @@ def test_what_the_editor_readmes_say_about_routing_holds() -> None:
 
     def features_of(selection: str, instruction: str, diff: WorkingDiff | None = None) -> RouteFeatures:
         return route_features(
-            mode="edit", path="app/models.py", selection=selection, instruction=instruction,
-            symbols=workspace(), working_diff=diff, history=history, lines_history=lines_history,
+            RouteInputs(
+                mode="edit", path="app/models.py", selection=selection, instruction=instruction,
+                symbols=workspace(), working_diff=diff, history=history, lines_history=lines_history,
+            )
         )  # fmt: skip
 
     def decide(selection: str, instruction: str, diff: WorkingDiff | None = None) -> str:
@@ -381,11 +409,13 @@ def test_what_the_editor_readmes_say_about_routing_holds() -> None:
 
 def test_words_inside_a_file_path_are_not_scope_words() -> None:
     # 'migrate' inside a path said "broad instruction" (+3 log-odds) for a one-file deletion.
-    features = route_features(mode="edit", selection="x = 1\n", instruction="Delete scripts/migrate-black.py")
+    features = route_features(
+        RouteInputs(mode="edit", selection="x = 1\n", instruction="Delete scripts/migrate-black.py")
+    )
     assert features.broad_words == () and not features.whole_selection
-    assert route_features(mode="edit", instruction="Migrate the settings").broad_words == ("migrate",)
+    assert route_features(RouteInputs(mode="edit", instruction="Migrate the settings")).broad_words == ("migrate",)
     # A dotted name is not a word either ('api' in docs/api.rst, 'split' in str.split).
-    assert route_features(mode="edit", instruction="Use str.split in docs/api.rst").wide_words == ()
+    assert route_features(RouteInputs(mode="edit", instruction="Use str.split in docs/api.rst")).wide_words == ()
 
 
 @pytest.mark.parametrize(
@@ -402,13 +432,15 @@ def test_words_inside_a_file_path_are_not_scope_words() -> None:
     ],
 )
 def test_the_instructions_leading_verb_and_its_class(instruction: str, verb: str, kind: str) -> None:
-    features = route_features(mode="edit", instruction=instruction)
+    features = route_features(RouteInputs(mode="edit", instruction=instruction))
     assert (features.verb, features.verb_class) == (verb, kind)
 
 
 def test_the_leading_verb_is_a_reason_in_words() -> None:
     weights = dataclasses.replace(DEFAULT_WEIGHTS, verb_new=2.0)
-    decision = route(route_features(mode="edit", selection="x = 1\n", instruction="Add a flag"), T, weights=weights)
+    decision = route(
+        route_features(RouteInputs(mode="edit", selection="x = 1\n", instruction="Add a flag")), T, weights=weights
+    )
     assert "instruction adds something new ('add')" in decision.reasons
     assert decision.trace_features()["verb_class"] == "new"
 
@@ -431,7 +463,7 @@ def test_the_leading_verb_is_a_reason_in_words() -> None:
 )
 def test_a_whole_definition_is_told_from_a_range(selection: str, whole: bool) -> None:
     assert is_whole_definition(selection) is whole
-    assert route_features(mode="edit", selection=selection, instruction="fix it").whole_definition is whole
+    assert route_features(RouteInputs(mode="edit", selection=selection, instruction="fix it")).whole_definition is whole
 
 
 def test_each_shape_of_selection_is_scored_by_its_own_set_of_weights() -> None:
@@ -439,8 +471,8 @@ def test_each_shape_of_selection_is_scored_by_its_own_set_of_weights() -> None:
         ranges=dataclasses.replace(DEFAULT_WEIGHTS, bias=-6.0),
         definitions=dataclasses.replace(DEFAULT_WEIGHTS, bias=6.0),
     )
-    whole = route_features(mode="edit", selection="def f(x):\n    return x\n", instruction="fix it")
-    part = route_features(mode="edit", selection="    return x\n", instruction="fix it")
+    whole = route_features(RouteInputs(mode="edit", selection="def f(x):\n    return x\n", instruction="fix it"))
+    part = route_features(RouteInputs(mode="edit", selection="    return x\n", instruction="fix it"))
     assert route(whole, T, weights=model).tier == "accurate"
     assert route(part, T, weights=model).tier == "fast"
     # One set of weights scores every shape alike; the default is the shipped model, a set per shape.

@@ -75,7 +75,7 @@ from tandem.completion.providers.errors import (
     NotSent,
     describe,
 )
-from tandem.completion.routing.router import RouteDecision, RouterThresholds, Tier, route, route_features
+from tandem.completion.routing.router import RouteDecision, RouteInputs, RouterThresholds, Tier, route, route_features
 from tandem.completion.routing.weights import DEFAULT_MODEL, RouterModel, RouterWeights
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
@@ -193,16 +193,18 @@ class EditFlow:
         """The route of `request`, with its reasons; the request's override, then the project's, win."""
         thresholds: RouterThresholds = self.config.router
         features = route_features(
-            mode="edit",
-            path=request.path,
-            selection=request.text[request.start : request.end],
-            instruction=request.instruction,
-            new_file=not request.text,
-            symbols=inputs.symbols,
-            working_diff=inputs.working_diff,
-            history=inputs.file_history,
-            lines_history=inputs.lines_history,
-            past_commits=inputs.past_commits,
+            RouteInputs(
+                mode="edit",
+                path=request.path,
+                selection=request.text[request.start : request.end],
+                instruction=request.instruction,
+                new_file=not request.text,
+                symbols=inputs.symbols,
+                working_diff=inputs.working_diff,
+                history=inputs.file_history,
+                lines_history=inputs.lines_history,
+                past_commits=inputs.past_commits,
+            ),
             thresholds=thresholds,
         )
         override: Tier | None = request.override or (self.config.router.force or None)

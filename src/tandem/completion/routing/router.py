@@ -1,6 +1,6 @@
 """The router: fast or accurate, decided from what can be seen before generating, with its reasons.
 
-Inputs (`RouteFeatures`, built by `route_features`):
+Inputs (`RouteFeatures`, built by `route_features` from a request's `RouteInputs`):
 
 - the expected size of the change: completion mode (inline / block / edit), the instruction's scope
   ("rename everywhere", "refactor", "all callers" ... or "fix typo"; words inside a file path or a dotted
@@ -278,24 +278,30 @@ def leading_verb(instruction: str) -> tuple[str, str]:
     return verb, _VERB_OF.get(verb, "")
 
 
-def route_features(
-    *,
-    mode: Mode,
-    path: str = "",
-    selection: str = "",
-    instruction: str = "",
-    new_file: bool = False,
-    symbols: SymbolLookup | None = None,
-    working_diff: WorkingDiff | None = None,
-    history: FileHistory | None = None,
-    lines_history: FileHistory | None = None,
-    past_commits: Sequence[PastCommit] | None = None,
-    thresholds: RouterThresholds | None = None,
-) -> RouteFeatures:
-    """The features of one request. `selection` is the selected text (block completions: the code
-    around the cursor); `path` is the file it is in, which is left out of the cross-file sets;
-    `past_commits` the repository's last commits (`file_history.read_past_commits`)."""
+@dataclass(frozen=True, kw_only=True)
+class RouteInputs:
+    """What the router reads of one request, before generating (`route_features` makes its features).
+    `selection` is the selected text (block completions: the code around the cursor); `path` is the file
+    it is in, which is left out of the cross-file sets; `past_commits` the repository's last commits
+    (`file_history.read_past_commits`)."""
+
+    mode: Mode
+    path: str = ""
+    selection: str = ""
+    instruction: str = ""
+    new_file: bool = False
+    symbols: SymbolLookup | None = None
+    working_diff: WorkingDiff | None = None
+    history: FileHistory | None = None
+    lines_history: FileHistory | None = None
+    past_commits: Sequence[PastCommit] | None = None
+
+
+def route_features(inputs: RouteInputs, thresholds: RouterThresholds | None = None) -> RouteFeatures:
+    """The features of one request, as `thresholds` (the defaults if none) count them."""
     thresholds = thresholds or RouterThresholds()
+    mode, path, selection, instruction = inputs.mode, inputs.path, inputs.selection, inputs.instruction
+    symbols, past_commits = inputs.symbols, inputs.past_commits
     lowered = PATH_LIKE.sub(" ", instruction).lower()
     verb, verb_class = leading_verb(instruction)
     broad = _phrases(lowered, BROAD_SCOPE)
@@ -334,7 +340,7 @@ def route_features(
         selection_chars=len(selection),
         partial_selection=is_partial(selection),
         whole_definition=is_whole_definition(selection),
-        new_file=new_file,
+        new_file=inputs.new_file,
         instruction=instruction,
         broad_words=broad,
         wide_words=wide,
@@ -346,9 +352,9 @@ def route_features(
         mentioned_files=tuple(sorted(mentioned)),
         caller_files=tuple(sorted(callers - mentioned)),
         dependency_files=tuple(sorted(dependencies - mentioned - callers)),
-        working_diff=working_diff or WorkingDiff(),
-        history=history,
-        lines_history=lines_history,
+        working_diff=inputs.working_diff or WorkingDiff(),
+        history=inputs.history,
+        lines_history=inputs.lines_history,
         similar=similar_commits(instruction, past_commits) if past_commits is not None and mode != "inline" else None,
     )
 

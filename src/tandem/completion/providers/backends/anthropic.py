@@ -25,7 +25,7 @@ from the cache: all but the last message, or, once an edit to the file is applie
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +33,7 @@ import httpx
 
 from tandem.completion.inline.prompts import chat_messages
 from tandem.completion.providers.backends.base import Usage
-from tandem.completion.providers.backends.http_backend import HttpBackend
-from tandem.completion.providers.backends.sse_stream import clean_text, count, event_payload, stream_error
+from tandem.completion.providers.backends.sse_stream import SseBackend, count, event_payload, stream_error
 from tandem.completion.providers.backends.streaming import StreamCall, api_key, host_of, request_headers, stream_events
 from tandem.completion.providers.errors import NotConfigured
 
@@ -50,7 +49,7 @@ _CONVERSATION_ROLES = ("user", "assistant")
 _WARM_BODY_MAX_BYTES = 1 << 20
 
 
-class AnthropicBackend(HttpBackend):
+class AnthropicBackend(SseBackend):
     """Streams text from the Messages API. Implements `base.Backend`."""
 
     name = "anthropic"
@@ -86,13 +85,6 @@ class AnthropicBackend(HttpBackend):
         if key:
             headers["x-api-key"] = key
         return headers
-
-    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
-        """Yield text as it arrives; see `base.Backend.stream`."""
-        call = self._call(request)
-        async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
-            async for text in texts:
-                yield text
 
     async def _texts(self, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
         headers = self._headers(call.api_key, streaming=True)

@@ -15,14 +15,13 @@ instead). `max_output_tokens` is at least 16, the API's minimum.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from tandem.completion.inline.prompts import chat_messages
 from tandem.completion.providers.backends.base import Usage
-from tandem.completion.providers.backends.http_backend import HttpBackend
-from tandem.completion.providers.backends.sse_stream import clean_text, count, event_payload, stream_error
+from tandem.completion.providers.backends.sse_stream import SseBackend, count, event_payload, stream_error
 from tandem.completion.providers.backends.streaming import StreamCall, request_headers, stream_events
 from tandem.completion.providers.errors import BadResponse
 
@@ -36,7 +35,7 @@ _SYSTEM_ROLES = ("system", "developer")
 _LAST_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 
 
-class OpenAIResponsesBackend(HttpBackend):
+class OpenAIResponsesBackend(SseBackend):
     """Streams text from a Responses API. Implements `base.Backend`."""
 
     name = "openai-responses"
@@ -45,13 +44,6 @@ class OpenAIResponsesBackend(HttpBackend):
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
         return {**request_body(self._config, request), "stream": True}
-
-    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
-        """Yield text as it arrives; see `base.Backend.stream`."""
-        call = self._call(request)
-        async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
-            async for text in texts:
-                yield text
 
     async def _texts(self, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
         headers = request_headers(call.api_key, streaming=True)

@@ -1,5 +1,6 @@
 """What the accurate tier's backends (`anthropic`, `openai-responses`) share: one streamed POST read as
-typed SSE events, and the text pipeline from a model's raw text to what a caller sees.
+typed SSE events, the text pipeline from a model's raw text to what a caller sees, and their base class,
+`SseBackend`, whose `stream` runs each one's raw text through that pipeline.
 
 Both APIs name each event (`event: content_block_delta`, `event: response.output_text.delta`) and end a
 stream with an event of their own (`message_stop`, `response.completed`) instead of `data: [DONE]`; they
@@ -19,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from tandem.completion.providers.backends.http_backend import HttpBackend
 from tandem.completion.providers.backends.openai_chat import AnswerCleaner
 from tandem.completion.providers.backends.streaming import (
     ERROR_EXCERPT_CHARS,
@@ -30,6 +32,7 @@ from tandem.completion.providers.sse import SseEvent
 
 if TYPE_CHECKING:
     from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+    from tandem.completion.providers.backends.streaming import StreamCall
 
 log = logging.getLogger(__name__)
 
@@ -128,3 +131,19 @@ async def clean_text(texts: AsyncGenerator[str, None], request: ModelRequest, st
     tail = seen(cleaner.feed(cutter.finish()) + cleaner.finish())
     if tail:
         yield tail
+
+
+class SseBackend(HttpBackend):
+    """Base of the accurate tier's HTTP backends: subclasses read the model's raw text from their API's
+    events in `_texts`; `stream` hands it to the caller through `clean_text`."""
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        """Yield text as it arrives; see `base.Backend.stream`."""
+        call = self._call(request)
+        async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
+            async for text in texts:
+                yield text
+
+    def _texts(self, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
+        """The model's raw text for `call`, as its API's events carry it (usage and finish reason into `stats`)."""
+        raise NotImplementedError
