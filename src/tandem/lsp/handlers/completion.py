@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from tandem.completion.inline.request import CompletionRequest, CompletionResult
+from tandem.lsp.handlers import next_edit
+from tandem.lsp.requests import completion_request
+from tandem.lsp.requests import plain as payload
 from tandem.lsp.status import Status
 
 if TYPE_CHECKING:
@@ -33,16 +36,12 @@ def _request(
     received_ns: int,
 ) -> CompletionRequest:
     line, column = ls.documents.to_server(document, position)
-    return CompletionRequest(
-        uri=document.uri,
-        version=document.version,
-        line=line,
-        character=column,
-        document=document.buffer,
-        language=document.language_id,
-        path=document.path,
-        kind="inline" if kind == "inline" else "completion",
+    return completion_request(
+        document,
+        line,
+        column,
         client=ls.client_name,
+        kind="inline" if kind == "inline" else "completion",
         invoked=invoked,
         received_ns=received_ns,
     )
@@ -121,17 +120,6 @@ def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = 
     engine.speculate(request, text, after_insert=True)
 
 
-def _plain(value: Any) -> Any:
-    """pygls hands notifications it has no type for as nested namedtuples (`Object`): plain data again."""
-    if hasattr(value, "_asdict"):
-        return {key: _plain(item) for key, item in value._asdict().items()}
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    return value
-
-
 def register(server: TandemServer) -> None:
     # pygls resolves a command handler's annotations at call time: `ls` stays unannotated because
     # TandemServer is only imported for type checking here.
@@ -146,7 +134,7 @@ def register(server: TandemServer) -> None:
     @server.feature("textDocument/didPartiallyAcceptCompletion")
     def did_partially_accept(ls: TandemServer, params: Any) -> None:
         """Copilot-style notification: the user accepted part of a suggestion (a word, a line)."""
-        plain = _plain(params)
+        plain = payload(params)
         item = plain.get("item") if isinstance(plain, dict) else None
         command = item.get("command") if isinstance(item, dict) else None
         arguments = command.get("arguments") if isinstance(command, dict) else None
@@ -176,8 +164,6 @@ def register(server: TandemServer) -> None:
         invoked = params.context is None or params.context.trigger_kind == types.CompletionTriggerKind.Invoked
         request, result = await _complete(ls, params.text_document.uri, params.position, kind="menu", invoked=invoked)
         # A next edit on the cursor's line is offered in the menu too (Helix has no other way to show one).
-        from tandem.lsp.handlers import next_edit  # it imports this module's helpers
-
         next_edit_item = await next_edit.menu_item(ls, params.text_document.uri, params.position)
         extra = [next_edit_item] if next_edit_item is not None else []
         if request is None or not result.text:

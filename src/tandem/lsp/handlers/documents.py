@@ -7,12 +7,11 @@ the engine starts it now (speculation; it never delays a real request).
 from __future__ import annotations
 
 import re
-import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
-from tandem.completion.inline.request import CompletionRequest
+from tandem.lsp.requests import completion_request
 
 if TYPE_CHECKING:
     from tandem.cache.lines import Edit
@@ -75,15 +74,5 @@ def _maybe_new_line(ls: TandemServer, document: Document, change: types.TextDocu
     line = change.range.start.line + 1
     if line >= document.buffer.line_count or document.buffer.line_content(line).strip():
         return  # Enter in the middle of a line: the rest moved down, nothing new to predict
-    request = CompletionRequest(
-        uri=document.uri,
-        version=document.version,
-        line=line,
-        character=len(document.buffer.line_content(line)),
-        document=document.buffer,
-        language=document.language_id,
-        path=document.path,
-        client=ls.client_name,
-        received_ns=time.perf_counter_ns(),
-    )
+    request = completion_request(document, line, len(document.buffer.line_content(line)), client=ls.client_name)
     ls.session.inline.speculate(request)

@@ -20,8 +20,9 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcInvalidParams
 
-from tandem.completion.next_edit.types import NextEditRequest, NextEditResult, Suggestion
-from tandem.lsp.handlers.completion import _plain
+from tandem.completion.next_edit.types import NextEditResult, Suggestion
+from tandem.lsp.requests import next_edit_request
+from tandem.lsp.requests import plain as _plain
 
 if TYPE_CHECKING:
     from tandem.completion.next_edit.suggest import NextEdits
@@ -50,17 +51,7 @@ async def suggest(ls: TandemServer, uri: str, position: types.Position) -> tuple
     if document is None or next_edits is None:
         return document, NextEditResult(outcome="skipped")
     line, character = ls.documents.to_server(document, position)
-    request = NextEditRequest(
-        uri=uri,
-        version=document.version,
-        line=line,
-        character=character,
-        document=document.buffer,
-        language=document.language_id,
-        path=document.path,
-        client=ls.client_name,
-        received_ns=received_ns,
-    )
+    request = next_edit_request(document, line, character, client=ls.client_name, received_ns=received_ns)
     return document, await next_edits.suggest(request)
 
 
