@@ -98,11 +98,7 @@ def build_context(
         return None
     start, end = span
     region = Region(start, tuple(lines.line_content(i) for i in range(start, end)))
-    marked = list(region.lines)
-    at = request.line - start
-    if 0 <= at < len(marked):
-        column = min(request.character, len(marked[at]))
-        marked[at] = marked[at][:column] + CURSOR + marked[at][column:]
+    marked = _marked(region, request)
     budget_chars = budget_tokens(settings) * CHARS_PER_TOKEN
     quarter = budget_chars // 4
     edits = history_of.recent(buffer, allowed=may_send)
@@ -110,14 +106,7 @@ def build_context(
         # Paths as the workspace names them: shorter, and they say nothing of the user's home.
         edits = [dataclasses.replace(edit, path=workspace.relative(edit.uri)) for edit in edits]
     history = render(edits, max_chars=quarter)
-    snippets = ""
-    sources = [edit.path for edit in edits]
-    if workspace is not None:
-        window = workspace.window(request.uri, request.line, request.character)
-        if window is not None:
-            sources += [snippet.path for snippet in window.snippets]
-            snippets = window.snippet_text[-quarter:] if len(window.snippet_text) > quarter else window.snippet_text
-            snippets = snippets[snippets.find("\n") + 1 :] if len(window.snippet_text) > quarter else snippets
+    snippets, snippet_paths = _snippets(request, workspace, quarter)
     # The excerpt's unchanged lines take what the other parts leave, each part counted rounded up (the
     # history to a quarter at most): counted exactly, a key press that lengthens the newest edit or the
     # region would drop the excerpt's outermost line now and then, and a line dropped above the region
@@ -129,21 +118,7 @@ def build_context(
         - len(snippets)
         - _round_up(region_chars, _STABLE_CHARS)
     )
-    above: list[str] = []
-    below: list[str] = []
-    # A side ends at the document's edge, or at its first line that no longer fits.
-    open_sides = {"above": True, "below": True}
-    for offset in range(1, settings.context_lines + 1):
-        for index, side, name in ((start - offset, above, "above"), (end - 1 + offset, below, "below")):
-            if not open_sides[name] or not 0 <= index < lines.line_count:
-                continue
-            text = lines.line_content(index)
-            if len(text) + 1 > left:
-                open_sides[name] = False
-                continue
-            left -= len(text) + 1
-            side.append(text)
-    above.reverse()
+    above, below = _excerpt(lines, start, end, settings.context_lines, left)
     prompt = NextEditPrompt(
         path=workspace.relative(request.uri) if workspace is not None else request.path,
         language=request.language,
@@ -154,7 +129,53 @@ def build_context(
         after="\n".join(below),
     )
     count = history.count("\n--- ") + (1 if history else 0)
-    return NextEditContext(region=region, prompt=prompt, history_edits=count, sources=tuple(dict.fromkeys(sources)))
+    sources = tuple(dict.fromkeys([*(edit.path for edit in edits), *snippet_paths]))
+    return NextEditContext(region=region, prompt=prompt, history_edits=count, sources=sources)
+
+
+def _marked(region: Region, request: NextEditRequest) -> list[str]:
+    """The region's lines with the cursor marked."""
+    marked = list(region.lines)
+    at = request.line - region.start
+    if 0 <= at < len(marked):
+        column = min(request.character, len(marked[at]))
+        marked[at] = marked[at][:column] + CURSOR + marked[at][column:]
+    return marked
+
+
+def _snippets(request: NextEditRequest, workspace: WorkspaceIndex | None, max_chars: int) -> tuple[str, list[str]]:
+    """The cross-file snippets of the cursor's context window, their newest `max_chars` from a whole line,
+    and the paths they come from."""
+    if workspace is None:
+        return "", []
+    window = workspace.window(request.uri, request.line, request.character)
+    if window is None:
+        return "", []
+    text = window.snippet_text
+    if len(text) > max_chars:
+        text = text[-max_chars:]
+        text = text[text.find("\n") + 1 :]
+    return text, [snippet.path for snippet in window.snippets]
+
+
+def _excerpt(lines: Lines, start: int, end: int, most: int, left: int) -> tuple[list[str], list[str]]:
+    """Unchanged lines above and below the region, nearest first on both sides in turn, `most` a side and
+    `left` characters in all; a side ends at the document's edge, or at its first line that no longer fits."""
+    above: list[str] = []
+    below: list[str] = []
+    open_sides = {"above": True, "below": True}
+    for offset in range(1, most + 1):
+        for index, side, name in ((start - offset, above, "above"), (end - 1 + offset, below, "below")):
+            if not open_sides[name] or not 0 <= index < lines.line_count:
+                continue
+            text = lines.line_content(index)
+            if len(text) + 1 > left:
+                open_sides[name] = False
+                continue
+            left -= len(text) + 1
+            side.append(text)
+    above.reverse()
+    return above, below
 
 
 def model_request(settings: NextEditConfig, tier: Tier, prompt: NextEditPrompt) -> ModelRequest:
