@@ -496,17 +496,8 @@ class EditFlow:
         """Ask `tier`, then check its answer; (what happened, (edits, current texts, rebased) or None).
         `cancel`, when cancelled, stops the attempt wherever it is (a hedged accurate answer no longer
         needed): it then ends as "cancelled", with the tokens spent until then."""
-        request, record, progress = ask.request, ask.record, ask.progress
-        model_request = ModelRequest(
-            prefix="",
-            suffix="",
-            language=request.language,
-            path=request.path,
-            max_tokens=self.config.edit.max_tokens,
-            temperature=tier.config.temperature,
-            instruction=request.instruction,
-            messages=ask.messages,
-        )
+        record, progress = ask.record, ask.progress
+        model_request = self._model_request(ask, tier)
         stats = StreamStats()
         parts: list[str] = []
         started_ns = time.perf_counter_ns()
@@ -554,6 +545,20 @@ class EditFlow:
             answer=answer,
         )
         return attempt, checked
+
+    def _model_request(self, ask: _Ask, tier: ModelTier) -> ModelRequest:
+        """The edit's conversation, as one model request of `tier`."""
+        request = ask.request
+        return ModelRequest(
+            prefix="",
+            suffix="",
+            language=request.language,
+            path=request.path,
+            max_tokens=self.config.edit.max_tokens,
+            temperature=tier.config.temperature,
+            instruction=request.instruction,
+            messages=ask.messages,
+        )
 
     async def _stream(
         self,
