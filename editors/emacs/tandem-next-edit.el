@@ -4,7 +4,9 @@
 
 ;; After you change a buffer, tandem predicts your next change nearby (`textDocument/copilotInlineEdit').
 ;; `tandem-next-edit-mode' asks for it after each change (once typing pauses) and shows it with overlays:
-;; the text it would replace struck through, the new text after it.  `tandem-next-edit-accept' applies it
+;; text inserted within a line where it goes; text replaced struck through, with the lines as they will
+;; read below it; an edit off screen is pointed to by a hint at point's line.  `tandem-next-edit-accept'
+;; goes to an edit off screen first, then applies it
 ;; (only to the buffer version it was computed for: if the buffer changed since, it is dropped, never
 ;; applied over newer text) and the next one is asked for at once; `tandem-next-edit-dismiss' hides it.
 ;;
@@ -35,16 +37,25 @@
   "The edit shown: its item plist (:text :textDocument :range :command).")
 
 (defvar-local tandem-next-edit--overlays nil)
+(defvar-local tandem-next-edit--jumped nil
+  "Non-nil once `tandem-next-edit-accept' has moved point to the shown edit, which was off screen.")
 (defvar-local tandem-next-edit--timer nil)
 
 (defun tandem-next-edit-clear ()
   "Hide the shown edit (nothing is sent)."
   (mapc #'delete-overlay tandem-next-edit--overlays)
   (setq tandem-next-edit--overlays nil
-        tandem-next-edit--shown nil))
+        tandem-next-edit--shown nil
+        tandem-next-edit--jumped nil))
 
-(defun tandem-next-edit--show (edit)
-  "Show EDIT with overlays."
+(defun tandem-next-edit--on-screen-p (pos)
+  "Whether POS is on a line the selected window shows (counted in lines from its start)."
+  (let ((start (window-start))
+        (bol (save-excursion (goto-char pos) (line-beginning-position))))
+    (and (>= bol start) (< (count-lines start bol) (window-body-height)))))
+
+(defun tandem-next-edit--show (edit &optional jumped)
+  "Show EDIT with overlays; JUMPED: point was moved to it (no hint)."
   (tandem-next-edit-clear)
   (let* ((region (eglot--range-region (plist-get edit :range)))
          (beg (car region))
@@ -55,10 +66,33 @@
         (overlay-put deleted 'face 'tandem-next-edit-deleted)
         (overlay-put deleted 'tandem-next-edit t)
         (push deleted tandem-next-edit--overlays)))
-    (let ((inserted (make-overlay end end nil t nil)))
-      (overlay-put inserted 'after-string (propertize text 'face 'tandem-next-edit-inserted))
-      (overlay-put inserted 'tandem-next-edit t)
-      (push inserted tandem-next-edit--overlays))
+    (if (and (= beg end) (not (string-match-p "\n" text)))
+        ;; Text inserted within a line reads right where it goes.
+        (let ((inserted (make-overlay end end nil t nil)))
+          (overlay-put inserted 'after-string (propertize text 'face 'tandem-next-edit-inserted))
+          (overlay-put inserted 'tandem-next-edit t)
+          (push inserted tandem-next-edit--overlays))
+      ;; A replacement (or new lines): below the struck range, the lines as they will read, on lines of
+      ;; their own.  Drawn after the range, old and new text ran together ("a wsize by h").
+      (let* ((line-end (save-excursion (goto-char end) (line-end-position)))
+             (after (concat (buffer-substring-no-properties (save-excursion (goto-char beg) (line-beginning-position)) beg)
+                            text
+                            (buffer-substring-no-properties end line-end)))
+             (below (make-overlay line-end line-end nil t nil)))
+        (overlay-put below 'after-string
+                     (concat "\n" (propertize after 'face 'tandem-next-edit-inserted)))
+        (overlay-put below 'tandem-next-edit t)
+        (push below tandem-next-edit--overlays)))
+    ;; An edit off screen: a hint at the end of point's line says where, and which key goes there.
+    (unless (or jumped (tandem-next-edit--on-screen-p beg))
+      (let ((hint (make-overlay (line-end-position) (line-end-position) nil t nil)))
+        (overlay-put hint 'after-string
+                     (propertize (format "  ⇥ next edit at line %d (%s)" (line-number-at-pos beg)
+                                         (substitute-command-keys "\\[tandem-next-edit-accept]"))
+                                 'face 'shadow))
+        (overlay-put hint 'tandem-next-edit-hint t)
+        (push hint tandem-next-edit--overlays)))
+    (setq tandem-next-edit--jumped jumped)
     (setq tandem-next-edit--shown edit)))
 
 (defun tandem-next-edit ()
@@ -93,10 +127,18 @@
 Then ask for the next one."
   (interactive)
   (let ((edit tandem-next-edit--shown)
-        (server (eglot-current-server)))
+        (server (eglot-current-server))
+        (jumped tandem-next-edit--jumped))
     (tandem-next-edit-clear)
     (cond
      ((not edit) (user-error "No next edit is shown"))
+     ((and (not jumped)
+           (equal (plist-get (plist-get edit :textDocument) :version) eglot--versioned-identifier)
+           (not (tandem-next-edit--on-screen-p
+                 (eglot--lsp-position-to-point (plist-get (plist-get edit :range) :start)))))
+      ;; Off screen: the first press goes there; the next one applies it.
+      (goto-char (eglot--lsp-position-to-point (plist-get (plist-get edit :range) :start)))
+      (tandem-next-edit--show edit t))
      ((not (equal (plist-get (plist-get edit :textDocument) :version) eglot--versioned-identifier))
       (message "tandem: the buffer changed since that edit was suggested; dropped"))
      (t

@@ -85,10 +85,31 @@ server got that far :tier, :route and :files.")
 
 (defun tandem-eglot-contact (&optional _interactive)
   "The eglot contact for tandem.
-That is `tandem-command' plus `tandem-initialization-options'."
+That is `tandem-command' plus `tandem-initialization-options'.  A
+program that cannot be found is said in words here: left to eglot, it
+became a prompt (or, where none can be formed, an error quoting this
+whole contact)."
+  (unless (executable-find (car tandem-command))
+    (user-error "tandem: cannot run `%s': not found on `exec-path'; install tandem (pip install <tandem checkout>) or set `tandem-command'"
+                (car tandem-command)))
   (if tandem-initialization-options
       (append tandem-command (list :initializationOptions tandem-initialization-options))
     (copy-sequence tandem-command)))
+
+(defun tandem--modes-by-language (modes)
+  "MODES grouped by language: `python-mode' with `python-ts-mode', `sh-mode' with `bash-ts-mode'."
+  (let ((groups '()))
+    (dolist (mode modes)
+      (let* ((name (symbol-name mode))
+             (key (if (equal name "bash-ts-mode")
+                      "sh-mode"
+                    (replace-regexp-in-string "-ts-mode\\'" "-mode" name)))
+             (group (assoc key groups)))
+        (if group
+            (setcdr group (append (cdr group) (list mode)))
+          (push (list key mode) groups))))
+    (mapcar (lambda (group) (let ((members (cdr group))) (if (cdr members) members (car members))))
+            (nreverse groups))))
 
 ;;;###autoload
 (defun tandem-eglot-setup ()
@@ -96,9 +117,12 @@ That is `tandem-command' plus `tandem-initialization-options'."
 The entry goes first in `eglot-server-programs', so it wins over
 the modes' default servers.  With `tandem-mode-line', tandem's
 status joins the mode line."
+  ;; One entry per language (its mode and tree-sitter mode): eglot's "Connected!" line names the
+  ;; entry's modes, and one entry for all of `tandem-modes' listed twenty of them over three lines.
   (setq eglot-server-programs
-        (cons (cons tandem-modes #'tandem-eglot-contact)
-              (cl-remove #'tandem-eglot-contact eglot-server-programs :key #'cdr-safe)))
+        (append (mapcar (lambda (modes) (cons modes #'tandem-eglot-contact))
+                        (tandem--modes-by-language tandem-modes))
+                (cl-remove #'tandem-eglot-contact eglot-server-programs :key #'cdr-safe)))
   (when tandem-mode-line
     (add-to-list 'mode-line-misc-info tandem--mode-line-entry t)))
 

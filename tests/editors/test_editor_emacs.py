@@ -32,10 +32,14 @@ from test_e2e_edit_unopened import DOCUMENTED as UNOPENED_TRUTH
 from test_e2e_edits import MODELS, VIEWS
 from test_e2e_next_edit import BEFORE as NEXT_EDIT_BEFORE
 from test_e2e_next_edit import TRUTH as NEXT_EDIT_TRUTH
+from test_editor_neovim import _def_line_with_arguments
 
 from tandem.sim.runner import SimSettings, start_in_thread
 
 NEXT_EDIT_REPLACE_TRUTH = NEXT_EDIT_BEFORE.replace("w", "size")
+FAR_BEFORE = "def scale(w, factor):\n    total = 0\n" + "".join(f"    total += {i}\n" for i in range(1, 46))
+FAR_BEFORE += "    return w * factor + total\n"
+FAR_TRUTH = FAR_BEFORE.replace("scale(w,", "scale(width,").replace("return w *", "return width *")
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "editors" / "emacs"
@@ -170,6 +174,12 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         scenario = {"name": name, "path": str(path), "type": truth_text[cut.typed_at : cut.end]}
         # After the word's line is completed: completion-at-point again at its end, with no RET.
         scenarios.append(scenario | {"next_line": True} if name == "word" else scenario)
+    # Issue 28 item 1 with electric-pair-mode: `(` typed after `def wrap` closes itself.
+    _, electric_at = _def_line_with_arguments(truth_text)
+    (work / "electric_textwrap.py").write_text(truth_text[:electric_at], encoding="utf-8")
+    scenarios.append(
+        {"name": "electric", "path": str(work / "electric_textwrap.py"), "type": "(", "electric_pair": True}
+    )
     edit_runs = (
         ("edit", {"instruction": "add a comment before the last line"}),
         ("code_action", {"action": "tandem: Add type hints"}),
@@ -220,13 +230,27 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         {"name": "next_edit_replace", "kind": "next_edit", "path": str(replace_path), "line": 0, "column": 9}
         | {"delete": 1, "type": "size", "accepts": 2}
     )
+    # Issue 28 item 4: `w` renamed on the def line, its use 46 lines below, off the 23-line window.
+    far_path = work / "next_edit_far.py"
+    far_path.write_text(FAR_BEFORE, encoding="utf-8")
+    scenarios.append(
+        {"name": "next_edit_far", "kind": "next_edit", "path": str(far_path), "line": 0, "column": 11}
+        | {"type": "idth", "accepts": 1}
+    )
+    # Last: a project whose `tandem-command' names a program that is not installed.
+    missing = base / "missing"
+    (missing / ".git").mkdir(parents=True)
+    (missing / "example.py").write_text("x = 1\n", encoding="utf-8")
+    scenarios.append({"name": "missing", "kind": "missing", "path": str(missing / "example.py")})
     server_log = base / "server.log"
     result_path = base / "result.json"
     fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
     with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
-        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH, replace_path.name: NEXT_EDIT_REPLACE_TRUTH})
+        sim.set_next_edit_truth(
+            {next_edit_path.name: NEXT_EDIT_TRUTH, replace_path.name: NEXT_EDIT_REPLACE_TRUTH, far_path.name: FAR_TRUTH}
+        )
         spec = {
             "result_path": str(result_path),
             "plugin_dir": str(PLUGIN),
@@ -236,7 +260,9 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
                 "models": {
                     "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
                     "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
-                }
+                },
+                # The far next edit's use is 46 lines below the cursor.
+                "next_edit": {"region_below": 60},
             },
             "sim_roots": [sim.root_url, accurate.root_url],
             # Text captures of the first completion, the accepted suggestion and an edit's result.
@@ -418,7 +444,51 @@ def test_next_edits_show_as_overlays_and_accept_in_a_chain(emacs_run: EmacsRun) 
 def test_a_next_edit_that_replaces_text_strikes_it_through(emacs_run: EmacsRun) -> None:
     record = emacs_run.scenario("next_edit_replace")
     first, second = record["shown"]
-    # The replaced "w" carries the strike-through face; "size" is shown after it.
-    assert (first["inserted"], first["struck"]) == (["size"], ["w"])
-    assert (second["inserted"], second["struck"]) == (["size"], ["w"])
+    # The replaced "w" carries the strike-through face; below its line, the line as it will read (issue 28
+    # item 4: "size" drawn right after the "w" read "a wsize by h").
+    lines = NEXT_EDIT_REPLACE_TRUTH.split("\n")
+    assert (first["inserted"], first["struck"]) == (["\n" + lines[1]], ["w"])
+    assert (second["inserted"], second["struck"]) == (["\n" + lines[3]], ["w"])
+    capture = (ROOT / "artifacts" / "emacs" / "emacs-next_edit_replace-1.txt").read_text()
+    assert 'def area(size, h):\n    """Area of a ~~w~~ by h rectangle."""\n' + lines[1] + "\n" in capture
     assert record["after"] == NEXT_EDIT_REPLACE_TRUTH
+
+
+def test_a_missing_tandem_is_said_in_words(emacs_run: EmacsRun) -> None:
+    """Issue 28 item 7: eglot's own message quoted the whole contact ("can't form an interactive prompt"
+    with the initialization options in it)."""
+    message = emacs_run.scenario("missing")["message"]
+    # Emacs quotes `like this' with curved quotes.
+    assert message.startswith("tandem: cannot run \u2018tandem-not-installed\u2019"), message
+    assert "initializationOptions" not in message and "interactive prompt" not in message, message
+
+
+def test_the_connected_line_names_the_language_not_twenty_modes(emacs_run: EmacsRun) -> None:
+    """Issue 28 item 8: eglot's "Connected!" line listed every mode of `tandem-modes` over three lines."""
+    emacs_run.scenario("word")
+    messages = emacs_run.results["messages"]
+    connected = [line for line in messages.splitlines() if "Connected!" in line]
+    assert connected, messages[-2000:]
+    for line in connected:
+        assert "rust-mode" not in line and len(line) <= 160, line
+
+
+def test_completion_after_an_electric_pair_leaves_no_stray_bracket(emacs_run: EmacsRun) -> None:
+    """Issue 28 item 1 in Emacs: with `electric-pair-mode` the line reads `def wrap()` when
+    `completion-at-point` runs; tandem's item replaces the `)` it holds, and the line is the true one."""
+    record = emacs_run.scenario("electric")
+    line, at = _def_line_with_arguments(emacs_run.truth)
+    assert record["line_typed"] == line[: line.index("(") + 1] + ")"
+    assert record["after"].split("\n")[emacs_run.truth[:at].count("\n")] == line
+
+
+def test_a_next_edit_off_screen_is_pointed_to_and_the_first_press_goes_there(emacs_run: EmacsRun) -> None:
+    """Issue 28 item 4 in Emacs: the use of the renamed `w` is 46 lines below, off the window; a hint at the
+    end of point's line names its line, M-l goes there, M-l again applies it."""
+    record = emacs_run.scenario("next_edit_far")
+    [shown] = record["shown"]
+    line = FAR_TRUTH.split("\n").index("    return width * factor + total") + 1
+    assert shown["hints"] == [f"  ⇥ next edit at line {line} (M-l)"], shown
+    assert shown["jumped_to"] == line
+    assert shown["inserted"] == ["idth"], shown
+    assert record["after"] == FAR_TRUTH

@@ -213,6 +213,19 @@ NEXT_EDIT_TRUTH = NEXT_EDIT_BEFORE.replace("w", "width").replace("widthidth", "w
 NEXT_EDIT_FAR_TRUTH = NEXT_EDIT_BEFORE.replace("w", "size")
 
 
+# The bottom-row scenario's window: a few rows, so that a block suggestion needs the window to scroll.
+BOTTOM_HEIGHT = 4
+
+
+def _def_line_with_arguments(truth: str) -> tuple[str, int]:
+    """A top-level `def name(args):` line (textwrap's `def wrap(text, width=70, **kwargs):`) and the offset
+    of its `(`: the autopair scenario's file stops there."""
+    wrap = re.search(r"^def wrap\(.+\):$", truth, re.MULTILINE)
+    match = wrap or re.search(r"^def \w+\([^()]+\):$", truth, re.MULTILINE)
+    assert match is not None, "the truth file has no top-level def with arguments"
+    return match.group(0), match.start() + match.group(0).index("(")
+
+
 @dataclass(frozen=True, kw_only=True)
 class NvimRun:
     truth: str
@@ -292,6 +305,23 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
                 **fields,
             }
         )
+    bottom_path = work / "bottom_textwrap.py"
+    bottom_path.write_text(truth_text[: cuts["block"].typed_at], encoding="utf-8")
+    scenarios.append(
+        {"name": "bottom", "run": "bottom", "path": str(bottom_path), "type": cuts["block"].typed(truth_text)}
+        | {"height": BOTTOM_HEIGHT}
+    )
+    autopair_line, autopair_at = _def_line_with_arguments(truth_text)
+    autopair_path = work / "autopair_textwrap.py"
+    autopair_path.write_text(truth_text[:autopair_at], encoding="utf-8")
+    scenarios.append(
+        {
+            "name": "autopair",
+            "run": "autopair",
+            "path": str(autopair_path),
+            "expect_first_line": autopair_line[autopair_line.index("(") + 1 :],
+        }
+    )
     scenarios.append({"name": "health", "run": "health", "path": str(work / "edit_command_textwrap.py")})
     next_edit_path = work / "next_edit_area.py"
     next_edit_path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
@@ -473,6 +503,8 @@ def _edited(nvim_run: NvimRun, name: str) -> dict[str, Any]:
     assert f"{name}_textwrap.py (+" in result["message"], result
     shown = [n["message"] for n in nvim_run.results["notifications"]]
     assert result["message"] in shown, shown
+    # Issue 28 item 8: that message alone, without Neovim's own "Workspace edit tandem: ..." line.
+    assert "Workspace edit" not in record["messages"], record["messages"]
     return record
 
 
@@ -520,12 +552,44 @@ def test_next_edits_are_highlighted_shown_and_accepted_in_a_chain(nvim_run: Nvim
 def test_a_next_edit_replacing_text_is_highlighted_and_one_off_screen_is_jumped_to(nvim_run: NvimRun) -> None:
     record = nvim_run.scenario("next_edit_far")
     first, second = record["shown"]
-    # The docstring's "w" is highlighted as replaced and "size" shown as virtual text, in the window.
-    assert (first["highlighted"], first["virtual"], first["hints"]) == (["w"], ["size"], [])
+    # Issue 28 item 4: the docstring's "w" is highlighted and struck as replaced, and the line as it will
+    # read is a virtual line below it (not "size" inline after the "w": "a wsize by h").
+    docstring = '    """Area of a size by h rectangle."""'
+    assert (first["highlighted"], first["virtual"], first["hints"], first["below"]) == (["w"], [], [], [docstring])
+    assert docstring in (ARTIFACTS / "neovim-next-edit-far-1.txt").read_text()
     # The return line's edit is below the three-line window: a hint at the cursor names its line (4).
-    assert second["window"][1] < 4 and second["highlighted"] == ["w"] and second["virtual"] == ["size"]
+    assert second["window"][1] < 4 and second["highlighted"] == ["w"] and second["virtual"] == []
+    assert second["below"] == ["    return size * h * scale"]
     [hint] = second["hints"]
     assert "next edit at line 4" in hint
     # The first press jumps there without changing the text; the second applies it.
     assert second["jumped_to"] == 4 and "return w * h" in second["text_after_jump"]
     assert record["text"] == NEXT_EDIT_FAR_TRUTH.rstrip("\n")
+
+
+def test_tab_after_an_autopaired_bracket_leaves_no_stray_bracket(nvim_run: NvimRun) -> None:
+    """Issue 28 item 1 with an autopair plugin's mapping: `(` gives `()`, the cursor between. The ghost text
+    is drawn around the plugin's `)` (the line reads as it will once accepted) and Tab leaves the true line."""
+    record = nvim_run.scenario("autopair")
+    line, at = _def_line_with_arguments(nvim_run.truth)
+    head = line[: line.index("(") + 1]
+    assert record["typed_line"] == head + ")"
+    assert record["ghost"].split("\n")[0] == line[len(head) :]
+    assert record["drawn_line"] == line
+    assert record["after_accept"].split("\n")[nvim_run.truth[:at].count("\n")] == line
+    assert nvim_run.truth.startswith(record["after_accept"])
+
+
+def test_tab_at_the_bottom_row_inserts_only_what_the_window_shows(nvim_run: NvimRun) -> None:
+    """Issue 28 item 2: typing at the end of a file with the cursor on the window's bottom row. A block
+    suggestion's lines are virtual lines below the cursor's line: the window scrolls up to show them (the
+    cursor's line stays in it) and what does not fit is not offered; Tab inserts exactly what was drawn."""
+    record = nvim_run.scenario("bottom")
+    cut = nvim_run.cuts["block"]
+    assert record["height"] == BOTTOM_HEIGHT and record["winline_before"] == BOTTOM_HEIGHT
+    ghost = record["ghost"]
+    assert ghost.count("\n") >= 1
+    # Every line of the suggestion is on a row of the window.
+    assert ghost.count("\n") <= record["rows_below"], record
+    assert record["inserted"] == ghost
+    assert record["after_accept"] == nvim_run.truth[: cut.end] + ghost

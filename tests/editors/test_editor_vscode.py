@@ -96,7 +96,7 @@ def test_restricted_mode_guards_what_the_server_guards() -> None:
     Code's Restricted Mode must drop every setting an untrusted tandem.toml may not freely set."""
     manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
     restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
-    from tandem.completion.config.trust import rule_for
+    from tandem.completion.config.tree.trust import rule_for
 
     mapped = [key for key in _contributed_settings() if key not in EXTENSION_ONLY and key != "tandem.advanced"]
     for key in mapped:
@@ -228,3 +228,27 @@ def test_an_untrusted_workspace_runs_nothing_it_ships() -> None:
     assert "Tab accepted" in stdout
     assert "Restricted Mode: nothing the workspace ships was run, none of its settings used" in stdout
     assert "found the server via PATH" in stdout
+
+
+# Issue 28 item 1, with the editor's defaults and with word suggestions off ("quiet"): VS Code auto-closes
+# `(`; Tab must leave the true line, not one with a stray `)`.
+QUIET_SETTINGS = json.dumps({"editor.wordBasedSuggestions": "off"})
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+@pytest.mark.parametrize("settings", ["{}", QUIET_SETTINGS], ids=["default", "quiet"])
+def test_tab_after_an_auto_closed_bracket_leaves_no_stray_bracket(settings: str) -> None:
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="autoclose", TANDEM_E2E_EDITOR_SETTINGS=settings)
+    assert 'typed "(": the line reads "def wrap()" (VS Code inserted ")")' in stdout
+    assert "auto-closed bracket: Tab leaves the true line, no stray bracket" in stdout
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_tab_with_the_word_list_open_takes_the_next_edit() -> None:
+    """Issue 28 item 3, default settings: a rename (`w` -> `s`) opens VS Code's word list (`same_area`) over
+    tandem's next edit; Tab applies the next edit and keeps the rename."""
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="wordlist-next-edit")
+    assert "next edit shown with the word list open" in stdout
+    assert "word list open over a next edit: Tab took the next edit, the rename kept" in stdout

@@ -57,7 +57,14 @@
   "Run SCENARIO in its own buffer; return a plist of what was observed."
   (find-file (plist-get scenario :path))
   (goto-char (point-max))
-  (insert (plist-get scenario :type))
+  (if (plist-get scenario :electric_pair)
+      ;; Typed as a key is (so `electric-pair-mode' closes the bracket after point).
+      (progn
+        (electric-pair-local-mode 1)
+        (dolist (char (string-to-list (plist-get scenario :type)))
+          (let ((last-command-event char))
+            (self-insert-command 1))))
+    (insert (plist-get scenario :type)))
   (unless (eglot-current-server)
     (apply #'eglot (eglot--guess-contact)))
   (tandem-test--wait #'eglot-managed-p 120 "eglot to manage the buffer")
@@ -70,7 +77,8 @@
          (candidates (all-completions (buffer-substring-no-properties start end) table))
          (items (mapcar (lambda (c) (get-text-property 0 'eglot--lsp-item c)) candidates))
          (tandem-items (cl-remove-if-not (lambda (i) (equal (plist-get i :detail) "tandem")) items))
-         (before (buffer-substring-no-properties (point-min) (point-max))))
+         (before (buffer-substring-no-properties (point-min) (point-max)))
+         (line-typed (buffer-substring-no-properties (line-beginning-position) (line-end-position))))
     (tandem-test--capture (concat (plist-get scenario :name) "-first-completion")
                           (concat "[completion candidates] " (mapconcat #'identity candidates " | ")))
     ;; The command a user runs (C-M-i): the sole candidate is inserted and eglot applies its textEdit.
@@ -92,6 +100,7 @@
           :candidates candidates
           :new_texts (mapcar (lambda (i) (plist-get (plist-get i :textEdit) :newText)) tandem-items)
           :before before
+          :line_typed line-typed
           :after (buffer-substring-no-properties (point-min) (point-max))
           ;; Last: it types on in the buffer.
           :next_line (and (plist-get scenario :next_line) (tandem-test--next-line scenario))
@@ -201,6 +210,24 @@ from the buffer and what tandem.el shows)."
             :modified (if (buffer-modified-p) t :json-false)
             :done t))))
 
+(defun tandem-test--capture-next-edit (name)
+  "Write emacs-NAME.txt: the buffer as the next edit's overlays draw it (struck text between ~~)."
+  (let ((dir (plist-get tandem-test--spec :artifacts))
+        (text (buffer-substring-no-properties (point-min) (point-max))))
+    (when dir
+      (make-directory dir t)
+      ;; From the last overlay to the first, so that each insertion leaves the earlier positions alone.
+      (dolist (o (sort (copy-sequence tandem-next-edit--overlays)
+                       (lambda (a b) (> (overlay-start a) (overlay-start b)))))
+        (let ((beg (1- (overlay-start o))) (end (1- (overlay-end o))))
+          (if (overlay-get o 'after-string)
+              (setq text (concat (substring text 0 end)
+                                 (substring-no-properties (overlay-get o 'after-string))
+                                 (substring text end)))
+            (setq text (concat (substring text 0 beg) "~~" (substring text beg end) "~~" (substring text end))))))
+      (with-temp-file (expand-file-name (concat "emacs-" name ".txt") dir)
+        (insert text)))))
+
 (defun tandem-test--next-edit-scenario (scenario)
   "Run the next-edit SCENARIO: make its change with `tandem-next-edit-mode' on, then accept the
 suggestions one after another; return a plist of what was shown and the text at the end."
@@ -220,17 +247,39 @@ suggestions one after another; return a plist of what was shown and the text at 
       (tandem-test--wait (lambda () tandem-next-edit--shown) 30 (format "next edit %d" (1+ round)))
       (push (list :inserted (delq nil (mapcar (lambda (o)
                                                  (let ((text (overlay-get o 'after-string)))
-                                                   (and text (substring-no-properties text))))
+                                                   (and text (not (overlay-get o 'tandem-next-edit-hint))
+                                                        (substring-no-properties text))))
                                                tandem-next-edit--overlays))
+                  :hints (delq nil (mapcar (lambda (o)
+                                             (and (overlay-get o 'tandem-next-edit-hint)
+                                                  (substring-no-properties (overlay-get o 'after-string))))
+                                           tandem-next-edit--overlays))
+                  ;; A hint: the first press goes to the edit (the line point is on after it).
+                  :jumped_to (when (cl-some (lambda (o) (overlay-get o 'tandem-next-edit-hint))
+                                            tandem-next-edit--overlays)
+                               (tandem-next-edit-accept)
+                               (line-number-at-pos))
                   :struck (delq nil (mapcar (lambda (o)
                                               (and (overlay-get o 'face)
                                                    (buffer-substring-no-properties (overlay-start o) (overlay-end o))))
                                             tandem-next-edit--overlays)))
             shown)
+      (tandem-test--capture-next-edit (format "%s-%d" (plist-get scenario :name) (1+ round)))
       (tandem-next-edit-accept))
     (list :name (plist-get scenario :name)
           :shown (vconcat (nreverse shown))
           :after (buffer-substring-no-properties (point-min) (point-max))
+          :done t)))
+
+(defun tandem-test--missing-scenario (scenario)
+  "Visit SCENARIO's file with `tandem-command' naming a program that is not installed, and start eglot
+as `M-x eglot' does; return what the user is told."
+  (let ((tandem-command '("tandem-not-installed" "serve")))
+    (find-file (plist-get scenario :path))
+    (list :name (plist-get scenario :name)
+          :message (condition-case err
+                       (progn (apply #'eglot (eglot--guess-contact t)) "(no error)")
+                     (error (error-message-string err)))
           :done t)))
 
 (let ((results '()) (failure nil))
@@ -247,11 +296,14 @@ suggestions one after another; return a plist of what was shown and the text at 
         (push (pcase (plist-get scenario :kind)
                 ("edit" (tandem-test--edit-scenario scenario))
                 ("next_edit" (tandem-test--next-edit-scenario scenario))
+                ("missing" (tandem-test--missing-scenario scenario))
                 (_ (tandem-test--scenario scenario)))
               results))
     (error (setq failure (format "%s\neglot events:\n%s" (error-message-string err) (tandem-test--events)))))
   (with-temp-file (plist-get tandem-test--spec :result_path)
-    (insert (json-encode (list :scenarios (vconcat (nreverse results)) :error failure))))
+    (insert (json-encode (list :scenarios (vconcat (nreverse results)) :error failure
+                               :messages (with-current-buffer (messages-buffer)
+                                           (buffer-substring-no-properties (point-min) (point-max)))))))
   (ignore-errors (eglot-shutdown-all))
   (kill-emacs 0))
 

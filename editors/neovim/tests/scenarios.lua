@@ -166,7 +166,12 @@ local function capture(bufnr, name)
   local hl = vim.api.nvim_get_hl(0, { name = "TandemGhost", link = false })
   local on = string.format("\27[3;38;5;%dm", hl.ctermfg or 244)
   local off = "\27[0m"
-  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(bufnr, ghost.ns, 0, -1, { details = true })) do
+  local marks = vim.api.nvim_buf_get_extmarks(bufnr, ghost.ns, 0, -1, { details = true })
+  -- Right to left, so that a piece drawn further along its line does not shift the ones before it.
+  table.sort(marks, function(a, b)
+    return a[2] > b[2] or (a[2] == b[2] and a[3] > b[3])
+  end)
+  for _, mark in ipairs(marks) do
     local at, col, details = mark[2] - first + 1, mark[3], mark[4]
     if lines[at] then
       local text = details.virt_text and details.virt_text[1][1] or ""
@@ -221,6 +226,81 @@ function runners.accept(bufnr, scenario, out)
     return vim.api.nvim_get_mode().mode == "n"
   end, 5000, "normal mode", bufnr)
   out.ghost_after_esc = ghost_text(bufnr) or vim.NIL
+end
+
+--- The cursor's line as the window draws it: the buffer's text with the ghost text's inline pieces.
+local function drawn_line(bufnr)
+  local row = vim.api.nvim_win_get_cursor(0)[1] - 1
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
+  local marks = vim.api.nvim_buf_get_extmarks(bufnr, ghost.ns, { row, 0 }, { row, -1 }, { details = true })
+  for i = #marks, 1, -1 do
+    local col, chunks = marks[i][3], marks[i][4].virt_text or {}
+    line = line:sub(1, col) .. (chunks[1] and chunks[1][1] or "") .. line:sub(col + 1)
+  end
+  return line
+end
+
+-- Issue 28 item 1: an autopair mapping as nvim-autopairs and mini.pairs make it (`(` inserts `()` and
+-- steps back inside), `(` typed at the end of the file's last line; the ghost text is drawn around the
+-- mapping's `)`, and Tab leaves the true line, without a stray `)`.
+function runners.autopair(bufnr, scenario, out)
+  vim.keymap.set("i", "(", "()<C-g>U<Left>", { buffer = bufnr })
+  keys("GA(")
+  wait_until(function()
+    local line = vim.api.nvim_get_current_line()
+    return vim.api.nvim_get_mode().mode == "i" and vim.endswith(line, "()")
+      and vim.api.nvim_win_get_cursor(0)[2] == #line - 1
+  end, 5000, "insert mode between the auto-paired brackets", bufnr)
+  out.typed_line = vim.api.nvim_get_current_line()
+  wait_until(function()
+    local text = ghost_text(bufnr)
+    return text ~= nil and vim.startswith(text, scenario.expect_first_line)
+  end, 15000, "ghost text " .. vim.inspect(scenario.expect_first_line), bufnr)
+  out.ghost = ghost_text(bufnr)
+  out.drawn_line = drawn_line(bufnr)
+  capture(bufnr, scenario.name .. "-first-completion")
+  press_and_wait_for_change(bufnr, "<Tab>", "the accept key to insert the suggestion")
+  out.after_accept = buffer_text(bufnr)
+  capture(bufnr, scenario.name .. "-accepted")
+  keys("<Esc>")
+  wait_until(function()
+    return vim.api.nvim_get_mode().mode == "n"
+  end, 5000, "normal mode", bufnr)
+end
+
+-- Issue 28 item 2: the cursor on the window's bottom row (`zb`, in a window `height` rows tall), `type`
+-- typed at the end of the file; the suggestion's lines must be on screen when Tab takes them: what Tab
+-- inserts is what the window shows.
+function runners.bottom(bufnr, scenario, out)
+  vim.cmd("split")
+  vim.cmd("resize " .. scenario.height)
+  local win = vim.api.nvim_get_current_win()
+  keys("Gzb")
+  wait_until(function()
+    return vim.fn.line(".") == vim.fn.line("$") and vim.fn.winline() == vim.api.nvim_win_get_height(win)
+  end, 5000, "the cursor on the window's bottom row", bufnr)
+  out.height = vim.api.nvim_win_get_height(win)
+  out.winline_before = vim.fn.winline()
+  local before = buffer_text(bufnr)
+  keys("A" .. scenario.type)
+  wait_until(function()
+    local text = ghost_text(bufnr)
+    return vim.api.nvim_get_mode().mode == "i" and text ~= nil and text:find("\n") ~= nil
+  end, 15000, "a ghost text of more than one line", bufnr)
+  out.ghost = ghost_text(bufnr)
+  -- The screen rows under the cursor's line, where the suggestion's virtual lines are drawn.
+  out.rows_below = vim.api.nvim_win_get_height(win) - vim.fn.winline()
+  out.window = { vim.fn.line("w0"), vim.fn.line("w$") }
+  capture(bufnr, scenario.name .. "-first-completion")
+  press_and_wait_for_change(bufnr, "<Tab>", "the accept key to insert the suggestion")
+  out.after_accept = buffer_text(bufnr)
+  out.inserted = out.after_accept:sub(#before + #scenario.type + 1)
+  capture(bufnr, scenario.name .. "-accepted")
+  keys("<Esc>")
+  wait_until(function()
+    return vim.api.nvim_get_mode().mode == "n"
+  end, 5000, "normal mode", bufnr)
+  vim.cmd("only")
 end
 
 -- Type, see the ghost text, accept one word, then the rest of the line.
@@ -321,6 +401,7 @@ function runners.edit_command(bufnr, scenario, out)
     keys(":TandemEdit " .. scenario.instruction .. "<CR>")
   end)
   out.after_edit = buffer_text(bufnr)
+  out.messages = vim.api.nvim_exec2("messages", { output = true }).output
   out.statusline = require("tandem").statusline()
   capture(bufnr, "edit-result")
 end
@@ -359,6 +440,7 @@ local function code_action(bufnr, scenario, out, choose)
   end
   out.result = result
   out.after_edit = buffer_text(bufnr)
+  out.messages = vim.api.nvim_exec2("messages", { output = true }).output
   to_normal_mode(bufnr)
 end
 
@@ -458,9 +540,12 @@ function runners.next_edit_far(bufnr, scenario, out)
       return next_edit.shown(bufnr) ~= nil
     end, 15000, "next edit " .. round, bufnr)
     local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
-    local shown = { virtual = {}, highlighted = {}, hints = {} }
+    local shown = { virtual = {}, highlighted = {}, hints = {}, below = {} }
     for _, mark in ipairs(marks) do
       local details = mark[4]
+      for _, virt_line in ipairs(details.virt_lines or {}) do
+        shown.below[#shown.below + 1] = virt_line[1][1]
+      end
       for _, chunk in ipairs(details.virt_text or {}) do
         local into = details.virt_text_pos == "eol" and shown.hints or shown.virtual
         into[#into + 1] = chunk[1]
@@ -472,6 +557,35 @@ function runners.next_edit_far(bufnr, scenario, out)
     end
     shown.window = { vim.fn.line("w0"), vim.fn.line("w$") }
     out.shown[round] = shown
+    -- What the window shows, rebuilt from the extmarks: struck text between ~~, virtual lines after their
+    -- line, inline virtual text in [+ ], the hint at the end of the cursor's line.
+    if spec.artifacts then
+      local screen = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+      local extra = {}
+      table.sort(marks, function(a, b)
+        return a[2] > b[2] or (a[2] == b[2] and a[3] > b[3])
+      end)
+      for _, mark in ipairs(marks) do
+        local row, col, details = mark[2] + 1, mark[3], mark[4]
+        if details.end_row == mark[2] and details.hl_group then
+          local line = screen[row]
+          screen[row] = line:sub(1, col) .. "~~" .. line:sub(col + 1, details.end_col) .. "~~" .. line:sub(details.end_col + 1)
+        end
+        for _, chunk in ipairs(details.virt_text or {}) do
+          local line = screen[row]
+          screen[row] = details.virt_text_pos == "eol" and (line .. " " .. chunk[1])
+            or (line:sub(1, col) .. "[+" .. chunk[1] .. "]" .. line:sub(col + 1))
+        end
+        for _, virt_line in ipairs(details.virt_lines or {}) do
+          extra[row] = (extra[row] or "") .. "\n  + " .. virt_line[1][1]
+        end
+      end
+      for row, text in pairs(extra) do
+        screen[row] = screen[row] .. text
+      end
+      vim.fn.mkdir(spec.artifacts, "p")
+      vim.fn.writefile(vim.split(table.concat(screen, "\n"), "\n"), spec.artifacts .. "/neovim-next-edit-far-" .. round .. ".txt")
+    end
     if #shown.hints > 0 then
       local row = vim.api.nvim_win_get_cursor(0)[1]
       keys(cfg_key("accept"))

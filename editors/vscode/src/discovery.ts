@@ -137,7 +137,12 @@ export async function findServer(input: DiscoveryInput, probe: Probe): Promise<D
         return { found: true, server: { command: script, args: [], source: candidate.label }, tried };
       }
     }
-    if ((await probe.isExecutable(candidate.python)) && (await probe.hasTandem(candidate.python))) {
+    // An interpreter that does not exist (a workspace's .venv never made) was not a place to look: the
+    // not-found message names only the ones that are there.
+    if (!(await probe.isExecutable(candidate.python))) {
+      continue;
+    }
+    if (await probe.hasTandem(candidate.python)) {
       return {
         found: true,
         server: { command: candidate.python, args: ["-P", "-m", "tandem"], source: candidate.label },

@@ -2,7 +2,7 @@
  * Next-edit suggestions: after the user changes a document, tandem predicts the next change nearby
  * (`textDocument/copilotInlineEdit`). It is shown as an inline edit at its place (the replaced text struck
  * through, the new text after it) or, when it is off screen, as a jump marker at the cursor. Tab jumps to an
- * off-screen edit, then applies it; Escape dismisses it. An edit is applied only to the document version it
+ * off-screen edit, then applies it, with VS Code's word list open or not; Escape dismisses it. An edit is applied only to the document version it
  * was computed for: if the document changed since, it is dropped, never applied over newer text.
  */
 
@@ -186,6 +186,9 @@ export class NextEdits implements vscode.Disposable {
       this.clear();
       return false;
     }
+    // Tab takes the next edit over VS Code's word list (its keybinding wins while one is shown, as the
+    // README says): the list, opened by the user's own typing, closes rather than stay over the edit.
+    void vscode.commands.executeCommand("hideSuggestWidget");
     const visible = editor.visibleRanges.some((span) => span.contains(range.start));
     if (!visible && !shown.jumped) {
       shown.jumped = true;

@@ -27,6 +27,7 @@ from tandem.completion.config.tree import Config, ModelConfig
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.breaker import Notice
 from tandem.completion.session import Session
+from tandem.lsp.client_log import ClientLogHandler
 from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
 from tandem.lsp.heap import HeapTrimmer
@@ -230,7 +231,10 @@ class TandemServer(LanguageServer):
         window/logMessage for clients that show only the log (Helix without a plugin)."""
         kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
         self.window_show_message(types.ShowMessageParams(type=kind, message=notice.message))
-        self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
+        # With `--log-to-client` the tiers' log line of the notice is already a window/logMessage (VS Code's
+        # Output showed it twice).
+        if not any(isinstance(handler, ClientLogHandler) for handler in logging.getLogger().handlers):
+            self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """window/showMessage, once per distinct message."""

@@ -66,6 +66,18 @@ local function show_message(err, result, ctx)
   return result
 end
 
+-- Neovim prints "Workspace edit <label>" for every edit with a label; the server's own message about the
+-- edit (which model, which file, how many lines) already says it, so the label is not passed on.
+local function apply_edit(err, params, ctx)
+  if type(params) == "table" and params.label then
+    params = vim.tbl_extend("force", {}, params)
+    params.label = nil
+  end
+  return vim.lsp.handlers["workspace/applyEdit"](err, params, ctx)
+end
+
+local notified_missing = false
+
 local function server_status(_, result)
   status.from_server(result)
 end
@@ -79,7 +91,16 @@ function M.start(bufnr)
   end
   local root = vim.fs.root(bufnr, cfg.root_markers) or vim.fn.getcwd()
   if vim.fn.executable(cfg.cmd[1]) ~= 1 then
-    status.update({ state = "error", message = "cannot run " .. cfg.cmd[1] .. " (see :checkhealth tandem)" })
+    local message = "cannot run " .. cfg.cmd[1] .. " (see :checkhealth tandem)"
+    status.update({ state = "error", message = message })
+    -- Said once, not only in a statusline the user may not have set up; scheduled, so that it is not
+    -- framed as an error in the autocommand that opened the buffer.
+    if not notified_missing then
+      notified_missing = true
+      vim.schedule(function()
+        vim.notify("tandem: " .. message, vim.log.levels.WARN)
+      end)
+    end
     return nil
   end
   if status.get().state == "off" then
@@ -96,6 +117,7 @@ function M.start(bufnr)
     handlers = {
       ["window/showMessage"] = show_message,
       ["tandem/status"] = server_status,
+      ["workspace/applyEdit"] = apply_edit,
     },
     -- Client-side commands the server's code actions name: "Edit selection with tandem..." prompts here.
     -- Kept on this client (not in the global vim.lsp.commands) so no other server can invoke them.

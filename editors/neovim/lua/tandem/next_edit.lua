@@ -1,6 +1,7 @@
 -- Next-edit suggestions: after you change the buffer, tandem predicts your next change nearby
--- (`textDocument/copilotInlineEdit`). The text it would replace is highlighted, the new text is shown as
--- virtual text, and a hint at the cursor points to an edit that is off screen. The accept key jumps to an
+-- (`textDocument/copilotInlineEdit`). Text inserted within a line is shown as virtual text where it goes;
+-- text replaced is highlighted and struck through, with the lines as they will read on virtual lines below
+-- it; a hint at the cursor points to an edit that is off screen. The accept key jumps to an
 -- off-screen edit first, then applies it; the dismiss key hides it. An edit is applied only to the buffer
 -- version it was computed for: if the buffer changed since, it is dropped, never applied over newer text.
 
@@ -15,6 +16,8 @@ local DISMISSED = "tandem.nextEditDismissed"
 ---@type tandem.Config|nil
 local cfg = nil
 local ns = vim.api.nvim_create_namespace("tandem_next_edit")
+-- Struck through, over the replaced text's own highlight (hl_delete).
+local STRIKE = "TandemNextEditStrike"
 
 ---@class tandem.NextEditState
 ---@field timer uv.uv_timer_t|nil
@@ -78,22 +81,37 @@ local function render(bufnr)
   local start, finish = edit.range.start, edit.range["end"]
   local start_col, end_col = byte_col(bufnr, start, encoding), byte_col(bufnr, finish, encoding)
   if start.line ~= finish.line or start_col ~= end_col then
+    -- The replaced text in hl_delete, struck through (stacked groups combine; `:colorscheme` clears
+    -- highlights, so the strike is defined again here).
+    vim.api.nvim_set_hl(0, STRIKE, { strikethrough = true, default = true })
     vim.api.nvim_buf_set_extmark(bufnr, ns, start.line, start_col, {
       end_row = finish.line,
       end_col = end_col,
-      hl_group = cfg.next_edit.hl_delete,
+      hl_group = { cfg.next_edit.hl_delete, STRIKE },
     })
   end
   local lines = vim.split(edit.text, "\n", { plain = true })
-  local mark = { virt_text = { { lines[1], cfg.next_edit.hl_insert } }, virt_text_pos = "inline" }
-  if #lines > 1 then
+  if start.line == finish.line and start_col == end_col and #lines == 1 then
+    -- Text inserted within a line reads right where it goes.
+    vim.api.nvim_buf_set_extmark(bufnr, ns, finish.line, end_col, {
+      virt_text = { { lines[1], cfg.next_edit.hl_insert } },
+      virt_text_pos = "inline",
+    })
+  else
+    -- A replacement (or new lines): the range struck through, and below it the lines as they will read,
+    -- on virtual lines of their own. Drawn inline after the range, the old and new text ran together
+    -- (`return self._split(texts = self._munge_whitespace(s))`).
+    local first = vim.api.nvim_buf_get_lines(bufnr, start.line, start.line + 1, false)[1] or ""
+    local last = vim.api.nvim_buf_get_lines(bufnr, finish.line, finish.line + 1, false)[1] or ""
+    local after = first:sub(1, start_col) .. edit.text .. last:sub(end_col + 1)
     local below = {}
-    for i = 2, #lines do
-      below[#below + 1] = { { lines[i], cfg.next_edit.hl_insert } }
+    local tabstop = string.rep(" ", vim.bo[bufnr].tabstop > 0 and vim.bo[bufnr].tabstop or 8)
+    for _, line in ipairs(vim.split(after, "\n", { plain = true })) do
+      -- Virtual lines are drawn without tab expansion.
+      below[#below + 1] = { { (line:gsub("\t", tabstop)), cfg.next_edit.hl_insert } }
     end
-    mark.virt_lines = below
+    vim.api.nvim_buf_set_extmark(bufnr, ns, finish.line, 0, { virt_lines = below })
   end
-  vim.api.nvim_buf_set_extmark(bufnr, ns, finish.line, end_col, mark)
   if not on_screen(start.line) then
     local row = vim.api.nvim_win_get_cursor(0)[1] - 1
     local key = cfg.next_edit.keymaps.accept or "accept"

@@ -31,9 +31,12 @@ function M.update(fields)
       status[key] = value
     end
   end
-  -- Let statusline plugins redraw on our schedule rather than polling.
+  -- Let statusline plugins redraw on our schedule rather than polling, and redraw a plain 'statusline'
+  -- (the README's): Neovim redraws it on its own only when the cursor moves or the mode changes, so in
+  -- insert mode it said `tandem …` after the ghost text was drawn, and `tandem editing…` after the edit.
   vim.schedule(function()
     vim.api.nvim_exec_autocmds("User", { pattern = "TandemStatus", modeline = false })
+    vim.cmd("redrawstatus!")
   end)
 end
 

@@ -8,6 +8,7 @@
 local client_mod = require("tandem.client")
 local ghost = require("tandem.ghost")
 local status = require("tandem.status")
+local view = require("tandem.view")
 
 local M = {}
 
@@ -104,8 +105,13 @@ end
 ---@param bufnr integer
 ---@param shown tandem.Shown
 local function show(bufnr, shown)
+  -- Only what the window can draw may be accepted (tandem.view).
+  if bufnr == vim.api.nvim_get_current_buf() then
+    shown.text = view.fit(0, shown.text)
+  end
   state(bufnr).shown = shown
-  ghost.show(bufnr, shown.row, shown.col, shown.text, cfg and cfg.hl_group or "TandemGhost")
+  local kept = line_at(bufnr, shown.row):sub(shown.col + 1, shown.col + shown.delete_after)
+  ghost.show(bufnr, shown.row, shown.col, shown.text, cfg and cfg.hl_group or "TandemGhost", kept)
 end
 
 --- Plain text of an InlineCompletionItem's insertText (a snippet keeps its placeholders' defaults).

@@ -105,6 +105,18 @@ describe("findServer", () => {
     assert.match(message, /PATH \(no tandem executable\)/);
     assert.match(message, /tandem\.serverPath/);
   });
+
+  it("names only the interpreters that exist (issue 28 item 7: a workspace's .venv and venv that were never made)", async () => {
+    const workspace = [
+      { python: "/w/.venv/bin/python", label: "the workspace's .venv" },
+      { python: "/w/venv/bin/python", label: "the workspace's venv" },
+      { python: "/usr/bin/python3", label: "the active Python environment" },
+    ];
+    const result = await findServer(input({ pythons: workspace, pathEnv: "/usr/bin" }), probe(["/usr/bin/python3"]));
+    const message = notFoundMessage(result);
+    assert.doesNotMatch(message, /\.venv|\bvenv\b/);
+    assert.match(message, /the active Python environment \(\/usr\/bin\/python3: tandem-lsp not installed\)/);
+  });
 });
 
 describe("pythonCandidates", () => {

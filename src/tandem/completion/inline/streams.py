@@ -244,9 +244,9 @@ class StreamStore:
         return tasks
 
 
-def log_failure(stream: Stream) -> None:
+def log_failure(stream: Stream, *, level: int = logging.WARNING) -> None:
     if stream.error is not None:
-        log.warning("stream %s (%s) ended: %s", stream.id, stream.model, describe(stream.error))
+        log.log(level, "stream %s (%s) ended: %s", stream.id, stream.model, describe(stream.error))
 
 
 async def read_into(stream: Stream, tier: Tier, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
@@ -268,4 +268,6 @@ async def read_into(stream: Stream, tier: Tier, request: ModelRequest, *, rememb
         stream.text = stream.text[: stream.text.rfind("\n") + 1]
     stream.finish(end.error)
     remember(stream)
-    log_failure(stream)
+    # The first of failures in a row is a warning; the next ones are detail (the breaker tells the user of
+    # an outage once), not a warning each in the editor's log (VS Code's Output had one per stream).
+    log_failure(stream, level=logging.WARNING if tier.breaker.failures <= 1 else logging.DEBUG)

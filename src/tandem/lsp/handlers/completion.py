@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from tandem.completion.inline.closers import replaced_closers
 from tandem.completion.inline.request import CompletionRequest, CompletionResult
 from tandem.lsp.handlers import next_edit
 from tandem.lsp.requests import completion_request
@@ -83,6 +84,16 @@ def _documentation(ls: TandemServer, language: str, text: str) -> types.MarkupCo
     return text
 
 
+def _replace_end(ls: TandemServer, request: CompletionRequest, text: str, cursor: types.Position) -> types.Position:
+    """Where the suggestion's range ends: past the closers the editor auto-inserted after the cursor when
+    the suggestion holds them (completion.closers), else at the cursor."""
+    document = ls.documents.get(request.uri)
+    if document is None or document.version != request.version:
+        return cursor  # the document moved on: the client drops this answer
+    replaced = replaced_closers(text, request.line_after())
+    return ls.documents.to_client(document, request.line, request.character + replaced)
+
+
 ACCEPTED = "tandem.accepted"
 
 
@@ -145,10 +156,10 @@ def register(server: TandemServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
     async def inline_completion(ls: TandemServer, params: types.InlineCompletionParams) -> types.InlineCompletionList:
         invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
-        _, result = await _complete(ls, params.text_document.uri, params.position, kind="inline", invoked=invoked)
-        if not result.text:
+        request, result = await _complete(ls, params.text_document.uri, params.position, kind="inline", invoked=invoked)
+        if request is None or not result.text:
             return types.InlineCompletionList(items=[])
-        here = types.Range(start=params.position, end=params.position)
+        here = types.Range(start=params.position, end=_replace_end(ls, request, result.text, params.position))
         item = types.InlineCompletionItem(
             insert_text=result.text,
             range=here,
@@ -175,6 +186,7 @@ def register(server: TandemServer) -> None:
         start_column = _word_start(line, request.character)
         word = line[start_column : request.character]
         start = ls.documents.to_client(document, request.line, start_column)
+        end = _replace_end(ls, request, result.text, params.position)
         first_line = result.text.split("\n", 1)[0]
         if first_line.strip():
             label = (word + first_line).strip()
@@ -190,7 +202,7 @@ def register(server: TandemServer) -> None:
             sort_text="0000",
             preselect=True,
             insert_text_format=types.InsertTextFormat.PlainText,
-            text_edit=types.TextEdit(range=types.Range(start=start, end=params.position), new_text=word + result.text),
+            text_edit=types.TextEdit(range=types.Range(start=start, end=end), new_text=word + result.text),
             command=_accepted_command(request.uri, params.position, result),
         )
         return types.CompletionList(is_incomplete=result.streaming, items=[item, *extra])
