@@ -51,11 +51,14 @@ def sims() -> Iterator[tuple[SimHandle, SimHandle]]:
 
 
 def two_models(fast: SimHandle, accurate: SimHandle) -> dict[str, Any]:
+    # Every edit hedged (the default before the router's bands): these tests drive the edit path's
+    # mechanics (apply, progress, rebase, refusals), not where the router sends an edit.
     return {
         "models": {
             "fast": {"provider": "openai-chat", "base_url": fast.base_url, "model": "sim-spark"},
             "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
-        }
+        },
+        "edit": {"strategy": "banded", "hedge_from": 0.0, "accurate_from": 1.01},
     }
 
 
@@ -220,7 +223,7 @@ async def test_code_action_runs_an_edit_and_the_client_applies_it(
         assert isinstance(change, types.TextDocumentEdit) and change.text_document.version == 1
         progress = [v for reports in session.client.progress_reports.values() for v in reports]
         messages = [getattr(v, "message", "") or "" for v in progress]
-        # The default plan asks both models at once (hedged), and says so first.
+        # The hedged plan asks both models at once, and says so first.
         assert any(m.startswith("fast and accurate at once") for m in messages), messages
         # Then short reports a status bar can hold: the model at work and what it is doing.
         assert "fast model (sim-spark): asking" in messages, messages

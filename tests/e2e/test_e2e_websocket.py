@@ -84,7 +84,9 @@ async def test_an_edit_on_the_accurate_model_over_a_websocket(tmp_path: pathlib.
                 "transport": "websocket",
             },
         }
-        async with serve(tmp_path, "vscode", options={"models": models}) as session:
+        # Every edit hedged (the default before the router's bands), so that both transports are seen.
+        hedged = {"strategy": "banded", "hedge_from": 0.0, "accurate_from": 1.01}
+        async with serve(tmp_path, "vscode", options={"models": models, "edit": hedged}) as session:
             editor = Editor(session)
             uris = {name: editor.open(name, text) for name, text in (("models.py", MODELS), ("views.py", VIEWS))}
             uris["urls.py"] = editor.open("urls.py", URLS)

@@ -96,7 +96,7 @@ def test_restricted_mode_guards_what_the_server_guards() -> None:
     Code's Restricted Mode must drop every setting an untrusted tandem.toml may not freely set."""
     manifest = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))
     restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
-    from tandem.completion.config.tree.trust import rule_for
+    from tandem.completion.config.trust import rule_for
 
     mapped = [key for key in _contributed_settings() if key not in EXTENSION_ONLY and key != "tandem.advanced"]
     for key in mapped:

@@ -3,7 +3,8 @@
 It owns what the features share, and builds each feature once over them:
 
     shared     tiers (the configured models, one read path each), the gate (what may leave the machine),
-               the tracer, the speculation token budget, the workspace index
+               the tracer, the speculation token budget, the day's spend, the workspace index, the
+               router's cached git reads
     features   inline (`inline.engine.Engine`), next_edits (`next_edit.suggest.NextEdits`),
                edits (`edit.service.Edits`)
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pathlib
 from collections.abc import Callable, Mapping
 
 import httpx
@@ -30,6 +32,8 @@ from tandem.completion.next_edit.suggest import DocumentLookup, NextEdits
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.breaker import Notice
 from tandem.completion.providers.tiers import Tiers
+from tandem.completion.routing.inputs import RouterInputsCache
+from tandem.completion.spend import SpendLedger
 from tandem.completion.workspace import WorkspaceIndex
 
 
@@ -44,6 +48,7 @@ class Session:
         history: EditHistory,
         workspace: WorkspaceIndex | None = None,
         env: Mapping[str, str] | None = None,
+        spend_path: pathlib.Path | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -54,8 +59,19 @@ class Session:
         self.tiers = Tiers(client, env if env is not None else os.environ)
         # What speculation may spend: completions' prefetch and next edits count against it.
         self.budget = TokenBudget(per_minute=config.prefetch.tokens_per_minute)
+        # The day's spend against `[budget]`, fed by every trace record (kept at `spend_path` across restarts).
+        self.spend = SpendLedger(config.budget, path=spend_path)
+        tracer.sinks.append(self.spend.record)
+        # The router's git reads, cached per file and HEAD, started when a document is opened or saved.
+        self.router_inputs = RouterInputsCache()
         self.inline = Engine(
-            config=config, tiers=self.tiers, tracer=tracer, budget=self.budget, gate=self.gate, workspace=workspace
+            config=config,
+            tiers=self.tiers,
+            tracer=tracer,
+            budget=self.budget,
+            spend=self.spend,
+            gate=self.gate,
+            workspace=workspace,
         )
         self.next_edits = NextEdits(
             tiers=self.tiers,
@@ -65,14 +81,18 @@ class Session:
             documents=documents,
             history=history,
             workspace=workspace,
+            spend=self.spend,
         )
-        self.edits = Edits(EditFlow(models=self.tiers, tracer=tracer, config=config, gate=self.gate))
+        self.edits = Edits(
+            EditFlow(models=self.tiers, tracer=tracer, config=config, gate=self.gate), router_inputs=self.router_inputs
+        )
 
     def configure(self, config: Config) -> list[str]:
         """Adopt a configuration (once after construction, then on every change); returns problems to show,
         such as an unusable provider."""
         self.config = config
         self.budget.per_minute = config.prefetch.tokens_per_minute
+        self.spend.limits = config.budget
         self.inline.configure(config)
         self.next_edits.configure(config)
         self.edits.flow.config = config
@@ -85,6 +105,12 @@ class Session:
     async def warm(self) -> None:
         """Open connections to the configured providers before the first keystroke needs them."""
         await self.tiers.warm()
+
+    def document_opened(self, uri: str) -> None:
+        """A document was opened or saved: start the git reads an edit in it would route with (no wait)."""
+        workspace = self.workspace
+        if workspace is not None and workspace.root is not None and uri.startswith("file:"):
+            self.router_inputs.warm(workspace.root, workspace.relative(uri))
 
     def document_closed(self, uri: str) -> None:
         self.inline.document_closed(uri)

@@ -65,6 +65,7 @@ from tandem.completion.routing.file_history import read_history, read_past_commi
 from tandem.completion.routing.router import route
 from tandem.completion.routing.weights import DEFAULT_MODEL, RouterModel, RouterWeights
 from tandem.eval.code_label import code_files
+from tandem.eval.edit_cost import REPLAY_PRICES, cost_usd
 from tandem.eval.edit_hedging import (
     Band,
     Derived,
@@ -72,6 +73,7 @@ from tandem.eval.edit_hedging import (
     TierSpeed,
     banded,
     draft_check,
+    draft_gated,
     hedged,
     totals,
 )
@@ -142,6 +144,8 @@ class StrategyFigures:
     simulated_s: float = 0.0
     # Prompt and answer tokens, every attempt.
     tokens: int = 0
+    # Their price at the replay's list prices (`eval.edit_cost`), USD.
+    cost_usd: float = 0.0
     # Derived from the other strategies' runs (`edit_hedging`), not run through the edit path.
     derived: bool = False
 
@@ -152,6 +156,10 @@ class StrategyFigures:
     @property
     def seconds_per_correct(self) -> float | None:
         return self.simulated_s / self.correct if self.correct else None
+
+    @property
+    def usd_per_correct(self) -> float | None:
+        return self.cost_usd / self.correct if self.correct else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -357,10 +365,14 @@ def rescored(runs: Sequence[TaskRun], weights: RouterWeights | RouterModel) -> l
 def with_banded(result: EditEvalResult, band: Band, source: str) -> EditEvalResult:
     """`result` with router-banded's figures (derived from the runs at the router's own scores) beside the
     others; `source` says where the edges were chosen."""
-    derived = [
-        banded(run.facts, run.score, band, result.accurate_speed) for run in result.runs if run.facts is not None
-    ]
-    strategies = {**result.strategies, "router-banded": _figures_of("router-banded", derived)}
+    facts = [(run.facts, run.score) for run in result.runs if run.facts is not None]
+    derived = [banded(f, score, band, result.accurate_speed) for f, score in facts]
+    gated = [banded(f, score, band, result.accurate_speed, draft_gate=True) for f, score in facts]
+    strategies = {
+        **result.strategies,
+        "router-banded": _figures_of("router-banded", derived),
+        "banded, gated": _figures_of("banded, gated", gated),
+    }
     return replace(result, strategies=strategies, band=band, band_source=source)
 
 
@@ -429,6 +441,7 @@ async def _run_task(
     seconds: dict[str, float] = {}
     served: dict[str, str] = {}
     tokens: dict[str, int] = {}
+    costs: dict[str, float] = {}
     outcomes: dict[str, EditOutcome] = {}
     route = ""
     score = 0.0
@@ -465,6 +478,8 @@ async def _run_task(
         figure.simulated_s += simulated_s
         spent = sum(a.tokens_in + a.tokens_out for a in outcome.attempts)
         figure.tokens += spent
+        costs[strategy] = sum(cost_usd(a.tier, a.tokens_in, a.tokens_out) for a in outcome.attempts)
+        figure.cost_usd += costs[strategy]
         tokens[strategy], outcomes[strategy] = spent, outcome
         results[strategy], seconds[strategy] = verdict, simulated_s
         served[strategy] = outcome.tier or ""
@@ -483,7 +498,8 @@ async def _run_task(
         simulated_s=seconds,
         served_by=served,
         tokens=tokens,
-        facts=_facts(outcomes, results, seconds, tokens, models),
+        cost_usd=costs,
+        facts=_facts(outcomes, results, seconds, tokens, costs, models),
         features=features,
     )
 
@@ -498,6 +514,7 @@ def _facts(
     results: Mapping[str, str],
     seconds: Mapping[str, float],
     tokens: Mapping[str, int],
+    costs: Mapping[str, float],
     models: Models,
 ) -> RunFacts | None:
     """fast-first's first attempt and always-accurate's answer, for the derived strategies."""
@@ -517,6 +534,11 @@ def _facts(
         accurate_s=seconds["always-accurate"],
         accurate_tokens_in=sum(a.tokens_in for a in accurate.attempts),
         accurate_tokens_out=sum(a.tokens_out for a in accurate.attempts),
+        first_cost_usd=costs["fast-first"],
+        fast_cost_usd=cost_usd("fast", fast.tokens_in, fast.tokens_out),
+        accurate_cost_usd=costs["always-accurate"],
+        accurate_usd_per_token=(REPLAY_PRICES["accurate"].input_per_token, REPLAY_PRICES["accurate"].output_per_token),
+        fast_changed_lines=fast.changed_lines,
     )
 
 
@@ -525,7 +547,7 @@ def _derived_figures(runs: Sequence[TaskRun], models: Models) -> dict[str, Strat
     speed = _accurate_speed(models)
     facts = [run.facts for run in runs if run.facts is not None]
     figures: dict[str, StrategyFigures] = {}
-    for name, derive in (("hedged", hedged), ("draft-check", draft_check)):
+    for name, derive in (("hedged", hedged), ("draft-check", draft_check), ("draft-gated", draft_gated)):
         figures[name] = _figures_of(name, [derive(f, speed) for f in facts])
     return figures
 
@@ -541,6 +563,7 @@ def _figures_of(name: str, derived: Sequence[Derived]) -> StrategyFigures:
         refused=sum(1 for d in derived if d.result == "refused"),
         simulated_s=wait_s,
         tokens=spent,
+        cost_usd=sum(d.cost_usd for d in derived),
         derived=True,
     )
 

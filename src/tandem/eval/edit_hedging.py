@@ -64,46 +64,94 @@ class RunFacts:
     accurate_s: float
     accurate_tokens_in: int
     accurate_tokens_out: int
+    # Money (`eval.edit_cost`, USD): fast-first's whole run, its fast attempt alone, always-accurate's run,
+    # and the accurate model's price per prompt and per answer token (for a stream cancelled part way).
+    first_cost_usd: float = 0.0
+    fast_cost_usd: float = 0.0
+    accurate_cost_usd: float = 0.0
+    accurate_usd_per_token: tuple[float, float] = (0.0, 0.0)
+    # The fast draft's changed lines (for the draft-gated strategy).
+    fast_changed_lines: int = 0
 
 
 @dataclass(frozen=True, kw_only=True)
 class Derived:
-    """One derived strategy on one task: verdict, the user's wait, tokens spent (in + out)."""
+    """One derived strategy on one task: verdict, the user's wait, tokens spent (in + out), their price."""
 
     result: str
     wait_s: float
     tokens: int
+    cost_usd: float = 0.0
 
 
 def hedged(run: RunFacts, accurate: TierSpeed) -> Derived:
     if run.fast_passed:
         streamed = min(run.accurate_tokens_out, accurate.streamed_by(run.fast_s))
+        per_in, per_out = run.accurate_usd_per_token
         return Derived(
             result=run.first_result,
             wait_s=run.first_s,
             tokens=run.first_tokens + run.accurate_tokens_in + streamed,
+            cost_usd=run.first_cost_usd + run.accurate_tokens_in * per_in + streamed * per_out,
         )
     return Derived(
         result=run.accurate_result,
         wait_s=max(run.fast_s, run.accurate_s),
         tokens=run.fast_tokens_in + run.fast_tokens_out + run.accurate_tokens_in + run.accurate_tokens_out,
+        cost_usd=run.fast_cost_usd + run.accurate_cost_usd,
+    )
+
+
+def _fast_first(run: RunFacts) -> Derived:
+    return Derived(result=run.first_result, wait_s=run.first_s, tokens=run.first_tokens, cost_usd=run.first_cost_usd)
+
+
+def _accurate(run: RunFacts) -> Derived:
+    return Derived(
+        result=run.accurate_result,
+        wait_s=run.accurate_s,
+        tokens=run.accurate_tokens_in + run.accurate_tokens_out,
+        cost_usd=run.accurate_cost_usd,
+    )
+
+
+# A fast draft changing more lines than this is shown to nobody before the accurate model has answered
+# too (`draft_gated`): the label's own size edge (`router_eval.HARD_LINES`), set a priori, not fitted.
+DRAFT_LARGE_LINES = 20
+
+
+def draft_gated(run: RunFacts, accurate: TierSpeed) -> Derived:
+    """The fast model first; the accurate model is asked only when the fast draft fails its checks (as
+    fast-first escalates) or is large (more than `DRAFT_LARGE_LINES` changed lines), after the draft: the
+    fast draft is a routing input the pre-generation router lacks. Exact given the runs: a large draft
+    that passed waits for the draft and then for always-accurate's answer, which serves."""
+    if not run.fast_passed or run.fast_changed_lines <= DRAFT_LARGE_LINES:
+        return _fast_first(run)
+    return Derived(
+        result=run.accurate_result,
+        wait_s=run.first_s + run.accurate_s,
+        tokens=run.first_tokens + run.accurate_tokens_in + run.accurate_tokens_out,
+        cost_usd=run.first_cost_usd + run.accurate_cost_usd,
     )
 
 
 def draft_check(run: RunFacts, accurate: TierSpeed) -> Derived:
     if not run.fast_passed:
-        return Derived(result=run.first_result, wait_s=run.first_s, tokens=run.first_tokens)
+        return _fast_first(run)
     checked_in = run.accurate_tokens_in + run.fast_tokens_out
+    per_in, per_out = run.accurate_usd_per_token
     if run.first_result == "correct":
         return Derived(
             result="correct",
             wait_s=run.first_s + accurate.seconds(CHECK_TOKENS),
             tokens=run.first_tokens + checked_in + CHECK_TOKENS,
+            cost_usd=run.first_cost_usd + checked_in * per_in + CHECK_TOKENS * per_out,
         )
     return Derived(
         result=run.accurate_result,
         wait_s=run.first_s + run.accurate_s,
         tokens=run.first_tokens + checked_in + run.accurate_tokens_out,
+        cost_usd=run.first_cost_usd + checked_in * per_in + run.accurate_tokens_out * per_out,
     )
 
 
@@ -125,16 +173,14 @@ class Band:
     accurate_from: float
 
 
-def banded(run: RunFacts, score: float, band: Band, accurate: TierSpeed) -> Derived:
+def banded(run: RunFacts, score: float, band: Band, accurate: TierSpeed, *, draft_gate: bool = False) -> Derived:
+    """`draft_gate`: the uncertain band asks the fast model first and the accurate one on the draft's
+    evidence (`draft_gated`) instead of both at once."""
     if score >= band.accurate_from:
-        return Derived(
-            result=run.accurate_result,
-            wait_s=run.accurate_s,
-            tokens=run.accurate_tokens_in + run.accurate_tokens_out,
-        )
+        return _accurate(run)
     if score >= band.hedge_from:
-        return hedged(run, accurate)
-    return Derived(result=run.first_result, wait_s=run.first_s, tokens=run.first_tokens)
+        return draft_gated(run, accurate) if draft_gate else hedged(run, accurate)
+    return _fast_first(run)
 
 
 # Edges are judged by correct edits first, then the user's wait, then tokens, each within this share of the

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from tandem.eval.edit_cost import prices_line
 from tandem.eval.edit_eval import DEFAULT_RUN, RETRIED, STRATEGIES, EditEvalResult, default_agreement, shipped_band
 from tandem.eval.edit_runs import TARGET_KEEP, TARGET_TIME, silent_what_if
 
@@ -31,6 +32,30 @@ _SELECTION_WORDS = {
 }
 
 
+# The issue's target for the default (router-banded): at least always-accurate's correct edits minus this ...
+TARGET_CORRECT_MARGIN = 2
+# ... in at most this share of its wait, at no more than its cost in money.
+TARGET_WAIT_SHARE = 0.6
+
+
+def priced_target(result: EditEvalResult, name: str = "router-banded") -> str:
+    """`name` against always-accurate: correct edits, wait and money, and whether the target is met."""
+    mine, base = result.strategies.get(name), result.strategies.get("always-accurate")
+    if mine is None or base is None or not base.simulated_s:
+        return ""
+    share = mine.simulated_s / base.simulated_s
+    met = (
+        mine.correct >= base.correct - TARGET_CORRECT_MARGIN
+        and share <= TARGET_WAIT_SHARE
+        and mine.cost_usd <= base.cost_usd
+    )
+    return (
+        f"target ({name} vs always-accurate: correct >= {base.correct - TARGET_CORRECT_MARGIN}, wait <= "
+        f"{TARGET_WAIT_SHARE:.0%}, cost <= ${base.cost_usd:.3f}): {mine.correct} vs {base.correct} correct, "
+        f"{share:.0%} of its wait, ${mine.cost_usd:.3f} vs ${base.cost_usd:.3f}: " + ("MET" if met else "MISSED")
+    )
+
+
 def render_text(result: EditEvalResult) -> str:
     """The comparison as a table, labelled simulated."""
     lines = [
@@ -39,16 +64,26 @@ def render_text(result: EditEvalResult) -> str:
         f"  selection: {_SELECTION_WORDS.get(result.selection, result.selection)}",
         f"  tasks {result.tasks}" + "".join(f"; skipped {n}: {why}" for why, n in sorted(result.skipped.items())),
         f"  {'strategy':<16}{'correct':>8}{'wrong':>7}{'refused':>8}{'escal.':>7}{'by acc.':>8}"
-        f"{'wait s':>9}{'s/correct':>10}{'correct/h':>10}{'tokens':>10}",
+        f"{'wait s':>9}{'s/correct':>10}{'correct/h':>10}{'tokens':>10}{'cost $':>9}{'$/correct':>10}",
     ]
     for figure in result.strategies.values():
         per = figure.seconds_per_correct
         lines.append(
             f"  {figure.name:<16}{figure.correct:>8}{figure.wrong:>7}{figure.refused:>8}{figure.escalated:>7}"
             f"{figure.accurate_served:>8}{figure.simulated_s:>9.1f}{'n/a' if per is None else f'{per:.1f}':>10}"
-            f"{figure.correct_per_hour:>10.0f}{figure.tokens:>10}"
+            f"{figure.correct_per_hour:>10.0f}{figure.tokens:>10}{figure.cost_usd:>9.3f}"
+            f"{'n/a' if figure.usd_per_correct is None else f'{figure.usd_per_correct:.4f}':>10}"
             + ("  (derived, see below)" if figure.derived else "")
         )
+    lines.append("  " + prices_line())
+    target = priced_target(result)
+    if target:
+        lines.append("  " + target)
+    lines.append(
+        "  draft-gated: the fast model first; the accurate model only when the draft fails its checks or changes "
+        "more than 20 lines (then after it); banded, gated: the same in router-banded's uncertain band instead of "
+        "both at once (derived exactly from fast-first's and always-accurate's runs)"
+    )
     lines.append(
         "  wait = the user's time from request to checked answer, summed; hedged is exact from fast-first's and "
         "always-accurate's runs (accurate started at once, cancelled when the fast answer passes); draft-check is "
@@ -84,8 +119,9 @@ def render_text(result: EditEvalResult) -> str:
         band = shipped_band()
         lines.append(
             f"  {DEFAULT_RUN}: the shipped [edit] strategy run through EditFlow (banded, hedge from score "
-            f"{band.hedge_from:g}, accurate alone from {band.accurate_from:g}: both models at once, the accurate "
-            f"stream cancelled when the fast answer passes); its verdict is the one derived for that band on "
+            f"{band.hedge_from:g}, accurate alone from {band.accurate_from:g}: the fast model first below, both "
+            f"at once between, the accurate stream cancelled when the fast answer passes); its verdict is the one "
+            f"derived for that band on "
             f"{agreement[0]} of {agreement[1]} tasks"
         )
     for hard in (False, True):
@@ -131,6 +167,9 @@ def result_json(result: EditEvalResult) -> dict[str, Any]:
     for name, figure in result.strategies.items():
         data["strategies"][name]["correct_per_hour"] = round(figure.correct_per_hour, 1)
         data["strategies"][name]["seconds_per_correct"] = figure.seconds_per_correct
+        data["strategies"][name]["usd_per_correct"] = figure.usd_per_correct
+    data["prices"] = prices_line()
+    data["target"] = priced_target(result)
     return data
 
 

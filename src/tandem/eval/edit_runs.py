@@ -43,6 +43,8 @@ class TaskRun:
     served_by: dict[str, str]
     # Tokens each strategy spent (prompt plus answer, every attempt).
     tokens: dict[str, int] = field(default_factory=dict)
+    # Their price at the replay's list prices (`eval.edit_cost`), USD.
+    cost_usd: dict[str, float] = field(default_factory=dict)
     # What the derived strategies (`edit_hedging`) need: fast-first's first attempt and always-accurate's.
     facts: RunFacts | None = None
     # What the router saw, so that other weights can score the task again (`rescored`).

@@ -58,6 +58,7 @@ from tandem.completion.routing.weights import (
     RouterWeights,
 )
 from tandem.eval.history import EditTask, scan_history
+from tandem.eval.router_bands import LabelBand, bands_by_held_out, bands_on_all
 from tandem.eval.router_before import before_score
 from tandem.eval.router_eval import HARD_LINES, TreeSymbols, roc_auc
 from tandem.eval.router_fit import L2, HeldOut, Sample, choose_l2, fit_weights, leave_one_out, logit
@@ -196,6 +197,10 @@ class LeaveOneOutResult:
     by_shape: dict[str, dict[str, float | None]] = field(default_factory=dict)
     shape_model: RouterModel | None = None
     definition_share: dict[str, dict[str, float]] = field(default_factory=dict)
+    # The `[edit]` bands chosen from real labels (`router_bands`): per history, on the others alone (what its
+    # simulated default is judged with); and on every history at once (what the defaults are set from).
+    label_bands: dict[str, LabelBand] = field(default_factory=dict)
+    label_band_all: LabelBand | None = None
 
 
 def judged_with_each(
@@ -276,6 +281,8 @@ def evaluate_leave_one_out(
         by_shape=shape_auc,
         shape_model=fit_model(histories),
         definition_share={kind: definition_share(histories, kind) for kind in SELECTIONS},
+        label_bands=bands_by_held_out(histories),
+        label_band_all=bands_on_all(histories),
     )
 
 

@@ -17,6 +17,7 @@ JSON, or JSON without the record's fields) is skipped and counted.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import gc
 import json
 import math
@@ -178,7 +179,13 @@ def summarise(trace: TraceFile) -> dict[str, Any]:
     intervals: dict[str, Any] = {name: distribution(between[name]) for name in INTERVALS}
     intervals["answered_by_source"] = {source: distribution(v) for source, v in sorted(by_source.items())}
     tokens = Counter[str]()
+    # Spend per local calendar day (the day `[budget]` counts), from each record's estimated cost.
+    spend: dict[str, float] = {}
     for r in records:
+        cost, at_s = r.get("cost_usd"), r.get("t")
+        if isinstance(cost, (int, float)) and cost and isinstance(at_s, (int, float)):
+            day = datetime.date.fromtimestamp(at_s).isoformat()
+            spend[day] = spend.get(day, 0.0) + float(cost)
         usage = r.get("tokens")
         if isinstance(usage, dict):
             for key in ("in", "out", "cached"):
@@ -193,6 +200,7 @@ def summarise(trace: TraceFile) -> dict[str, Any]:
         "sources": dict(sorted(Counter(str(r.get("source", "none")) for r in records).items())),
         "waited_for_model": sum(1 for r in records if r.get("waited_for_model") is True),
         "tokens": {key: tokens[key] for key in ("in", "out", "cached")},
+        "spend_usd_by_day": {day: round(usd, 6) for day, usd in sorted(spend.items())},
         "phases_ms": phases,
         "intervals_ms": intervals,
     }
@@ -235,6 +243,11 @@ def format_text(report: Mapping[str, Any], *, path: pathlib.Path | str) -> str:
         f"sources:  {counts('sources')}",
         f"waited for a model: {report['waited_for_model']} of {report['records']}",
         f"tokens:   in {tokens['in']}, out {tokens['out']}, cached {tokens['cached']}",
+        "spend:    "
+        + (
+            ", ".join(f"{day} ${usd:.4f}" for day, usd in report.get("spend_usd_by_day", {}).items())
+            or "- (no model has prices: [models.X] price_*_per_mtok)"
+        ),
     ]
     return "\n".join(lines) + "\n"
 

@@ -57,7 +57,8 @@ def live_words(live: LiveFigures) -> str:
     budget = (
         f"; {live.budget_tokens_left:,} prefetch tokens left this minute" if live.budget_tokens_left is not None else ""
     )
-    return f"Last {minutes}: {share}{errors}{budget}."
+    spend = f" Today: ${live.spend_today_usd:.2f} spent." if live.spend_today_usd is not None else ""
+    return f"Last {minutes}: {share}{errors}{budget}.{spend}"
 
 
 def fit(text: str, chars: int = TEXT_CHARS) -> str:
@@ -97,6 +98,8 @@ class Status:
     recent_errors: int = 0
     # Prefetch tokens still allowed this minute.
     budget_tokens_left: int | None = None
+    # Today's spend on every model, USD at the models' configured prices (`[budget]` counts it).
+    spend_today_usd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,6 +123,7 @@ class Status:
             no_wait_share=live.no_wait_share,
             recent_errors=live.errors,
             budget_tokens_left=live.budget_tokens_left,
+            spend_today_usd=live.spend_today_usd,
         )
 
     @staticmethod

@@ -88,6 +88,11 @@ RULES: dict[str, Rule] = {
     "router.targeted_share": Rule("never", "moves edits between models"),
     "router.specific_name_files": Rule("never", "moves edits between models"),
     "next_edit.enabled": _ONLY_OFF,
+    # 0 means no limit, so "no higher than the user's" would let a workspace lift one: the user's alone.
+    "budget.fast_usd_per_day": Rule("never", "changes your daily spend limit"),
+    "budget.accurate_usd_per_day": Rule("never", "changes your daily spend limit"),
+    "budget.fast_tokens_per_day": Rule("never", "changes your daily spend limit"),
+    "budget.accurate_tokens_per_day": Rule("never", "changes your daily spend limit"),
     "next_edit.region_above": _AT_MOST,
     "next_edit.region_below": _AT_MOST,
     "next_edit.context_lines": _AT_MOST,

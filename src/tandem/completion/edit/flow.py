@@ -243,6 +243,8 @@ class EditFlow:
             plan = "fast-first"  # one model to ask: the sequence below hands over to whichever is there
         record.route_score, record.features = decision.score, decision.trace_features()
         record.route_reasons = list(decision.reasons)
+        if inputs.late_inputs:
+            record.route_reasons.append(f"decided without {', '.join(inputs.late_inputs)} (not read in time)")
         record.plan = plan
         progress(_plan_progress(plan, decision))
         ask = await self._prepare(request, inputs, decision, record, progress)

@@ -19,8 +19,7 @@ from tandem.completion.edit.file_edits import EditConflict, FileEdit
 from tandem.completion.edit.flow import EditFlow
 from tandem.completion.edit.rebase import rebase_edits
 from tandem.completion.edit.types import EditInputs, EditOutcome, EditRequest, ProgressSink
-from tandem.completion.routing.file_history import histories, past_commits
-from tandem.completion.routing.working_diff import working_diff
+from tandem.completion.routing.inputs import RouterInputsCache, RouterInputsQuery, gather_router_inputs
 from tandem.completion.routing.workspace_symbols import IndexLookup, candidate_names
 
 if TYPE_CHECKING:
@@ -88,12 +87,14 @@ class EditResult:
 class Edits:
     """Runs edits for the session: the flow (models, router, checks) plus gathering and applying."""
 
-    def __init__(self, flow: EditFlow) -> None:
+    def __init__(self, flow: EditFlow, *, router_inputs: RouterInputsCache | None = None) -> None:
         self.flow = flow
+        # The router's git reads, cached per file and HEAD (a fresh cache when none is shared).
+        self.router_inputs = router_inputs or RouterInputsCache()
 
     async def run(self, job: EditJob) -> EditResult:
         """The whole edit; cancelling it stops the model stream, and the trace record says so."""
-        inputs = await gather_inputs(job.request, job.files)
+        inputs = await gather_inputs(job.request, job.files, self.router_inputs)
         outcome = await self.flow.run(job.request, inputs, on_progress=job.on_progress)
         for notice in outcome.notices:
             job.notify(notice)
@@ -109,10 +110,11 @@ class Edits:
         return EditResult(outcome=outcome, applied=applied, why=why)
 
 
-async def gather_inputs(request: EditRequest, files: EditFiles) -> EditInputs:
+async def gather_inputs(request: EditRequest, files: EditFiles, cache: RouterInputsCache) -> EditInputs:
     """What the router reads besides the request, off the loop: the working diff, the file's and the
-    selected lines' history and the repository's last commits run git; the symbol lookup reads the indexed
-    texts once. The open documents are snapshot on the loop first (buffers change under typing)."""
+    selected lines' history and the repository's last commits read git under one deadline
+    (`routing.inputs`); the symbol lookup reads the indexed texts once. The open documents are snapshot on
+    the loop first (buffers change under typing)."""
     text, start, end = request.text, request.start, request.end
     overlay = files.open_texts()
     lookup = IndexLookup(files.symbols(), overlay)
@@ -120,20 +122,19 @@ async def gather_inputs(request: EditRequest, files: EditFiles) -> EditInputs:
     open_files = files.open_files()
     first_line, end_line = text.count("\n", 0, start), text.count("\n", 0, end)
     end_line += bool(end > start and end > 0 and text[end - 1] != "\n")  # a last line selected in part counts
-    diff, _, (history, lines_history), past = await asyncio.gather(
-        asyncio.to_thread(working_diff, files.root, open_files),
-        asyncio.to_thread(lookup.prepare, names),
-        asyncio.to_thread(histories, files.root, request.path, first_line, end_line),
-        asyncio.to_thread(past_commits, files.root),
+    query = RouterInputsQuery(
+        root=files.root, path=request.path, first_line=first_line, end_line=end_line, open_files=open_files
     )
+    _, read = await asyncio.gather(asyncio.to_thread(lookup.prepare, names), gather_router_inputs(query, cache))
     return EditInputs(
         current_texts=files.current,
         read_text=files.read_text,
         symbols=lookup,
-        working_diff=diff,
-        file_history=history,
-        lines_history=lines_history,
-        past_commits=past,
+        working_diff=read.working_diff,
+        file_history=read.file_history,
+        lines_history=read.lines_history,
+        past_commits=read.past_commits,
+        late_inputs=read.late,
     )
 
 

@@ -98,6 +98,9 @@ class EditInputs:
     past_commits: tuple[PastCommit, ...] | None = None
     # Files to show whatever the route found (the evaluation shows the commit's files).
     extra_context: tuple[str, ...] = ()
+    # The router's inputs not read within their deadline (`router_inputs.RouterInputs.late`): the route was
+    # decided without them, and the trace says so.
+    late_inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,6 +36,7 @@ from tandem.completion.observe.trace import Tracer, TraceRecord, estimate_cost_u
 from tandem.completion.providers.backends.base import ModelRequest
 from tandem.completion.providers.errors import BackendTimeout, describe
 from tandem.completion.providers.tiers import Tier, Tiers
+from tandem.completion.spend import SpendLedger, limit_notice
 from tandem.completion.workspace import WorkspaceIndex
 
 log = logging.getLogger(__name__)
@@ -71,12 +72,16 @@ class Engine:
         tiers: Tiers,
         tracer: Tracer,
         budget: TokenBudget,
+        spend: SpendLedger,
         gate: Gate | None = None,
         workspace: WorkspaceIndex | None = None,
     ) -> None:
         self.tracer = tracer
         self.live = LiveStats()
         tracer.sinks.append(self.live.record)
+        # The day's spend against `[budget]` (`completion.spend`): past its shares, speculation and then
+        # completions stop.
+        self.spend = spend
         self.workspace = workspace
         self.gate = gate or Gate()
         self.tiers = tiers
@@ -112,7 +117,8 @@ class Engine:
     def live_figures(self) -> LiveFigures:
         """The last minutes in figures, and the prefetch budget left, for the status display."""
         left = max(self._budget.per_minute - self._budget.spent(), 0)
-        return dataclasses.replace(self.live.figures(), budget_tokens_left=left)
+        today = sum(tier["usd"] for tier in self.spend.today().values())
+        return dataclasses.replace(self.live.figures(), budget_tokens_left=left, spend_today_usd=today)
 
     # -- the request path ----------------------------------------------------------------------
 
@@ -174,6 +180,10 @@ class Engine:
             record.outcome, record.error = "error", tier.hold_reason()
             self.tracer.write(record)
             return CompletionResult.empty(trace_id=record.id)
+        if not self.spend.allows("completion", tier.name):
+            record.outcome, record.error = "skipped", "the day's spend reached its [budget] limit"
+            self.tracer.write(record)
+            return CompletionResult.empty(notice=limit_notice(tier.name), trace_id=record.id)
 
         # 2. Debounce: only misses wait, and a newer keystroke cancels the wait.
         delay_s = self._debounce.delay_s()
@@ -434,6 +444,9 @@ class Engine:
         ) + tier.config.max_tokens
         if not self._budget.allows(estimate):
             log.debug("prefetch skipped: %d tokens this minute", self._budget.spent())
+            return False
+        if not self.spend.allows("speculation", tier.name):
+            log.debug("prefetch skipped: the day's spend is near its [budget] limit")
             return False
         charge = self._budget.charge(estimate)
         record = TraceRecord(

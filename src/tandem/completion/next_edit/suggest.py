@@ -51,6 +51,7 @@ from tandem.completion.next_edit.split import first_of, split
 from tandem.completion.next_edit.types import NextEditRecord, NextEditRequest, NextEditResult, Suggestion
 from tandem.completion.providers.backends.base import ModelRequest
 from tandem.completion.providers.errors import describe
+from tandem.completion.spend import SpendLedger
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import Config
@@ -84,10 +85,13 @@ class NextEdits:
         documents: DocumentLookup,
         history: EditHistory,
         workspace: WorkspaceIndex | None = None,
+        spend: SpendLedger | None = None,
     ) -> None:
         self.tiers = tiers
         self.tracer = tracer
         self.budget = budget
+        # The day's spend against `[budget]` (`completion.spend`): past its share, next edits stop.
+        self.spend = spend
         self.config = config
         self.workspace = workspace
         # What may be sent: the workspace's gate (completion.gate), as for completions and edits.
@@ -236,6 +240,8 @@ class NextEdits:
         """A new request to the model for the document as it reads now (beside `hedged`'s rewrite, carried
         over as `hedge`, when given): the region's first hunk that may be shown."""
         settings = self.config.next_edit
+        if self.spend is not None and not self.spend.allows("next_edit", tier.name):
+            return done("skipped", "the day's spend is near its [budget] limit")
         delay_s = 0.0 if request.prefetch else self._delay_s(request)
         delay_s -= (time.perf_counter_ns() - record.received_ns) / 1e9
         if delay_s > 0:

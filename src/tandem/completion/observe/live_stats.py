@@ -33,6 +33,8 @@ class LiveFigures:
     errors: int
     # Prefetch tokens still allowed this minute ([prefetch] tokens_per_minute less what was spent).
     budget_tokens_left: int | None = None
+    # Today's spend on every model, USD at the configured prices (`completion.spend`).
+    spend_today_usd: float | None = None
 
 
 class LiveStats:

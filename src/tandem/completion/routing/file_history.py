@@ -315,6 +315,19 @@ def histories(
     return read_history(top, relative), read_lines_history(top, relative, first_line, end_line)
 
 
+def selected_lines_history(root: Path | None, path: str, first_line: int, end_line: int) -> FileHistory | None:
+    """The history before HEAD of lines [first_line, end_line) of the workspace file `path` alone (what
+    `histories` reads second), for the router; None as for `file_history`. Blocking: call it in a worker
+    thread."""
+    if root is None or not path:
+        return None
+    top = git_toplevel(root)
+    relative = _relative(root, top, path) if top is not None else None
+    if top is None or relative is None:
+        return None
+    return read_lines_history(top, relative, first_line, end_line)
+
+
 def past_commits(root: Path | None) -> tuple[PastCommit, ...] | None:
     """The last commits before HEAD of the workspace's repository, for the router; None as for
     `file_history`. Blocking: call it in a worker thread."""

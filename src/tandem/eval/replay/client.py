@@ -145,8 +145,11 @@ class ReplayClient:
         self._client.feature(types.WINDOW_LOG_MESSAGE)(log_message)
         self._client.feature(STATUS_NOTIFICATION)(status)
 
-    async def start(self, initialization_options: Mapping[str, Any]) -> types.InitializeResult:
-        """Start the server and initialize it as VS Code does. ServerFailed if it does not answer."""
+    async def start(
+        self, initialization_options: Mapping[str, Any], *, root: pathlib.Path | None = None
+    ) -> types.InitializeResult:
+        """Start the server and initialize it as VS Code does (with `root` as the one workspace folder, if
+        given). ServerFailed if it does not answer."""
         args = [*self._python_args, "serve", "--trace", str(self.trace_path)]
         await self._client.start_io(sys.executable, *args, env=self._env)
         process = self._client._server
@@ -159,6 +162,8 @@ class ReplayClient:
             capabilities=converter.structure(CAPABILITIES, types.ClientCapabilities),
             initialization_options=dict(initialization_options),
             locale="en",
+            root_uri=root.as_uri() if root is not None else None,
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)] if root is not None else None,
         )
         try:
             result = await asyncio.wait_for(self._client.initialize_async(params), _STOP_TIMEOUT_S * 3)
@@ -257,6 +262,11 @@ class ReplayClient:
         """`workspace/executeCommand`, not waited for."""
         params = types.ExecuteCommandParams(command=command, arguments=arguments)
         self._client.protocol.send_request(types.WORKSPACE_EXECUTE_COMMAND, params, msg_id=next(self._ids))
+
+    async def execute_async(self, command: str, arguments: list[Any]) -> Any:
+        """`workspace/executeCommand`, its answer waited for."""
+        params = types.ExecuteCommandParams(command=command, arguments=arguments)
+        return await self._client.workspace_execute_command_async(params)
 
     def run_command(self, command: types.Command | None, *, on_error: Callable[[str], None]) -> bool:
         """Run an accepted item's command as VS Code does: `workspace/executeCommand` when the server

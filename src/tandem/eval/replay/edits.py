@@ -160,46 +160,28 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
                 continue
             say(f"simulated edits on {name}, the router fitted without it")
             simulated[name] = _simulate(args, repo, args.sim_limit or args.limit, held_out[name])
-        simulated = _banded_held_out(simulated, held_out)
+        simulated = {
+            name: with_banded(result, loo.label_bands[name].band, loo.label_bands[name].describe())
+            for name, result in simulated.items()
+        }
         if not args.json:
             for name, result in simulated.items():
-                sys.stdout.write(
-                    f"\nheld out: {name} (the router fitted on the other histories, by selection shape)\n"
-                )
+                sys.stdout.write(f"\nheld out: {name} (the router fitted on the other histories, by selection shape)\n")
                 sys.stdout.write(render_edits(result) + "\n")
             sys.stdout.write(_band_on_all(simulated) + "\n")
             sys.stdout.flush()
+    if loo.label_band_all is not None and not args.json:
+        all_band = loo.label_band_all
+        sys.stdout.write(
+            f"\n[edit] bands from real labels on every history (what the defaults are set from): hedge_from = "
+            f"{all_band.band.hedge_from:g}, accurate_from = {all_band.band.accurate_from:g}; {all_band.describe()}\n"
+        )
     if args.json:
         data = {"leave_one_out": loo_json(loo), "edits": {name: edits_json(e) for name, e in simulated.items()}}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     elif args.router_only:
         sys.stdout.write(render_loo(loo) + "\n")
     return 0
-
-
-def _banded_held_out(
-    simulated: Mapping[str, EditEvalResult], held_out: Mapping[str, RouterModel]
-) -> dict[str, EditEvalResult]:
-    """Each held-out history's results with router-banded beside them, its edges chosen on the other
-    simulated histories' runs, scored by the router fitted without the held-out one (in-sample scores for
-    those histories: that router was fitted on them)."""
-    out: dict[str, EditEvalResult] = {}
-    for name, result in simulated.items():
-        others = [other for other in simulated if other != name]
-        if not others:
-            out[name] = result
-            continue
-        scored = [pair for other in others for pair in rescored(simulated[other].runs, held_out[name])]
-        if not scored:
-            out[name] = result
-            continue
-        choice = choose_band(scored, result.accurate_speed)
-        source = (
-            f"chosen on {', '.join(others)} only ({choice.tasks} tasks scored by the router fitted without {name}: "
-            f"{choice.correct} correct, {choice.correct_per_hour:.0f} correct/h there)"
-        )
-        out[name] = with_banded(result, choice.band, source)
-    return out
 
 
 def _band_on_all(simulated: Mapping[str, EditEvalResult]) -> str:
@@ -213,7 +195,8 @@ def _band_on_all(simulated: Mapping[str, EditEvalResult]) -> str:
     speed = next(iter(simulated.values())).accurate_speed
     choice = choose_band(scored, speed)
     return (
-        f"\nrouter-banded edges chosen on all simulated histories ({', '.join(simulated)}; {choice.tasks} tasks, "
+        f"\nfor comparison, not what ships: router-banded edges chosen on the simulator's runs of all histories "
+        f"({', '.join(simulated)}; {choice.tasks} tasks, "
         f"the shipped router's weights; in-sample): hedge from score {choice.band.hedge_from:g}, accurate alone "
         f"from {choice.band.accurate_from:g}: {choice.correct} correct, {choice.wait_s:.1f} s wait, "
         f"{choice.correct_per_hour:.0f} correct/h, {choice.tokens} tokens"

@@ -9,6 +9,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from tandem.eval.edit_cost import cost_usd
+
 __all__ = ["STRATEGIES", "Tally", "render", "summarise"]
 
 STRATEGIES = ("next-edits", "next-edits+prefetch")
@@ -55,6 +57,9 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
     for record in records:
         outcomes[record["outcome"]] = outcomes.get(record["outcome"], 0) + 1
     tokens = sum(r["tokens"]["in"] + r["tokens"]["out"] for r in records)
+    cost = cost_usd("fast", sum(r["tokens"]["in"] for r in records), sum(r["tokens"]["out"] for r in records))
+    # Tokens of model requests the next key press overtook before their first token: paid for, never read.
+    overtaken = sum(r["tokens"]["in"] + r["tokens"]["out"] for r in asked if "first_token" not in r.get("ms", {}))
     cached = sum(r["tokens"]["cached"] for r in records)
 
     def phase(record: dict[str, Any], name: str) -> float | None:
@@ -190,6 +195,10 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         "tokens": tokens,
         "tokens_cached": cached,
         "tokens_per_accepted_char": round(tokens / tally.accepted_chars, 1) if tally.accepted_chars else None,
+        "cost_usd": round(cost, 6),
+        "usd_per_1000_accepted_chars": round(cost * 1000 / tally.accepted_chars, 4) if tally.accepted_chars else None,
+        "tokens_overtaken_before_first_token": overtaken,
+        "overtaken_share_of_tokens": share(overtaken, tokens),
     }
 
 
@@ -230,7 +239,10 @@ def render(results: dict[str, Any]) -> str:
             f" wrong suggestions shown {r['wrong_shown']}/{r['shown']}",
             f"    shares: {', '.join(f'{k} {_share(v)}' for k, v in r['shares'].items())}",
             f"    tokens {r['tokens']} ({r['tokens_cached']} of them cached prompt tokens), per accepted character"
-            f" {r['tokens_per_accepted_char']}",
+            f" {r['tokens_per_accepted_char']}; {r['tokens_overtaken_before_first_token']} of them"
+            f" ({_share(r['overtaken_share_of_tokens'])}) on requests overtaken before their first token;"
+            f" ${r['cost_usd']:.4f}, ${r['usd_per_1000_accepted_chars']} per 1,000 accepted characters at the fast"
+            " tier's list price (tandem.eval.edit_cost)",
         ]
     return "\n".join(lines) + "\n"
 

@@ -25,6 +25,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tandem.eval.edit_cost import REPLAY_PRICES, cost_usd
 from tandem.eval.replay.session import Tally
 from tandem.eval.trace_report import TraceFile, percentile
 
@@ -63,6 +64,9 @@ class Summary:
     prefetch_tokens_out: int
     tokens_per_accepted_char: float | None
     trace_file: str
+    # Every record's prompt and answer tokens at the fast tier's list price (`eval.edit_cost`), USD.
+    cost_usd: float = 0.0
+    usd_per_accepted_char: float | None = None
     trace_records: int
     trace_outcomes: dict[str, int]
     trace_sources: dict[str, int]
@@ -103,6 +107,12 @@ def without_model_wait(records: list[dict[str, Any]]) -> tuple[int, int]:
     return hits, len(inline)
 
 
+def _tokens_in(record: dict[str, Any]) -> int:
+    usage = record.get("tokens")
+    value = usage.get("in", 0) if isinstance(usage, dict) else 0
+    return value if isinstance(value, int) else 0
+
+
 def _tokens_out(record: dict[str, Any]) -> int:
     usage = record.get("tokens")
     value = usage.get("out", 0) if isinstance(usage, dict) else 0
@@ -124,6 +134,7 @@ def build_summary(
     # Every record of the run counts: the requests' own streams and speculative (prefetch) ones.
     tokens_out = sum(_tokens_out(r) for r in trace.records)
     prefetch_tokens_out = sum(_tokens_out(r) for r in trace.records if r.get("kind") == "prefetch")
+    cost = cost_usd("fast", sum(_tokens_in(r) for r in trace.records), tokens_out)
     notes = []
     if len(records) < tally.requests:
         notes.append(f"the trace holds {len(records)} records for {tally.requests} requests")
@@ -163,6 +174,8 @@ def build_summary(
         tokens_out=tokens_out,
         prefetch_tokens_out=prefetch_tokens_out,
         tokens_per_accepted_char=_fraction(tokens_out, tally.accepted_chars),
+        cost_usd=round(cost, 6),
+        usd_per_accepted_char=cost / tally.accepted_chars if tally.accepted_chars else None,
         trace_file=str(trace_path),
         trace_records=len(records),
         trace_outcomes=dict(sorted(Counter(str(r.get("outcome")) for r in records).items())),
@@ -186,6 +199,7 @@ def format_summary(summary: Summary) -> str:
     """The summary as a few aligned lines of text."""
     s = summary
     latency = s.latency_ms
+    per_1000 = s.usd_per_accepted_char * 1000 if s.usd_per_accepted_char is not None else None
     lines = [
         f"provider:                    {s.provider.label}",
         f"sessions:                    {s.sessions} ({len(s.files)} files), {s.duration_s:.1f} s at time scale "
@@ -200,6 +214,8 @@ def format_summary(summary: Summary) -> str:
         f"{s.typed_chars} typed)",
         f"tokens out:                  {s.tokens_out} ({_number(s.tokens_per_accepted_char)} per accepted char; "
         f"{s.prefetch_tokens_out} by prefetch)",
+        f"cost:                        ${s.cost_usd:.4f} (${_number(per_1000)} per 1,000 accepted chars; prompt "
+        f"and answer at {REPLAY_PRICES['fast'].model}'s list price)",
         f"trace file:                  {s.trace_file} ({s.trace_records} records)",
     ]
     if s.provider.simulated:

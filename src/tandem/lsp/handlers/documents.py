@@ -29,6 +29,13 @@ def register(server: TandemServer) -> None:
         index = ls.session.workspace if ls.session is not None else None
         if index is not None:
             _tell(ls, document, index.open(document.uri, document.buffer))
+        if ls.session is not None:
+            ls.session.document_opened(document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TandemServer, params: types.DidSaveTextDocumentParams) -> None:
+        if ls.session is not None:
+            ls.session.document_opened(params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TandemServer, params: types.DidChangeTextDocumentParams) -> None:

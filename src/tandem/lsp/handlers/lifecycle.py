@@ -17,6 +17,7 @@ from lsprotocol import types
 from tandem.completion.providers.backends.factory import describe_model
 from tandem.completion.providers.http import make_client
 from tandem.completion.session import Session
+from tandem.completion.spend import default_spend_path
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp.positions import PositionCodec
 
@@ -94,6 +95,7 @@ def register(server: TandemServer) -> None:
             documents=ls.documents.version_and_lines,
             history=ls.edit_history,
             workspace=workspace,
+            spend_path=default_spend_path(),
         )
         session.on_notice(ls.announce)
         _report(ls, [str(p) for p in problems] + session.configure(config))

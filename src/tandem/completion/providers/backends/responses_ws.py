@@ -16,14 +16,18 @@ What the connection adds:
   (`continuation`), where that is shorter. If the server has forgotten it (`previous_response_not_found`)
   the turn is sent again in full on the same connection.
 - **Supersession without a drop.** The protocol has no way to stop a turn (`response.cancel` belongs to
-  the Realtime API), so a superseded turn is left to finish: its connection reads the rest of its events
-  in the background (discarded, never shown) and then serves again, still holding the chain. The next
+  the Realtime API), so a superseded completion's turn is left to finish: its connection reads the rest of
+  its events in the background (discarded, never shown) and then serves again, still holding the chain. A
+  turn that may still write more than `DRAIN_MAX_TOKENS` (an edit's, such as the accurate half of a hedged
+  edit whose fast answer passed) is not read on: its connection is closed at once, as an HTTP stream is
+  closed, and a new one opens in the background. The next
   completion does not wait for it: it takes another connection of the pool, opening one if need be.
   Closing the socket instead would cost a handshake and the chain, and the protocol does not say that the
   server then stops generating. The price: a superseded turn's answer is generated (and billed) to its end,
   at most `max_tokens`, where an HTTP stream that is closed usually stops the provider early.
-- **A dropped socket.** A connection that closes before a turn has produced any text is replaced and
-  the turn sent once more, in full; one that closes mid-answer ends the completion with the text so far
+- **A dropped socket.** A connection that closes before a turn has produced any text, or refuses it with
+  `websocket_connection_limit_reached` (the protocol's 60-minute limit), is replaced and the turn sent once
+  more, in full; one that closes mid-answer ends the completion with the text so far
   and `BadResponse("stream truncated ...")`, as a truncated HTTP stream does; the next one opens anew.
 
 One turn is in flight per connection: `stream_id` lanes (several turns on one connection) are a recent
@@ -69,9 +73,17 @@ log = logging.getLogger(__name__)
 POOL_SIZE = 2
 # A superseded turn is read to its end for at most this long; past it, its connection is closed.
 DRAIN_LIMIT_S = 30.0
+# A turn abandoned mid-way that may still write more than this many tokens (an edit, or the accurate half of
+# a hedged edit the fast answer settled) is not read to its end: its connection is closed at once and a new
+# one opens in the background. A completion's turn (`max_tokens` 256) is drained as before, keeping its
+# connection and the chain it holds: the most it can still cost is small, a handshake per keystroke is not.
+DRAIN_MAX_TOKENS = 512
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 _HELD_AFTER = frozenset({"response.completed", "response.incomplete"})
 PREVIOUS_NOT_FOUND = "previous_response_not_found"
+# A connection open for the protocol's longest (60 minutes) refuses the next turn with this code; the
+# documented remedy is a new connection, on which the turn is sent again.
+CONNECTION_LIMIT = "websocket_connection_limit_reached"
 # What a warm-up turn prepares: the model and the completion instructions (there is no document yet).
 _WARM_REQUEST = ModelRequest(prefix="", suffix="")
 
@@ -253,6 +265,15 @@ class ResponsesWebSocketBackend:
                     if code == PREVIOUS_NOT_FOUND and turn.continued_from is not None and not turn.texts:
                         finished = True  # the connection stays with the caller, which sends the turn in full
                         raise _Forgotten
+                    if code == CONNECTION_LIMIT and not turn.texts:
+                        # The connection is spent: closed, and the turn sent again on a new one (in full:
+                        # what the old connection held is gone with it).
+                        finished = True
+                        self.pool.discard(socket)
+                        raise _Dropped(
+                            BackendUnavailable(f"the WebSocket to {self.pool.host} reached its connection limit"),
+                            texts=0,
+                        )
                 text = consume_payload(payload, kind, stats)
                 if text:
                     turn.texts += 1
@@ -282,6 +303,9 @@ class ResponsesWebSocketBackend:
                 pass
             elif turn.ended:
                 self._finish(turn)  # ended by an error event: the connection is fine
+            elif int(turn.event.get("max_output_tokens") or 0) > DRAIN_MAX_TOKENS:
+                # Abandoned with much still to write: close rather than read (and pay for) the rest.
+                self.pool.discard(socket)
             else:
                 # Abandoned mid-turn (superseded, or the caller's deadline): read it out in the background.
                 self.pool.spawn(self._drain(turn))
