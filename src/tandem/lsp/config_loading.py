@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tandem.completion.config.tree import Config, Layer, Problem, mark_trusted_root, merge_layers
+from tandem.completion.machine.files import read_file
 
 
 def user_config_path(env: Mapping[str, str]) -> pathlib.Path:
@@ -31,16 +32,24 @@ def private_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
     return str(pathlib.Path(state) / "tandem"), str(pathlib.Path(cache) / "tandem")
 
 
+# A config file larger than this is not read.
+MAX_CONFIG_BYTES = 1_000_000
+
+
 def _read_toml(path: pathlib.Path, problems: list[Problem]) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
+    # Through the one reader: a config file that is a pipe or a link to a device is refused, not waited on.
+    read = read_file(path, max_bytes=MAX_CONFIG_BYTES)
+    if read.missing:
         return {}
+    text = read.text()
+    if text is None:
+        why = read.refusal or "not UTF-8 text"
+        problems.append(Problem(str(path), "(file)", f"cannot be read ({why}); the file is ignored"))
+        return {}
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         problems.append(Problem(str(path), "(file)", f"not valid TOML ({error}); the file is ignored"))
-    except OSError as error:
-        problems.append(Problem(str(path), "(file)", f"cannot be read ({error.strerror}); the file is ignored"))
     return {}
 
 

@@ -23,11 +23,16 @@ from lsprotocol import types
 from tandem.completion.edit.file_edits import FileEdit, line_col
 from tandem.completion.gate import relative_path
 from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.files import read_text
 
 if TYPE_CHECKING:
     from tandem.cache.symbols import SymbolIndex
     from tandem.lsp.documents import Document
     from tandem.lsp.server import TandemServer
+
+
+# A file an edit reads from disk (one that is not open) is at most this large.
+MAX_EDIT_FILE_BYTES = 8_000_000
 
 
 class EditWorkspace:
@@ -116,13 +121,10 @@ class EditWorkspace:
         return doc.buffer.text() if doc is not None else self._disk(path)
 
     def _disk(self, path: str) -> str | None:
-        file = self.file_of(path)
-        if self.folders and not self.folders.contains(file):
-            return None  # a link out of the workspace, or a path a model made up that leaves it
-        try:
-            return file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
+        # Inside the workspace only (a link out of it, or a path a model made up that leaves it, is not
+        # read), a regular file, bounded: `machine.files`.
+        within = self.folders if self.folders else None
+        return read_text(self.file_of(path), max_bytes=MAX_EDIT_FILE_BYTES, within=within)
 
     def changed_since_read(self) -> bool:
         """True if an open file's version moved since `current` last read it."""

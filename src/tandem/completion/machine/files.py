@@ -49,15 +49,16 @@ class FileRead:
 
 
 def _kind(mode: int) -> str:
+    kind = "other"
     if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+        kind = "a directory"
+    elif stat.S_ISFIFO(mode):
+        kind = "a named pipe"
+    elif stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "a device"
+    elif stat.S_ISSOCK(mode):
+        kind = "a socket"
+    return f"not a regular file ({kind})"
 
 
 def read_file(path: pathlib.Path, *, max_bytes: int, within: Folders | None = None) -> FileRead:

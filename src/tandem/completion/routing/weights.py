@@ -156,4 +156,3 @@ def weights_for(weights: RouterWeights | RouterModel, features: RouteFeatures) -
 
 
 DEFAULT_MODEL = RouterModel()
-
