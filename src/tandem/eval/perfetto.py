@@ -100,15 +100,8 @@ def events(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], 
             out += _span(label, model, request_id, at("request_sent"), at(stream_end), args)
             if "first_token" in ms:
                 out.append(
-                    {
-                        "cat": CATEGORY,
-                        "name": "first token",
-                        "ph": "n",
-                        "pid": model,
-                        "tid": 0,
-                        "id2": {"local": request_id},
-                        "ts": round(at("first_token"), 3),
-                    }
+                    {"cat": CATEGORY, "name": "first token", "ph": "n", "pid": model, "tid": 0,
+                     "id2": {"local": request_id}, "ts": round(at("first_token"), 3)}
                 )
         elif source in ("stream", "cache") and "answered" in ms:
             cache = tracks.pid("cache")

@@ -67,6 +67,8 @@ def applied_message(tier: str, model: str, files: list[FileChange], *, rebased: 
         [only] = files
         what = f"{only.path} ({only.words(' lines')})"
     else:
-        what = f"{len(files)} files (+{added} -{removed} lines): " + ", ".join(f"{f.path} ({f.words()})" for f in files)
+        what = f"{len(files)} files (+{added} -{removed} lines): " + ", ".join(
+            f"{f.path} ({f.words()})" for f in files
+        )
     after = "; moved around what you typed meanwhile" if rebased else ""
     return f"tandem: {who} edited {what}{after}"

@@ -54,7 +54,9 @@ def make_client(
     )
     if transport is None:
         # The pool under a transport that cancellation cannot wedge (see completion.transport).
-        transport = ResilientTransport(lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=max_connections)
+        transport = ResilientTransport(
+            lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=max_connections
+        )
     return httpx.AsyncClient(
         timeout=timeout,
         limits=limits,

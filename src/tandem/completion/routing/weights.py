@@ -156,3 +156,4 @@ def weights_for(weights: RouterWeights | RouterModel, features: RouteFeatures) -
 
 
 DEFAULT_MODEL = RouterModel()
+

@@ -163,7 +163,9 @@ def _run_leave_one_out(args: argparse.Namespace, repos: list[Path]) -> int:
         simulated = _banded_held_out(simulated, held_out)
         if not args.json:
             for name, result in simulated.items():
-                sys.stdout.write(f"\nheld out: {name} (the router fitted on the other histories, by selection shape)\n")
+                sys.stdout.write(
+                    f"\nheld out: {name} (the router fitted on the other histories, by selection shape)\n"
+                )
                 sys.stdout.write(render_edits(result) + "\n")
             sys.stdout.write(_band_on_all(simulated) + "\n")
             sys.stdout.flush()
