@@ -318,7 +318,7 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
 async def _apply(ls: TandemServer, workspace: EditWorkspace, outcome: EditOutcome, label: str) -> tuple[bool, str]:
     """workspace/applyEdit; when the editor refuses because the user typed meanwhile, rebase and retry.
     Nothing is sent if any path the edit writes is outside the workspace folders."""
-    refused = sorted({r for r in map(workspace.write_refusal, {e.path for e in outcome.edits}) if r})
+    refused = sorted({r for e in outcome.edits if (r := workspace.write_refusal(e.path, creates=e.creates))})
     if refused:
         return False, "; ".join(refused)
     workspace_caps = ls.client_capabilities.workspace
