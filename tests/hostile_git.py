@@ -11,7 +11,9 @@ marker file if it ever runs. Shared by the unit tests of `machine.git` and the e
     .git/info/attributes      likewise
     sub/ (a nested repository, its own .git/config naming its own programs), vendored/ (a submodule entry)
 
-`arm(root, out)` plants it all in the repository `root` (which must have a commit); it commits a
+`arm(root, out, places)` plants it all (the programs in the config files named by `places`: the
+repository's own, the included file, the conditionally included one; single-valued keys are won by the
+last file git reads, so each place is also tried alone) in the repository `root` (which must have a commit); it commits a
 submodule entry and `.gitmodules` as a signed commit (`log --show-signature` would run gpg) first; `ran(out)` lists the
 markers. `trap_springs(root)` runs git's own ordinary commands to show that the trap is real.
 """
@@ -60,7 +62,10 @@ def _config_lines(out: pathlib.Path, tag: str) -> str:
     )
 
 
-def arm(root: pathlib.Path, out: pathlib.Path) -> None:
+PLACES = ("config", "include", "includeif")
+
+
+def arm(root: pathlib.Path, out: pathlib.Path, places: tuple[str, ...] = PLACES) -> None:
     # A nested repository with its own config, and a submodule entry (a gitlink) in HEAD.
     nested = root / "sub"
     nested.mkdir(exist_ok=True)
@@ -87,9 +92,9 @@ def arm(root: pathlib.Path, out: pathlib.Path) -> None:
     config = root / ".git" / "config"
     config.write_text(
         config.read_text()
-        + _config_lines(out, "CONFIG")
-        + "[include]\n\tpath = ../settings.gitconfig\n"
-        + f'[includeIf "gitdir:{root}/"]\n\tpath = {out / "conditional.gitconfig"}\n'
+        + (_config_lines(out, "CONFIG") if "config" in places else "")
+        + ("[include]\n\tpath = ../settings.gitconfig\n" if "include" in places else "")
+        + (f'[includeIf "gitdir:{root}/"]\n\tpath = {out / "conditional.gitconfig"}\n' if "includeif" in places else "")
         + '[remote "origin"]\n\turl = ssh://attacker.invalid/x\n\tpromisor = true\n'
         + "\tpartialclonefilter = blob:none\n[extensions]\n\tpartialClone = origin\n"
     )
