@@ -15,12 +15,14 @@ confirmation, the provider's log holds no ignored or refused text, and no reques
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from deep_tree import deep_tree
 from e2e_support import Session, serve
 from hostile_git import PLACES, arm, git, ran
 from injected_model import InjectedModel, injected_model
@@ -238,51 +240,46 @@ async def test_helix_initialization_options_from_a_workspace_choose_nothing(
 # -- 5. privacy fails closed ----------------------------------------------------------------------------------
 
 
-def _deep(root: pathlib.Path, levels: int) -> str:
-    """`levels` nested directories (made with relative paths); returns the relative path of the deepest."""
-    here = os.open(root, os.O_RDONLY)
-    for _ in range(levels):
-        os.mkdir("d", dir_fd=here)
-        down = os.open("d", os.O_RDONLY, dir_fd=here)
-        os.close(here)
-        here = down
-    os.close(here)
-    return "/".join(["d"] * levels)
-
-
 @pytest.mark.parametrize("variant", ["deep", "fifo-ignore", "zero-ignore", "huge-ignore"])
 async def test_a_scan_that_cannot_read_an_ignore_file_sends_nothing_under_it(
     tmp_path: pathlib.Path, model: InjectedModel, variant: str
 ) -> None:
     root = tmp_path / "workspace"
     root.mkdir()
-    where = "pkg"
-    if variant == "deep":
-        where = _deep(root, 1000)  # past the walk's depth bound (64), and past a recursive walk's limit
-    else:
-        (root / where).mkdir()
-    ignore = root / where / ".gitignore"
-    if variant == "deep":
-        ignore.write_text("secret.py\n")
-    elif variant == "fifo-ignore":
-        os.mkfifo(ignore)
-    elif variant == "zero-ignore":
-        ignore.symlink_to("/dev/zero")
-    else:
-        ignore.write_text("secret.py\n" + "#" * 2_000_000)
-    (root / where / "secret.py").write_text(f"PASSWORD = '{SECRET}'\ndef secret_value():\n    return PASSWORD\n")
-    (root / "app.py").write_text("from pkg.secret import secret_value\n")
+    secret = f"PASSWORD = '{SECRET}'\ndef secret_value():\n    return PASSWORD\n"
+    with contextlib.ExitStack() as stack:
+        if variant == "deep":
+            # Past the walk's depth bound (64), and past a recursive walk's limit.
+            files = {".gitignore": "secret.py\n", "secret.py": secret}
+            where = stack.enter_context(deep_tree(root, 1000, files))
+        else:
+            where = "pkg"
+            (root / where).mkdir()
+            ignore = root / where / ".gitignore"
+            if variant == "fifo-ignore":
+                os.mkfifo(ignore)
+            elif variant == "zero-ignore":
+                ignore.symlink_to("/dev/zero")
+            else:
+                ignore.write_text("secret.py\n" + "#" * 2_000_000)
+            (root / where / "secret.py").write_text(secret)
+        await _ask_with_the_secret_around(tmp_path, model, where, secret)
+    assert SECRET not in _sent(model)
+
+
+async def _ask_with_the_secret_around(tmp_path: pathlib.Path, model: InjectedModel, where: str, secret: str) -> None:
+    """The user opens the secret file and completes in it, then edits a file that uses it."""
+    (tmp_path / "workspace" / "app.py").write_text("from pkg.secret import secret_value\n")
     async with serve(tmp_path, "vscode", user_config=_user(model)) as session:
         editor = Editor(session)
-        secret_uri = editor.open(f"{where}/secret.py", (root / where / "secret.py").read_text())
-        await _complete(session, secret_uri, (root / where / "secret.py").read_text())
+        secret_uri = editor.open(f"{where}/secret.py", secret)
+        await _complete(session, secret_uri, secret)
         app = editor.open("app.py", "from pkg.secret import secret_value\n\nprint(secret_value())\n")
         model.answer = (
             "app.py\n<<<<<<< SEARCH\nprint(secret_value())\n=======\nprint(secret_value() + 1)\n>>>>>>> REPLACE\n"
         )
         await execute(session, _selection(app))
         await _complete(session, app, "from pkg.secret import secret_value\n\nprint(secret_value())\n")
-    assert SECRET not in _sent(model)
 
 
 # -- 6. special files ---------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from tandem.completion.config.tree import ContextConfig, PrivacyConfig
 from tandem.completion.gate import Gate, link_verdict, relative_path
 from tandem.completion.machine.containment import Folders
 from tandem.completion.machine.files import is_directory, is_link, read_file
-from tandem.completion.machine.scan import Walk, walk
+from tandem.completion.machine.scan import MAX_DEPTH, Walk, walk
 
 log = logging.getLogger(__name__)
 
@@ -307,6 +307,9 @@ class WorkspaceIndex:
         if self.root is None or self.scan is not None or path.startswith("/") or "://" in path:
             return
         parts = path.split("/")[:-1]
+        if len(parts) > MAX_DEPTH:  # as the scan would: what lies deeper than it walks is closed
+            self.gate.privacy.close_directory("/".join(parts[: MAX_DEPTH + 1]), f"deeper than {MAX_DEPTH} levels")
+            parts = parts[:MAX_DEPTH]
         for depth in range(1, len(parts) + 1):
             directory = "/".join(parts[:depth])
             if directory not in self._ignores_read:

@@ -7,6 +7,7 @@ import os
 import pathlib
 
 import pytest
+from deep_tree import deep_tree
 
 from tandem.cache.privacy import PrivacyPolicy
 from tandem.completion.machine import scan
@@ -39,30 +40,13 @@ def test_only_regular_files_inside_the_workspace_are_read(tmp_path: pathlib.Path
     assert read_file(root / "missing.py", max_bytes=100, within=within).missing
 
 
-def _deep(root: pathlib.Path, levels: int) -> pathlib.Path:
-    """A directory `levels` deep (made with relative paths: the absolute one is longer than PATH_MAX)."""
-    here = os.open(root, os.O_RDONLY)
-    try:
-        for _ in range(levels):
-            os.mkdir("d", dir_fd=here)
-            down = os.open("d", os.O_RDONLY, dir_fd=here)
-            os.close(here)
-            here = down
-        with open(os.open(".gitignore", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=here), "w") as handle:
-            handle.write("secret.py\n")
-        with open(os.open("secret.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=here), "w") as handle:
-            handle.write(f"PASSWORD = '{SECRET}'\n")
-    finally:
-        os.close(here)
-    return pathlib.Path(*(["d"] * levels))
-
-
 def test_a_tree_too_deep_to_walk_is_closed_not_opened(tmp_path: pathlib.Path) -> None:
     """1,000 levels: the walk is iterative (no recursion limit), stops at its depth bound, and what lies
     below is refused whatever ignore file it holds."""
-    relative = _deep(tmp_path, 1000)
-    result = scan_workspace(tmp_path, policy=PrivacyPolicy(), max_files=100)
-    verdict = result.privacy.check_path(f"{relative.as_posix()}/secret.py")
+    files = {".gitignore": "secret.py\n", "secret.py": f"PASSWORD = '{SECRET}'\n"}
+    with deep_tree(tmp_path, 1000, files) as relative:
+        result = scan_workspace(tmp_path, policy=PrivacyPolicy(), max_files=100)
+    verdict = result.privacy.check_path(f"{relative}/secret.py")
     assert not verdict and "unscanned" in verdict.reason
     assert result.privacy.check_path("top.py")  # the rest of the workspace is not affected
 
