@@ -301,6 +301,11 @@ class WorkspaceIndex:
             self._index_later(uri, doc)
         return verdict
 
+    def ensure_rules_for(self, path: str) -> None:
+        """Before the scan has read them, the ignore files of the directories above `path` (relative), so
+        that a file read for an edit before the scan ends is judged with the rules that apply to it."""
+        self._read_ignore_files_above(path)
+
     def _read_ignore_files_above(self, path: str) -> None:
         """Before the scan has read them, the ignore files of the directories above a document being opened
         (a few small bounded reads): a document is never judged without the rules that apply to it."""

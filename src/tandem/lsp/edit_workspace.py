@@ -143,6 +143,8 @@ class EditWorkspace:
         # Inside the workspace only (a link out of it, or a path a model made up that leaves it, is not
         # read), a regular file, bounded: `machine.files`.
         within = self.folders if self.folders else None
+        if self.index is not None:
+            self.index.ensure_rules_for(path)  # the gate judges it next: with the ignore files above it
         return read_text(self.file_of(path), max_bytes=MAX_EDIT_FILE_BYTES, within=within)
 
     def changed_since_read(self) -> bool:

@@ -107,3 +107,14 @@ async def test_an_edit_of_a_secret_file_sends_nothing_and_a_secret_context_file_
         refused = await flow.run(small_request(path="settings.py", text=texts["settings.py"], start=0, end=5), inputs)
     assert not refused.ok and refused.message.startswith("not sent to a model: settings.py")
     assert len(provider.bodies) == 1  # the refused edit asked no model
+
+
+def test_a_file_read_for_an_edit_before_the_scan_is_judged_by_the_ignore_files_above_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / ".gitignore").write_text("secret.py\n")
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
+    assert index.gate.file("pkg/secret.py", "x = 1\n")  # the nested rules are not known yet ...
+    index.ensure_rules_for("pkg/secret.py")  # ... the edit's workspace reads them before the file
+    assert not index.gate.file("pkg/secret.py", "x = 1\n")
