@@ -11,11 +11,12 @@ marker file if it ever runs. Shared by the unit tests of `machine.git` and the e
     .git/info/attributes      likewise
     sub/ (a nested repository, its own .git/config naming its own programs), vendored/ (a submodule entry)
 
-`arm(root, out, places)` plants it all (the programs in the config files named by `places`: the
-repository's own, the included file, the conditionally included one; single-valued keys are won by the
-last file git reads, so each place is also tried alone) in the repository `root` (which must have a commit); it commits a
-submodule entry and `.gitmodules` as a signed commit (`log --show-signature` would run gpg) first; `ran(out)` lists the
-markers. `trap_springs(root)` runs git's own ordinary commands to show that the trap is real.
+`arm(root, out, places)` plants it all in the repository `root` (which must have a commit): the programs
+go in the config files named by `places` (the repository's own, the included file, the conditionally
+included one; a single-valued key is won by the last file git reads, so each place is also tried alone),
+after a signed commit of a submodule entry and `.gitmodules` (`log --show-signature` would run gpg).
+`ran(out)` lists the markers; `trap_springs(root)` runs git's own ordinary commands to show that the trap
+is real.
 """
 
 from __future__ import annotations

@@ -134,7 +134,8 @@ async def _hostile_session(tmp_path: pathlib.Path, options: dict[str, Any]) -> N
         # and the stream stays in sync (the next request is answered, the keystrokes after are kept).
         errors_before = len(client.null_id_errors)
         for n, bad_id in enumerate([{"x": 1}, [7], True, 1.5, {"id": 32}]):
-            client.send(frame(request(bad_id, "textDocument/completion", {"textDocument": td, "position": {"line": 0, "character": n}})))  # noqa: E501
+            at_n = {"textDocument": td, "position": {"line": 0, "character": n}}
+            client.send(frame(request(bad_id, "textDocument/completion", at_n)))
             client.send(frame(request(bad_id, "shutdown")))
         client.send(frame(request(32, "no/suchMethod", {})))
         assert (await client.answer(32))["error"]["code"] == METHOD_NOT_FOUND

@@ -44,8 +44,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("cache/tokens.py", "import tempfile"): "the tokenizer's encoding file: tandem's package data or "
     "tiktoken's cache, never a workspace file",
     ("cache/tokens.py", "open("): "reads the tokenizer's encoding file (above)",
-    ("lsp/handlers/health.py", "os.listdir("): "tandem/health counts the server's own descriptors in "
-    "/proc/self/fd",
+    ("lsp/handlers/health.py", "os.listdir("): "tandem/health counts the server's own descriptors in /proc/self/fd",
     ("lsp/handlers/health.py", ".read_text("): "tandem/health reads /proc/self/status (the server's memory)",
     ("lsp/server.py", "os.fdopen("): "the protocol's own stdout descriptor, kept apart from stray prints",
     ("completion/edit/flow.py", ".read_text("): "`inputs.read_text` is a callback: the edit's workspace reads "

@@ -112,9 +112,7 @@ def test_editor_setting_can_trust_the_workspace(tmp_path: pathlib.Path) -> None:
 
 
 @pytest.mark.parametrize("client", ["helix", "", "Eglot", "emacs"])
-def test_settings_an_editor_may_take_from_the_workspace_are_the_workspaces(
-    tmp_path: pathlib.Path, client: str
-) -> None:
+def test_settings_an_editor_may_take_from_the_workspace_are_the_workspaces(tmp_path: pathlib.Path, client: str) -> None:
     """Helix's workspace languages.toml and Emacs's directory-local eglot-workspace-configuration reach the
     server as editor settings: held to the workspace's rules, they neither redirect the key nor grant trust."""
     sources = _sources(tmp_path, '[models.fast]\nbase_url = "https://users.example/v1"\n', "")
