@@ -17,6 +17,7 @@ from typing import Any
 
 from tandem.completion.config.tree import Config, Layer, Problem, mark_trusted_root, merge_layers
 from tandem.completion.config.trust import editor_channels
+from tandem.completion.machine.containment import Folders
 from tandem.completion.machine.files import read_file
 
 
@@ -37,9 +38,10 @@ def private_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
 MAX_CONFIG_BYTES = 1_000_000
 
 
-def _read_toml(path: pathlib.Path, problems: list[Problem]) -> dict[str, Any]:
-    # Through the one reader: a config file that is a pipe or a link to a device is refused, not waited on.
-    read = read_file(path, max_bytes=MAX_CONFIG_BYTES)
+def _read_toml(path: pathlib.Path, problems: list[Problem], *, within: Folders | None = None) -> dict[str, Any]:
+    # Through the one reader: a config file that is a pipe or a link to a device is refused, not waited on;
+    # the workspace's own must be inside the workspace (not a link to the user's other files).
+    read = read_file(path, max_bytes=MAX_CONFIG_BYTES, within=within)
     if read.missing:
         return {}
     text = read.text()
@@ -100,7 +102,7 @@ class ConfigSources:
             if channels.did_change_configuration:
                 mark_trusted_root(self.did_change, root)
             workspace_path = self.workspace_root / "tandem.toml"
-            values = _read_toml(workspace_path, problems)
+            values = _read_toml(workspace_path, problems, within=Folders([self.workspace_root]))
             if self._workspace_file_at_start is None:
                 self._workspace_file_at_start = values
             changed = values != self._workspace_file_at_start

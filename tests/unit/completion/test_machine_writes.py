@@ -23,7 +23,8 @@ def decide(root: pathlib.Path, path: str, *, shown: bool = False, exists: bool =
         "evil.pth", "venv/lib/python3.11/site-packages/x.py", "sitecustomize.py", "tests/conftest.py",
         "pyproject.toml", "setup.py", "package.json", "eslint.config.js", "build.rs", "Makefile",
         ".github/workflows/ci.yml", ".gitlab-ci.yml", "Jenkinsfile", ".gitattributes", ".pre-commit-config.yaml",
-        "node_modules/x/index.js", "flake.nix", ".cargo/config.toml",
+        "node_modules/x/index.js", "flake.nix", ".cargo/config.toml", "Tandem.TOML", "CONFTEST.py", "go.mod",
+        "gradle/wrapper/gradle-wrapper.properties", "requirements-dev.txt", "Cargo.toml",
     ],
 )  # fmt: skip
 def test_what_runs_on_an_event_always_asks(tmp_path: pathlib.Path, path: str) -> None:

@@ -38,22 +38,25 @@ SOURCE_SUFFIXES = frozenset(
 )
 
 # Loaded or executed on an event (see the table above); dot files and dot directories ask anyway.
-_LOADED_ON_AN_EVENT = GitIgnoreSpec.from_lines(
-    [
-        "tandem.toml",
-        "*.code-workspace",
-        "/hooks/", "githooks/", "git-hooks/",
-        "*.pth", "sitecustomize.py", "usercustomize.py", "site-packages/", "dist-packages/",
-        "conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py", "setup.py",
-        "manage.py", "Pipfile",
-        "package.json", "node_modules/", "*.config.js", "*.config.cjs", "*.config.mjs", "*.config.ts",
-        "build.rs", "Makefile", "GNUmakefile", "makefile", "*.mk", "justfile", "Justfile", "Taskfile.yml",
-        "Rakefile", "Gemfile", "*.gemspec", "build.gradle", "build.gradle.kts", "settings.gradle",
-        "settings.gradle.kts", "gradlew", "mvnw", "pom.xml", "*.nix", "CMakeLists.txt", "meson.build",
-        "azure-pipelines.yml", "Jenkinsfile", "bitbucket-pipelines.yml", "appveyor.yml", "cloudbuild.yaml",
-        "Dockerfile", "docker-compose.yml", "compose.yaml", "Procfile",
-    ]
+_LOADED_PATTERNS = (
+    "tandem.toml",
+    "*.code-workspace",
+    "/hooks/", "githooks/", "git-hooks/",
+    "*.pth", "sitecustomize.py", "usercustomize.py", "site-packages/", "dist-packages/",
+    "conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml", "noxfile.py", "setup.py",
+    "manage.py", "Pipfile",
+    "package.json", "node_modules/", "*.config.js", "*.config.cjs", "*.config.mjs", "*.config.ts",
+    "build.rs", "Makefile", "GNUmakefile", "makefile", "*.mk", "justfile", "Justfile", "Taskfile.yml",
+    "Rakefile", "Gemfile", "*.gemspec", "build.gradle", "build.gradle.kts", "settings.gradle",
+    "settings.gradle.kts", "gradlew", "mvnw", "pom.xml", "*.nix", "CMakeLists.txt", "meson.build",
+    "azure-pipelines.yml", "Jenkinsfile", "bitbucket-pipelines.yml", "appveyor.yml", "cloudbuild.yaml",
+    "Dockerfile", "docker-compose.yml", "compose.yaml", "Procfile",
+    "Cargo.toml", "go.mod", "go.work", "composer.json", "gradle-wrapper.properties", "gradle/wrapper/",
+    "requirements*.txt", "constraints*.txt", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
+    "Vagrantfile", "Tiltfile", "Earthfile", "mise.toml",
 )  # fmt: skip
+_LOADED_ON_AN_EVENT = GitIgnoreSpec.from_lines(_LOADED_PATTERNS)
+_LOADED_LOWER = GitIgnoreSpec.from_lines([pattern.lower() for pattern in _LOADED_PATTERNS])
 
 
 class Write(enum.Enum):
@@ -73,7 +76,9 @@ class WriteDecision:
 def _confirm_reason(relative: str, shown_to_model: bool, exists: bool) -> str:
     """Why `relative` needs the user's word ("" if it does not)."""
     parts = relative.split("/")
-    if _LOADED_ON_AN_EVENT.match_file(relative) or any(part.startswith(".") for part in parts):
+    # Either case: on a case-insensitive file system (macOS, Windows) `Tandem.TOML` is `tandem.toml`.
+    loaded = _LOADED_ON_AN_EVENT.match_file(relative) or _LOADED_LOWER.match_file(relative.lower())
+    if loaded or any(part.startswith(".") for part in parts):
         return f"{relative} is a file that an editor, a shell, git or a tool loads or runs on its own"
     if shown_to_model:
         return ""
