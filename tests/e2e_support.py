@@ -97,6 +97,10 @@ def fast_model(base_url: str, **overrides: Any) -> dict[str, Any]:
     return {"models": {"fast": {"provider": "openai-chat", "base_url": base_url, "model": "sim-spark", **overrides}}}
 
 
+# Recorded clients whose settings channels a workspace can write (`completion.config.trust.editor_channels`).
+WORKSPACE_CHANNELS = frozenset({"helix", "eglot"})
+
+
 @contextlib.asynccontextmanager
 async def serve(
     tmp_path: pathlib.Path,
@@ -116,8 +120,13 @@ async def serve(
     configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own."""
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
-    (home / ".config" / "tandem" / "config.toml").write_text(user_config)
     root = tmp_path / "workspace"
+    if options and client in WORKSPACE_CHANNELS and "trusted_workspaces" not in user_config:
+        # This editor's settings may come from the workspace (Helix's .helix/languages.toml, Emacs's
+        # .dir-locals.el), so tandem holds them to the workspace's rules: a user who sets models there
+        # trusts the workspace in tandem's own config, as these tests do.
+        user_config = f"trusted_workspaces = [{str(root)!r}]\n" + user_config
+    (home / ".config" / "tandem" / "config.toml").write_text(user_config)
     root.mkdir(exist_ok=True)
     if workspace_config is not None:
         (root / "tandem.toml").write_text(workspace_config)

@@ -229,11 +229,11 @@ def pwned(base: pathlib.Path) -> list[str]:
 
 async def test_the_repositorys_git_config_runs_nothing(session: Session, base: pathlib.Path) -> None:
     """By now edits have run (each computes the working diff and reads the file's and the repository's
-    history): git never ran the repository's commands, and the router went without the history."""
+    history): git never ran the repository's commands, and the router still had the history (what tandem
+    runs cannot reach a program, whatever the config names)."""
     edits = [r for r in session.records() if r["kind"] == "edit"]
     features = [r["edit"]["features"] for r in edits]
-    assert edits and all(f["history_commits"] is None and f["lines_history_commits"] is None for f in features)
-    assert all(f["similar_commits"] is None for f in features)
+    assert edits and any(f["history_commits"] is not None for f in features)
     assert pwned(base) == []
 
 

@@ -77,6 +77,11 @@ TRUTH = "x = 1\nabcdef = {'key': 'value'}\n"
 async def _hostile_session(tmp_path: pathlib.Path, options: dict[str, Any]) -> None:
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True)
+    # An editor that does not say who it is may be carrying the workspace's settings, so the models are
+    # the user's own, in tandem's config.toml.
+    fast = options["models"]["fast"]
+    table = "".join(f"{key} = {value!r}\n" for key, value in fast.items())
+    (home / ".config" / "tandem" / "config.toml").write_text(f"[models.fast]\n{table}")
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")} | {"HOME": str(home)}
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-P", "-m", "tandem", "serve", "--trace", str(tmp_path / "trace.jsonl"),
@@ -125,6 +130,17 @@ async def _hostile_session(tmp_path: pathlib.Path, options: dict[str, Any]) -> N
         client.send(frame([1, 2, 3]))
         client.send(frame({"id": 31, "method": "shutdown"}))  # no "jsonrpc"
         assert (await client.answer(31))["error"]["code"] == INVALID_REQUEST
+        # Ids JSON-RPC does not allow (an object, an array, a boolean, a fraction): each answered with id null,
+        # and the stream stays in sync (the next request is answered, the keystrokes after are kept).
+        errors_before = len(client.null_id_errors)
+        for n, bad_id in enumerate([{"x": 1}, [7], True, 1.5, {"id": 32}]):
+            at_n = {"textDocument": td, "position": {"line": 0, "character": n}}
+            client.send(frame(request(bad_id, "textDocument/completion", at_n)))
+            client.send(frame(request(bad_id, "shutdown")))
+        client.send(frame(request(32, "no/suchMethod", {})))
+        assert (await client.answer(32))["error"]["code"] == METHOD_NOT_FOUND
+        bad = client.null_id_errors[errors_before:]
+        assert len(bad) == 10 and all(e["error"]["code"] == INVALID_REQUEST for e in bad)
 
         # The text is exact: every keystroke arrived, the one behind an unusable length was reported.
         position = {"line": 1, "character": 6}

@@ -118,10 +118,12 @@ def _truth_project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, str]:
     return project, truth
 
 
-async def _first_completion(tmp_path: pathlib.Path, client: str, options: dict[str, Any], truth: str) -> None:
+async def _first_completion(
+    tmp_path: pathlib.Path, client: str, options: dict[str, Any] | None, truth: str, *, user_config: str = ""
+) -> None:
     """The READMEs' step "open a file with the end of a line deleted and type": the true rest comes back."""
     before = truth[: truth.index(CUT_AT)] + "def wr"
-    async with serve(tmp_path, client, options=options) as session:
+    async with serve(tmp_path, client, options=options, user_config=user_config) as session:
         uri = session.open("textwrap.py", before)
         at = session.position_at_end(before)
         if client in ("vscode", "neovim"):
@@ -155,15 +157,12 @@ def _lua_fast(text: str) -> dict[str, Any]:
     return {"models": {"fast": dict(zip(("provider", "base_url", "model"), match.groups(), strict=True))}}
 
 
-def _elisp_fast(text: str) -> dict[str, Any]:
-    match = re.search(r':fast \(:provider "([^"]+)"\s+:base_url "([^"]+)"\s+:model "([^"]+)"\)', text)
-    assert match, "no fast model in the Emacs README's configuration"
-    return {"models": {"fast": dict(zip(("provider", "base_url", "model"), match.groups(), strict=True))}}
-
-
-def _helix_fast() -> dict[str, Any]:
-    config = tomllib.loads((EDITORS / "helix" / "languages.toml").read_text(encoding="utf-8"))
-    return {"models": dict(config["language-server"]["tandem"]["config"]["models"])}
+def _user_config(text: str) -> str:
+    """The README's `~/.config/tandem/config.toml` (Emacs and Helix: their editor settings may come from
+    the workspace, so the model is set there)."""
+    block = _block_with(text, "toml", "# ~/.config/tandem/config.toml")
+    assert "fast" in tomllib.loads(block)["models"], "no fast model in the README's config.toml"
+    return block
 
 
 @pytest.mark.parametrize("editor", ["vscode", "neovim", "emacs", "helix"])
@@ -174,17 +173,18 @@ async def test_the_readmes_simulator_and_configuration_give_the_first_completion
     project, truth = _truth_project(tmp_path)
     sub = Substitutions(project)
     simulator = _block_with(text, "sh", "tandem sim ")
+    options: dict[str, Any] | None = None
+    user = ""
     if editor == "vscode":
         options = _vscode_options(_block_with(text, "json", "tandem.models.fast.provider"))
         client = "vscode"
     elif editor == "neovim":
         options, client = _lua_fast(text), "neovim"
-    elif editor == "emacs":
-        options, client = _elisp_fast(text), "eglot"
     else:
-        options, client = _helix_fast(), "helix"
+        user, client = _user_config(text), "eglot" if editor == "emacs" else "helix"
     with readme_simulator(simulator, sub, tmp_path):
-        await _first_completion(tmp_path, client, json.loads(sub(json.dumps(options))), truth)
+        options = json.loads(sub(json.dumps(options))) if options is not None else None
+        await _first_completion(tmp_path, client, options, truth, user_config=sub(user))
 
 
 def _accurate_and_truth_blocks(editor: str, text: str, after: str) -> tuple[dict[str, Any], str, str]:

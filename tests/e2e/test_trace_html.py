@@ -119,6 +119,20 @@ def test_names_from_records_cannot_break_out_of_the_page() -> None:
     assert "<script>alert(1)" not in page
 
 
+@pytest.mark.parametrize("field", ["file", "model", "kind", "outcome"])
+def test_labels_from_records_are_drawn_as_text_not_markup(field: str) -> None:
+    """plotly draws links, bold and styled spans from label text: a file or model name holding them is
+    shown as the text it is."""
+    link = '<a href="https://attacker.example/">click</a><span style="font-size:90px">X</span>'
+    records = _records()
+    records = [{**r, field: f"{link}{r.get(field, '')}"} for r in records]
+    page = _page(records, files=["trace.jsonl"])
+    # The figures' JSON spells `<` and `/` as \u003c and \u002f; markup would reach plotly as such.
+    data = page.replace("\\u003c", "<").replace("\\u003e", ">").replace("\\u002f", "/")
+    assert not re.search(r'<a href=\\?"https://attacker', data) and "<span style" not in data
+    assert "&lt;a href=&quot;https://attacker.example/" in data
+
+
 def test_without_plotly_the_command_says_which_extra_to_install(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -256,14 +256,10 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
             "plugin_dir": str(PLUGIN),
             # The console script, as tandem.el's default `tandem-command' runs it.
             "command": [hostile_repo.console_script(), "serve", "--log-file", str(server_log)],
-            "init_options": {
-                "models": {
-                    "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
-                    "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
-                },
-                # The far next edit's use is 46 lines below the cursor.
-                "next_edit": {"region_below": 60},
-            },
+            # eglot sends a repository's .dir-locals.el eglot-workspace-configuration unasked, and says
+            # nothing of who it is: tandem holds its settings to the workspace's rules, so the models are
+            # the user's own, in tandem's config.toml (written below).
+            "init_options": {},
             "sim_roots": [sim.root_url, accurate.root_url],
             # Text captures of the first completion, the accepted suggestion and an edit's result.
             "artifacts": str(ROOT / "artifacts" / "emacs"),
@@ -271,6 +267,13 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
         }
         spec_path = base / "spec.json"
         spec_path.write_text(json.dumps(spec))
+        (base / "config" / "tandem").mkdir(parents=True, exist_ok=True)
+        (base / "config" / "tandem" / "config.toml").write_text(
+            f'[models.fast]\nprovider = "openai-chat"\nbase_url = "{sim.base_url}"\nmodel = "sim-spark"\n'
+            f'[models.accurate]\nprovider = "openai-chat"\nbase_url = "{accurate.base_url}"\nmodel = "sim-codex"\n'
+            # The far next edit's use is 46 lines below the cursor.
+            "[next_edit]\nregion_below = 60\n"
+        )
         env = {
             **os.environ,
             "TANDEM_TEST_SPEC": str(spec_path),

@@ -159,6 +159,18 @@ class PrivacyFilter:
         self._ignores: list[tuple[str, str, GitIgnoreSpec]] = []
         for path, text in (ignore_files or {}).items():
             self.set_ignore_file(path, text)
+        # Directories whose ignore files could not be read (or that were never listed): {directory: why}.
+        # Nothing under one may be sent ("" is the whole workspace).
+        self._closed: dict[str, str] = {}
+
+    def close_directory(self, directory: str, why: str) -> None:
+        """Nothing under `directory` may be sent: its ignore rules are unknown (fail closed)."""
+        directory = "" if directory in ("", ".") else posixpath.normpath(directory.strip("/"))
+        self._closed[directory] = why
+
+    @property
+    def closed_directories(self) -> dict[str, str]:
+        return dict(self._closed)
 
     def set_ignore_file(self, path: str, text: str) -> list[str]:
         """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`). Returns the
@@ -182,6 +194,10 @@ class PrivacyFilter:
         parts = path.split("/")
         if ".git" in parts[:-1] or parts[-1] == ".git":
             return Verdict(allowed=False, reason="inside .git")
+        for directory, why in self._closed.items():
+            if not directory or path.startswith(directory + "/"):
+                where = directory or "the workspace"
+                return Verdict(allowed=False, reason=f"unscanned: {where} {why}, so its ignore rules are unknown")
         ignored_by = ""
         for directory, name, spec in self._ignores:
             if directory and not path.startswith(directory + "/"):

@@ -23,10 +23,11 @@ import json
 import logging
 import os
 import pathlib
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
+
+from tandem.completion.machine.state import read_state, write_state
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import BudgetConfig
@@ -88,16 +89,19 @@ class SpendLedger:
         day = self._today()
         if self.path is None:
             return DaySpend(day=day)
+        read = read_state(self.path)
+        if read.missing:
+            return DaySpend(day=day)
         try:
-            data = json.loads(self.path.read_text("utf-8"))
+            if read.data is None:
+                raise OSError(read.refusal)
+            data = json.loads(read.data.decode("utf-8"))
             if data.get("day") != day:
                 return DaySpend(day=day)
             tiers = {
                 tier: TierSpend(usd=float(data["tiers"][tier]["usd"]), tokens=int(data["tiers"][tier]["tokens"]))
                 for tier in TIERS
             }
-        except FileNotFoundError:
-            return DaySpend(day=day)
         except (OSError, ValueError, KeyError, TypeError) as error:
             log.warning("tandem: the day's spend in %s could not be read (%s): starting from zero", self.path, error)
             return DaySpend(day=day)
@@ -111,10 +115,7 @@ class SpendLedger:
             "tiers": {tier: {"usd": round(s.usd, 8), "tokens": s.tokens} for tier, s in self._day.tiers.items()},
         }
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=self.path.parent, delete=False, suffix=".tmp") as handle:
-                json.dump(data, handle)
-            os.replace(handle.name, self.path)
+            write_state(self.path, json.dumps(data))
         except OSError as error:
             log.warning("tandem: the day's spend could not be written to %s: %s", self.path, error)
 

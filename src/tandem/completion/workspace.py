@@ -13,7 +13,9 @@ import dataclasses
 import logging
 import os
 import pathlib
+import posixpath
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tandem.cache.context import MIN_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow
@@ -25,6 +27,8 @@ from tandem.cache.tokens import EncodingUnavailable, TokenCounter, get_counter
 from tandem.completion.config.tree import ContextConfig, PrivacyConfig
 from tandem.completion.gate import Gate, link_verdict, relative_path
 from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.files import is_directory, is_link, read_file
+from tandem.completion.machine.scan import MAX_DEPTH, Walk, walk
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,8 @@ SKIP_DIRS = frozenset(
     ".git .hg .svn node_modules __pycache__ .venv venv .tox .mypy_cache .ruff_cache .pytest_cache dist build"
     " target .idea .vscode .cache site-packages".split()
 )
+# An ignore file larger than this is not read (its directory is then closed).
+MAX_IGNORE_FILE_BYTES = 1_000_000
 # Re-index an edited document's symbols this long after its last change (not on every keystroke).
 SYMBOLS_AFTER_EDIT_S = 2.0
 
@@ -63,50 +69,72 @@ def scan_workspace(
 ) -> ScanResult:
     """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules. Linked
     directories are not walked; a linked file that leads out of the workspace is not read unless the user
-    opted its path in. Only regular files are read (a named pipe would block the scan for good)."""
+    opted its path in. Files are read by `machine.files` (regular files only, bounded, non-blocking). A
+    directory the walk could not finish, or whose ignore file could not be read, is closed: nothing under
+    it may be sent; a scan that fails altogether closes the whole workspace (privacy fails closed)."""
     started = time.perf_counter()
-    folders = Folders([root])
     privacy = PrivacyFilter(policy=policy)
-    symbols = SymbolIndex()
-    result = ScanResult(symbols=symbols, privacy=privacy)
-    for directory, dirs, files in os.walk(root):
-        relative_dir = os.path.relpath(directory, root)
-        relative_dir = "" if relative_dir == "." else relative_dir.replace(os.sep, "/")
-        for name in IGNORE_FILE_NAMES:
-            if name in files:
-                try:
-                    where = f"{relative_dir}/{name}".lstrip("/")
-                    skipped = privacy.set_ignore_file(where, (pathlib.Path(directory) / name).read_text())
-                    if skipped:
-                        log.info("%s: %d line(s) that are no pattern skipped, as git skips them", where, len(skipped))
-                except (OSError, UnicodeDecodeError):
-                    log.info("cannot read %s/%s; its rules are not applied", relative_dir, name)
-        dirs[:] = sorted(
-            d for d in dirs if d not in SKIP_DIRS and privacy.check_path(f"{relative_dir}/{d}/x".lstrip("/"))
-        )
-        for name in sorted(files):
+    result = ScanResult(symbols=SymbolIndex(), privacy=privacy)
+    try:
+        _scan(root, policy=policy, max_files=max_files, progress=progress, result=result)
+    except Exception as error:  # whatever broke it, nothing unscanned may be sent
+        log.warning("the workspace scan failed (%s): nothing of the workspace will be sent", error)
+        privacy.close_directory("", f"could not be scanned ({type(error).__name__})")
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def read_ignore_files(root: pathlib.Path, directory: str, names: Iterable[str], privacy: PrivacyFilter) -> None:
+    """Read `directory`'s ignore files (those among `names`) into `privacy`; one that is there but cannot be
+    read (a pipe, a device, too large, not text) closes the directory."""
+    for name in IGNORE_FILE_NAMES:
+        if name not in names:
+            continue
+        where = f"{directory}/{name}" if directory else name
+        read = read_file(root / where, max_bytes=MAX_IGNORE_FILE_BYTES, within=Folders([root]))
+        text = read.text()
+        if text is None:
+            if not read.missing:
+                why = f"has an unreadable {name} ({read.refusal or 'not text'})"
+                log.info("%s: %s; nothing under it will be sent", directory or "the workspace", why)
+                privacy.close_directory(directory, why)
+            continue
+        skipped = privacy.set_ignore_file(where, text)
+        if skipped:
+            log.info("%s: %d line(s) that are no pattern skipped, as git skips them", where, len(skipped))
+
+
+def _scan(
+    root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int, progress: ScanProgress | None, result: ScanResult
+) -> None:
+    folders = Folders([root])
+    privacy, symbols = result.privacy, result.symbols
+    record = Walk()
+
+    def descend(relative: str) -> bool:
+        return posixpath.basename(relative) not in SKIP_DIRS and bool(privacy.check_path(f"{relative}/x"))
+
+    for relative_dir, files in walk(root, record, descend=descend):
+        read_ignore_files(root, relative_dir, files, privacy)
+        for name in files:
             if os.path.splitext(name)[1] not in SOURCE_SUFFIXES:
                 continue
             if result.files >= max_files:
                 result.refused["over max_files"] = result.refused.get("over max_files", 0) + 1
                 continue
-            relative = f"{relative_dir}/{name}".lstrip("/")
+            relative = f"{relative_dir}/{name}" if relative_dir else name
             verdict = privacy.check_path(relative)
-            path = pathlib.Path(directory) / name
+            path = root / relative
             data = b""
-            if verdict and path.is_symlink():
+            if verdict and is_link(path):
                 verdict = link_verdict(folders, privacy, path, relative)
-            if verdict and not path.is_file():
-                verdict = Verdict(allowed=False, reason="not a regular file")
             if verdict:
-                try:
-                    if path.stat().st_size > policy.max_file_bytes:
-                        verdict = Verdict(allowed=False, reason="too large")
-                    else:
-                        data = path.read_bytes()
-                        verdict = privacy.check_content(relative, data)
-                except OSError as error:
-                    verdict = Verdict(allowed=False, reason=f"unreadable ({error.strerror})")
+                read = read_file(path, max_bytes=policy.max_file_bytes)
+                if read.data is None:
+                    verdict = Verdict(allowed=False, reason=read.refusal)
+                else:
+                    data = read.data
+                    verdict = privacy.check_content(relative, data)
             if not verdict:
                 kind = verdict.reason.split(" (")[0]
                 result.refused[kind] = result.refused.get(kind, 0) + 1
@@ -115,8 +143,9 @@ def scan_workspace(
             result.files += 1
             if progress is not None:
                 progress.files = result.files
-    result.seconds = time.perf_counter() - started
-    return result
+    for directory, why in record.unfinished.items():
+        log.info("%s %s; nothing under it will be sent", directory or "the workspace", why)
+        privacy.close_directory(directory, why)
 
 
 @dataclass
@@ -149,20 +178,17 @@ class WorkspaceIndex:
         self.gate = Gate(root=root, policy=policy, folders=self.folders)
         # The root's ignore files now, not after the scan: editors open documents at once, and a document
         # judged without them would be judged wrongly (two small reads; the scan brings nested ones).
-        for name in IGNORE_FILE_NAMES:
-            try:
-                text = (root / name).read_text() if root is not None else None
-            except (OSError, UnicodeDecodeError):
-                text = None
-            if text is not None:
-                self.gate.privacy.set_ignore_file(name, text)
+        if root is not None:
+            read_ignore_files(root, "", IGNORE_FILE_NAMES, self.gate.privacy)
         self.symbols = SymbolIndex()
         self.counter: TokenCounter | None = None
         self.scan: ScanResult | None = None
         self._builder: ContextBuilder | None = None
         self._docs: dict[str, _Open] = {}
         # The background scan: whether one is coming, how far it has got, and its end (set however it ends).
-        self.will_scan = root is not None and context.scan_workspace and root.is_dir()
+        self.will_scan = root is not None and context.scan_workspace and is_directory(root)
+        # Directories whose ignore files were read for a document opened before the scan ended.
+        self._ignores_read: set[str] = {""}
         self.scan_progress = ScanProgress()
         self._scanned = asyncio.Event()
 
@@ -267,12 +293,33 @@ class WorkspaceIndex:
         """A document opened (or replaced whole): the gate decides whether it may be sent; if so it is
         indexed in the background."""
         self.close(uri)
+        self._read_ignore_files_above(self.relative(uri))
         verdict = self.gate.open(uri, buffer.text())
         doc = _Open(path=self.relative(uri), buffer=buffer, verdict=verdict)
         self._docs[uri] = doc
         if verdict and self.counter is not None:
             self._index_later(uri, doc)
         return verdict
+
+    def ensure_rules_for(self, path: str) -> None:
+        """Before the scan has read them, the ignore files of the directories above `path` (relative), so
+        that a file read for an edit before the scan ends is judged with the rules that apply to it."""
+        self._read_ignore_files_above(path)
+
+    def _read_ignore_files_above(self, path: str) -> None:
+        """Before the scan has read them, the ignore files of the directories above a document being opened
+        (a few small bounded reads): a document is never judged without the rules that apply to it."""
+        if self.root is None or self.scan is not None or path.startswith("/") or "://" in path:
+            return
+        parts = path.split("/")[:-1]
+        if len(parts) > MAX_DEPTH:  # as the scan would: what lies deeper than it walks is closed
+            self.gate.privacy.close_directory("/".join(parts[: MAX_DEPTH + 1]), f"deeper than {MAX_DEPTH} levels")
+            parts = parts[:MAX_DEPTH]
+        for depth in range(1, len(parts) + 1):
+            directory = "/".join(parts[:depth])
+            if directory not in self._ignores_read:
+                self._ignores_read.add(directory)
+                read_ignore_files(self.root, directory, IGNORE_FILE_NAMES, self.gate.privacy)
 
     def _index_later(self, uri: str, doc: _Open) -> None:
         """Build the token index in a thread (a 1 MB file takes ~0.2 s); edits meanwhile are queued."""

@@ -408,6 +408,17 @@ header .files {{ color: #666; white-space: nowrap; overflow: hidden; text-overfl
 """
 
 
+def _inert(value: Any) -> Any:
+    """`value` with every string in it HTML-escaped (plotly shows `&lt;a&gt;` as the text `<a>`)."""
+    if isinstance(value, str):
+        return html.escape(value)
+    if isinstance(value, Mapping):
+        return {key: _inert(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_inert(item) for item in value]
+    return value
+
+
 def render_html(report: Mapping[str, Any], records: Sequence[Mapping[str, Any]], *, files: Sequence[str]) -> str:
     """The page: header figures, then the plots in `PLOTS` order, plotly.js inlined once."""
     try:
@@ -417,6 +428,9 @@ def render_html(report: Mapping[str, Any], records: Sequence[Mapping[str, Any]],
         raise ReportExtraMissing(
             "the HTML report needs plotly: pip install 'tandem-lsp[report]' (or pip install plotly)"
         ) from None
+    # Every string a plot shows comes from the records (file names, models, route reasons, kinds), and
+    # plotly draws a subset of HTML in its labels (links, bold, styled spans): each is escaped, here, once.
+    records = [_inert(record) for record in records]
     figures = {
         "latency-cdf": latency_cdf(go, records),
         "waterfall": waterfall(go, records),

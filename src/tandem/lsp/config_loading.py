@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tandem.completion.config.tree import Config, Layer, Problem, mark_trusted_root, merge_layers
+from tandem.completion.config.trust import editor_channels
+from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.files import read_file
 
 
 def user_config_path(env: Mapping[str, str]) -> pathlib.Path:
@@ -31,16 +34,25 @@ def private_dirs(env: Mapping[str, str]) -> tuple[str, ...]:
     return str(pathlib.Path(state) / "tandem"), str(pathlib.Path(cache) / "tandem")
 
 
-def _read_toml(path: pathlib.Path, problems: list[Problem]) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
+# A config file larger than this is not read.
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def _read_toml(path: pathlib.Path, problems: list[Problem], *, within: Folders | None = None) -> dict[str, Any]:
+    # Through the one reader: a config file that is a pipe or a link to a device is refused, not waited on;
+    # the workspace's own must be inside the workspace (not a link to the user's other files).
+    read = read_file(path, max_bytes=MAX_CONFIG_BYTES, within=within)
+    if read.missing:
         return {}
+    text = read.text()
+    if text is None:
+        why = read.refusal or "not UTF-8 text"
+        problems.append(Problem(str(path), "(file)", f"cannot be read ({why}); the file is ignored"))
+        return {}
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         problems.append(Problem(str(path), "(file)", f"not valid TOML ({error}); the file is ignored"))
-    except OSError as error:
-        problems.append(Problem(str(path), "(file)", f"cannot be read ({error.strerror}); the file is ignored"))
     return {}
 
 
@@ -62,6 +74,10 @@ class ConfigSources:
     workspace_folders: list[pathlib.Path] = field(default_factory=list)
     initialization_options: dict[str, Any] = field(default_factory=dict)
     did_change: dict[str, Any] = field(default_factory=dict)
+    # The editor's `clientInfo.name`: whether its settings channels are the user's (`editor_channels`).
+    client_name: str = ""
+    # The workspace's tandem.toml as first read: a later one that differs gains no trust.
+    _workspace_file_at_start: dict[str, Any] | None = None
 
     def set_initialization_options(self, values: Any) -> None:
         self.initialization_options = _editor_settings(values)
@@ -70,18 +86,42 @@ class ConfigSources:
         self.did_change = _editor_settings(values)
 
     def resolve(self) -> tuple[Config, list[Problem]]:
+        """The configuration from every layer. Settings are trusted only from where the user wrote them in
+        a user-level place: the user's config.toml, and an editor's channels where the workspace cannot
+        write them (`config.trust.editor_channels`); every other layer is held to the workspace's rules."""
         problems: list[Problem] = []
         user_path = user_config_path(self.env)
         user = _read_toml(user_path, problems)
         layers = [Layer(str(user_path), user, directory=str(user_path.parent))]
+        channels = editor_channels(self.client_name)
         if self.workspace_root is not None:
             root = str(self.workspace_root)
-            for layer in (user, self.initialization_options, self.did_change):
-                mark_trusted_root(layer, root)
+            mark_trusted_root(user, root)
+            if channels.initialization_options:
+                mark_trusted_root(self.initialization_options, root)
+            if channels.did_change_configuration:
+                mark_trusted_root(self.did_change, root)
             workspace_path = self.workspace_root / "tandem.toml"
-            values = _read_toml(workspace_path, problems)
-            layers.append(Layer(str(workspace_path), values, from_workspace=True, directory=root))
-        layers.append(Layer("initializationOptions", self.initialization_options))
-        layers.append(Layer("workspace/didChangeConfiguration", self.did_change))
+            values = _read_toml(workspace_path, problems, within=Folders([self.workspace_root]))
+            if self._workspace_file_at_start is None:
+                self._workspace_file_at_start = values
+            changed = values != self._workspace_file_at_start
+            layers.append(
+                Layer(str(workspace_path), values, from_workspace=True, directory=root, never_trusted=changed)
+            )
+        layers.append(
+            Layer(
+                "initializationOptions",
+                self.initialization_options,
+                from_workspace=not channels.initialization_options,
+            )
+        )
+        layers.append(
+            Layer(
+                "workspace/didChangeConfiguration",
+                self.did_change,
+                from_workspace=not channels.did_change_configuration,
+            )
+        )
         config, merge_problems = merge_layers(layers, private_dirs=private_dirs(self.env))
         return config, problems + merge_problems

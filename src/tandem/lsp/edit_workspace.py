@@ -7,7 +7,9 @@ versions the `WorkspaceEdit` names, so an editor refuses an edit the user has ty
 
 Nothing is read from disk through a link that leads out of the workspace, and nothing is written outside
 the workspace folders (`completion.machine.containment`): a model's answer names paths, and a prompt-injected
-model names `../../.bashrc`.
+model names `../../.bashrc`. Where an edit may write is `completion.machine.writes.write_decision`'s one
+decision; `workspace_edit` applies it: a file that needs the user's word is written only as an annotated
+change (`ChangeAnnotation.needsConfirmation`), and a client that cannot ask gets a refusal instead.
 
 Columns go through the server's position codec (`ls.documents.codec`), never through string indexing.
 """
@@ -23,11 +25,18 @@ from lsprotocol import types
 from tandem.completion.edit.file_edits import FileEdit, line_col
 from tandem.completion.gate import relative_path
 from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.files import exists as lexists
+from tandem.completion.machine.files import read_text
+from tandem.completion.machine.writes import Write, WriteDecision, write_decision
 
 if TYPE_CHECKING:
     from tandem.cache.symbols import SymbolIndex
     from tandem.lsp.documents import Document
     from tandem.lsp.server import TandemServer
+
+
+# A file an edit reads from disk (one that is not open) is at most this large.
+MAX_EDIT_FILE_BYTES = 8_000_000
 
 
 class EditWorkspace:
@@ -60,16 +69,31 @@ class EditWorkspace:
             return candidate
         return self.root / candidate
 
-    def write_refusal(self, path: str) -> str:
-        """ "" if an edit may write `path`, else a message naming it. Inside the workspace folders (links
-        and `..` resolved) it may; outside, only a document the user has open (not reached through a link)."""
+    def write_decision(self, path: str, *, creates: bool = False) -> WriteDecision:
+        """The machine's one decision on writing `path` (`completion.machine.writes`): allowed, with the
+        user's confirmation, or never. `creates`: the answer makes it anew (the model was not shown it)."""
         file = self.file_of(path)
         shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)  # a model's path: no control bytes
-        refusal = self.folders.write_refusal(file, shown) if self.folders else f"{shown} is not in a workspace folder"
-        if refusal and path in self._open_by_path and not self.folders.lexically_inside(file):
-            if file.resolve() == file.absolute():
-                return ""  # the user's own document, opened from outside the workspace
-        return refusal
+        exists = path in self._open_by_path or lexists(file)
+        if path in self._open_by_path and self.folders and not self.folders.lexically_inside(file):
+            if file.resolve() == file.absolute() and not creates:
+                return WriteDecision(Write.ALLOW)  # the user's own document, opened from outside the workspace
+        return write_decision(file, folders=self.folders, shown=shown, shown_to_model=not creates, exists=exists)
+
+    def can_confirm(self) -> bool:
+        """The client can ask the user to confirm a change (`changeAnnotationSupport`, with documentChanges)."""
+        caps = self._ls.client_capabilities.workspace
+        edit_caps = caps.workspace_edit if caps else None
+        return bool(edit_caps and edit_caps.change_annotation_support is not None and edit_caps.document_changes)
+
+    def write_refusal(self, path: str, *, creates: bool = False) -> str:
+        """ "" if an edit may write `path` (perhaps after the user confirms it), else a message naming it."""
+        decision = self.write_decision(path, creates=creates)
+        if decision.write is Write.REFUSE:
+            return decision.reason
+        if decision.write is Write.CONFIRM and not self.can_confirm():
+            return f"{decision.reason}; this editor cannot ask you to confirm such a change, so it is not written"
+        return ""
 
     def symbols(self) -> SymbolIndex | None:
         return self.index.symbols if self.index is not None else None
@@ -116,13 +140,12 @@ class EditWorkspace:
         return doc.buffer.text() if doc is not None else self._disk(path)
 
     def _disk(self, path: str) -> str | None:
-        file = self.file_of(path)
-        if self.folders and not self.folders.contains(file):
-            return None  # a link out of the workspace, or a path a model made up that leaves it
-        try:
-            return file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
+        # Inside the workspace only (a link out of it, or a path a model made up that leaves it, is not
+        # read), a regular file, bounded: `machine.files`.
+        within = self.folders if self.folders else None
+        if self.index is not None:
+            self.index.ensure_rules_for(path)  # the gate judges it next: with the ignore files above it
+        return read_text(self.file_of(path), max_bytes=MAX_EDIT_FILE_BYTES, within=within)
 
     def changed_since_read(self) -> bool:
         """True if an open file's version moved since `current` last read it."""
@@ -141,10 +164,21 @@ class EditWorkspace:
         for a new file) when the client takes them, else plain `changes`."""
         by_path: dict[str, list[types.TextEdit]] = {}
         created: list[str] = []
+        # Files the user must confirm: {path: annotation id}, each annotation saying why.
+        confirm: dict[str, str] = {}
+        annotations: dict[str, types.ChangeAnnotation] = {}
         for edit in edits:
-            refusal = self.write_refusal(edit.path)
+            refusal = self.write_refusal(edit.path, creates=edit.creates)
             if refusal:
                 raise ValueError(f"refusing to write: {refusal}")  # callers check write_refusal first
+            decision = self.write_decision(edit.path, creates=edit.creates)
+            if decision.write is Write.CONFIRM and edit.path not in confirm:
+                confirm[edit.path] = f"tandem.confirm.{len(confirm)}"
+                annotations[confirm[edit.path]] = types.ChangeAnnotation(
+                    label=f"tandem: {decision.reason}", needs_confirmation=True, description=decision.reason
+                )
+        if confirm and not document_changes:
+            raise ValueError("refusing to write: a change that needs confirmation needs documentChanges")
         for edit in sorted(edits, key=lambda e: (e.path, e.start)):
             text = current.get(edit.path, "")
             if edit.creates and edit.path not in current and edit.path not in created:
@@ -162,17 +196,25 @@ class EditWorkspace:
         changes: list[types.TextDocumentEdit | types.CreateFile | types.RenameFile | types.DeleteFile] = []
         for path, text_edits in by_path.items():
             uri = self.uri_of(path)
+            annotation = confirm.get(path)
             if path in created:
-                changes.append(types.CreateFile(uri=uri, options=types.CreateFileOptions(ignore_if_exists=True)))
+                options = types.CreateFileOptions(ignore_if_exists=True)
+                changes.append(types.CreateFile(uri=uri, options=options, annotation_id=annotation))
+            listed: list[types.TextEdit | types.AnnotatedTextEdit] = list(text_edits)
+            if annotation is not None:
+                listed = [
+                    types.AnnotatedTextEdit(range=e.range, new_text=e.new_text, annotation_id=annotation)
+                    for e in text_edits
+                ]
             changes.append(
                 types.TextDocumentEdit(
                     text_document=types.OptionalVersionedTextDocumentIdentifier(
                         uri=uri, version=self.versions.get(path)
                     ),
-                    edits=list(text_edits),
+                    edits=listed,
                 )
             )
-        return types.WorkspaceEdit(document_changes=changes)
+        return types.WorkspaceEdit(document_changes=changes, change_annotations=annotations or None)
 
     def _position(self, text: str, offset: int) -> types.Position:
         line, column = line_col(text, offset)

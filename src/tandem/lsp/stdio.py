@@ -5,8 +5,9 @@ do not validate without a word). Here:
 
 - a frame that cannot be read is skipped and the stream resynchronised (`lsp.framing`); when a message may
   have been lost, a parse error (-32700, id null) tells the client;
-- a message that is not a JSON-RPC 2.0 object, or a notification's method sent with an id, is answered
-  InvalidRequest (-32600); omitted params are read as null (a method that needs them: -32602);
+- a message that is not a JSON-RPC 2.0 object, one whose id is neither an integer nor a string (an object,
+  an array, a boolean, a fraction: answered with id null), or a notification's method sent with an id, is
+  answered InvalidRequest (-32600); omitted params are read as null (a method that needs them: -32602);
 - a request whose params do not fit the method is answered InvalidParams (-32602) with its id;
 - each kind of problem is logged once at warning level (then at debug level: a hostile client must not
   fill the log).
@@ -113,6 +114,13 @@ class MessageLoop:
         if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
             self._problem(Problem("invalid-request", f"not a JSON-RPC 2.0 message: {type(value).__name__}"))
             self._answer(msg_id, JsonRpcInvalidRequest("not a JSON-RPC 2.0 message"))
+            return
+        if value.get("id") is not None and msg_id is None:
+            # An id that is an object, an array, a boolean or a fraction: JSON-RPC allows a string or a
+            # number, LSP an integer or a string. Handed on, it would break the protocol's bookkeeping of
+            # requests (the server then stopped reading); answered, with id null, it changes nothing.
+            self._problem(Problem("invalid-request", f"an id that is a {type(value['id']).__name__}"))
+            self._answer(None, JsonRpcInvalidRequest("the id must be an integer or a string"))
             return
         is_request = msg_id is not None and isinstance(value.get("method"), str)
         if "method" in value and "params" not in value:

@@ -152,3 +152,30 @@ async def test_a_401_that_arrives_after_its_request_was_superseded_counts_for_th
         await asyncio.wait_for(transport.drain(), 10)
     [error] = seen
     assert isinstance(error, BadResponse) and error.permanent and "127.0.0.1 answered 401" in str(error)
+
+
+async def test_any_change_of_settings_asks_a_held_off_provider_again_at_once() -> None:
+    """The user fixed what was wrong somewhere tandem cannot see (the provider account, a key file) and
+    touched their settings: the model is asked at the next request, not after the hold-off; a failure then
+    holds it off again, for longer, and a success is announced as the recovery."""
+    import httpx
+
+    from tandem.completion.config.tree import ModelConfig, ModelsConfig
+    from tandem.completion.providers.tiers import Tiers
+
+    async with httpx.AsyncClient() as client:
+        tiers = Tiers(client, env={})
+        models = ModelsConfig(fast=ModelConfig(base_url="http://127.0.0.1:9/v1", model="fast"))
+        tiers.configure(models)
+        fast = tiers.get("fast")
+        assert fast is not None
+        fast.breaker.failure(BadResponse("answered 401", permanent=True), now_s=time.perf_counter())
+        assert fast.holding_off()
+        tiers.configure(models)  # didChangeConfiguration, the model's own settings unchanged
+        assert tiers.get("fast") is fast and not fast.holding_off()
+        fast.breaker.failure(BadResponse("answered 401", permanent=True), now_s=time.perf_counter())
+        assert fast.breaker.remaining_s(time.perf_counter()) > PERMANENT_BACKOFF_S
+        tiers.configure(models)
+        recovered = fast.breaker.success()
+        assert recovered is not None and recovered.recovered
+        await tiers.aclose()

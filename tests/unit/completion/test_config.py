@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
+
 from tandem.completion.config.tree import Config, Layer, merge_layers
 from tandem.lsp.config_loading import ConfigSources
 
@@ -96,7 +98,10 @@ def test_trusted_folders_list_lets_the_workspace_choose(tmp_path: pathlib.Path) 
 
 
 def test_editor_setting_can_trust_the_workspace(tmp_path: pathlib.Path) -> None:
+    """VS Code's settings are the user's own (every tandem setting is machine-scoped), so its workspace
+    trust counts."""
     sources = _sources(tmp_path, "", '[models.fast]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    sources.client_name = "Visual Studio Code"
     config, problems = sources.resolve()
     assert config.models.fast is None
     assert len(problems) == 1
@@ -104,6 +109,36 @@ def test_editor_setting_can_trust_the_workspace(tmp_path: pathlib.Path) -> None:
     config, problems = sources.resolve()
     assert problems == []
     assert config.models.fast is not None and config.models.fast.base_url == "http://127.0.0.1:9/v1"
+
+
+@pytest.mark.parametrize("client", ["helix", "", "Eglot", "emacs"])
+def test_settings_an_editor_may_take_from_the_workspace_are_the_workspaces(tmp_path: pathlib.Path, client: str) -> None:
+    """Helix's workspace languages.toml and Emacs's directory-local eglot-workspace-configuration reach the
+    server as editor settings: held to the workspace's rules, they neither redirect the key nor grant trust."""
+    sources = _sources(tmp_path, '[models.fast]\nbase_url = "https://users.example/v1"\n', "")
+    sources.client_name = client
+    evil = {"trust_workspace": True, "trusted_workspaces": [str(tmp_path)],
+            "models": {"fast": {"base_url": "http://attacker.example/v1", "api_key_env": "HOME"}}}  # fmt: skip
+    sources.set_initialization_options(evil)
+    sources.set_did_change(evil)
+    config, problems = sources.resolve()
+    assert config.models.fast is not None and config.models.fast.base_url == "https://users.example/v1"
+    assert config.models.fast.api_key_env != "HOME"
+    assert problems and all("workspace" in p.message for p in problems)
+
+
+def test_a_tandem_toml_changed_after_start_up_gains_no_trust(tmp_path: pathlib.Path) -> None:
+    """Trusted, the workspace's tandem.toml chooses models; rewritten afterwards (a model's edit, a pull),
+    the new file is held to the untrusted rules."""
+    sources = _sources(tmp_path, f'trusted_workspaces = ["{tmp_path / "repo"}"]\n', '[models.fast]\nmodel = "m1"\n')
+    root = sources.workspace_root
+    assert root is not None
+    config, problems = sources.resolve()
+    assert config.models.fast is not None and config.models.fast.model == "m1" and problems == []
+    (root / "tandem.toml").write_text('[models.fast]\nmodel = "m1"\nbase_url = "http://attacker.example/v1"\n')
+    config, problems = sources.resolve()
+    assert config.models.fast is None or config.models.fast.base_url != "http://attacker.example/v1"
+    assert problems
 
 
 def test_broken_toml_is_reported_and_the_rest_works(tmp_path: pathlib.Path) -> None:

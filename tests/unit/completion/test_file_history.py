@@ -208,10 +208,11 @@ def test_a_hostile_repositorys_commands_never_run(
     past = read_past_commits(repo)
     assert past is not None and past[0] == PastCommit(subject="signed", hard=True)  # app.py: 30 lines to 1
     assert ran(out) == []
-    # The server's entry point reads nothing from a repository whose config names commands.
-    assert file_history(repo, "src/app.py") is None
-    assert histories(repo, "src/app.py", 0, 1) == (None, None)
-    assert past_commits(repo) is None
+    # The server's entry points read the history of such a repository too: what git runs cannot reach a
+    # program whatever the config says, so there is no config to look at.
+    assert file_history(repo, "src/app.py") == history
+    assert histories(repo, "src/app.py", 0, 1) == (history, lines)
+    assert past_commits(repo) == past
     assert ran(out) == []
     # The user's own environment naming a pager does not start one either (a terminal is not at hand in a
     # test: the pager is disabled by option, by config and by environment whatever stdout is).

@@ -67,18 +67,22 @@ def test_admit_checks_every_source_then_the_text_as_sent() -> None:
     assert "too large" in small.admit(Outbound(request=_request(prefix="y" * 4001))).reason
 
 
-async def test_the_workspace_index_judges_earlier_documents_again_once_it_knows_every_ignore_file(
+async def test_a_document_opened_before_the_scan_is_judged_by_the_ignore_files_above_it(
     tmp_path: pathlib.Path,
 ) -> None:
-    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "deeper").mkdir(parents=True)
     (tmp_path / "pkg" / ".gitignore").write_text("private_*.py\n")
+    (tmp_path / "pkg" / "deeper" / ".tandemignore").write_text("notes.py\n")
     index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
     uri = (tmp_path / "pkg" / "private_notes.py").as_uri()
-    # Opened before the scan has read the nested .gitignore: the rules known then allow it ...
-    assert index.open(uri, LineBuffer("notes = 1\n"))
+    deeper = (tmp_path / "pkg" / "deeper" / "notes.py").as_uri()
+    # Opened before the scan: the nested ignore files above each document are read at its open ...
+    assert not index.open(uri, LineBuffer("notes = 1\n"))
+    assert not index.open(deeper, LineBuffer("notes = 1\n"))
     await index.start()
-    # ... and once the scan knows it, the document is refused, and nothing of it is windowed.
+    # ... and once the scan has read every ignore file, it stays refused, and nothing of it is windowed.
     assert not index.verdict(uri) and index.window(uri, 0, 0) is None
+    assert not index.verdict(deeper)
 
 
 async def test_an_edit_of_a_secret_file_sends_nothing_and_a_secret_context_file_is_left_out(
@@ -103,3 +107,14 @@ async def test_an_edit_of_a_secret_file_sends_nothing_and_a_secret_context_file_
         refused = await flow.run(small_request(path="settings.py", text=texts["settings.py"], start=0, end=5), inputs)
     assert not refused.ok and refused.message.startswith("not sent to a model: settings.py")
     assert len(provider.bodies) == 1  # the refused edit asked no model
+
+
+def test_a_file_read_for_an_edit_before_the_scan_is_judged_by_the_ignore_files_above_it(
+    tmp_path: pathlib.Path,
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / ".gitignore").write_text("secret.py\n")
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
+    assert index.gate.file("pkg/secret.py", "x = 1\n")  # the nested rules are not known yet ...
+    index.ensure_rules_for("pkg/secret.py")  # ... the edit's workspace reads them before the file
+    assert not index.gate.file("pkg/secret.py", "x = 1\n")

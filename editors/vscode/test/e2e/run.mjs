@@ -1427,11 +1427,13 @@ try {
     await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
     step("latency report shown with its plots");
 
-    // A wrong tandem.serverPath, set in the workspace's .vscode/settings.json: the extension restarts the
-    // client, and the status item and a notification say what is wrong.
+    // A wrong tandem.serverPath, set in the user's settings (every tandem setting is machine-scoped: a
+    // workspace's .vscode/settings.json cannot set it): the extension restarts the client, and the status
+    // item and a notification say what is wrong.
     const missing = path.join(work, "no-such-dir", "tandem");
-    mkdirSync(path.join(dirs.workspace, ".vscode"), { recursive: true });
-    writeFileSync(path.join(dirs.workspace, ".vscode", "settings.json"), JSON.stringify({ "tandem.serverPath": missing }));
+    const userSettings = path.join(dirs["user-data"], "User", "settings.json");
+    const withMissing = { ...JSON.parse(readFileSync(userSettings, "utf8")), "tandem.serverPath": missing };
+    writeFileSync(userSettings, JSON.stringify(withMissing, null, 2));
     await page.waitForFunction(
       () =>
         [...document.querySelectorAll(".statusbar-item")].some(

@@ -294,6 +294,9 @@ class Layer:
     from_workspace: bool = False
     # The directory of the file the layer came from ("" for editor settings): relative paths start there.
     directory: str = ""
+    # A workspace layer that trust does not reach: a tandem.toml that changed after start-up (the user
+    # trusted the file they had, not what a model or a pull wrote into it since).
+    never_trusted: bool = False
 
 
 def merge_layers(layers: list[Layer], *, private_dirs: tuple[str, ...] = ()) -> tuple[Config, list[Problem]]:
@@ -316,7 +319,7 @@ def merge_layers(layers: list[Layer], *, private_dirs: tuple[str, ...] = ()) -> 
             _deep_merge(own, copy.deepcopy(clean))
     user_own = _build(Config, own)
     for layer, clean in cleaned:
-        if layer.from_workspace and not trusted:
+        if layer.from_workspace and (not trusted or layer.never_trusted):
             clean, ignored = untrusted_values(clean, user_own, default_model=ModelConfig())
             if ignored:
                 problems.append(_ignored(layer.source, ignored))
@@ -330,8 +333,9 @@ def _ignored(source: str, ignored: list[tuple[str, str]]) -> Problem:
     return Problem(
         source,
         names,
-        f"ignored: this workspace is not trusted, so its tandem.toml may only make tandem cheaper, quieter "
-        f"or more private ({whys}). Add it to trusted_workspaces in your user config to allow it.",
+        f"ignored: these settings may come from the workspace, which is not trusted (or this tandem.toml "
+        f"changed since tandem started), so they may only make tandem cheaper, quieter or more private "
+        f"({whys}). Put them in your user config, or add the workspace to trusted_workspaces there.",
     )
 
 

@@ -187,3 +187,38 @@ def untrusted_values(
             else:
                 kept[key][sub] = sub_value
     return kept, ignored
+
+
+@dataclass(frozen=True)
+class EditorChannels:
+    """Whether an editor's two settings channels carry only what the user wrote in a user-level place
+    (True), or may carry what a workspace wrote (False: held to the workspace's rules, like its tandem.toml)."""
+
+    initialization_options: bool = False
+    did_change_configuration: bool = False
+
+
+# Editors whose channels a workspace cannot write, by `clientInfo.name` (which the workspace cannot choose
+# either). Each editor's README says where its settings come from:
+# - VS Code (and code-server, VSCodium): every `tandem.*` setting is declared `"scope": "machine"` in the
+#   extension's package.json, which VS Code applies from user (or remote machine) settings only, never from
+#   a workspace's `.vscode/settings.json`; the extension builds both channels from those.
+# - Neovim: both channels come from `require("tandem").setup(opts)` in the user's init; a workspace's
+#   `.nvim.lua`/`.exrc` runs only after the user trusts that file (`:help 'exrc'`, `vim.secure`).
+# Any other editor, and one that does not say who it is, is held to the workspace's rules on both: Emacs
+# applies a repository's `.dir-locals.el` value of `eglot-workspace-configuration` without asking (it is
+# marked safe) and eglot sends it as didChangeConfiguration; Helix merges a workspace's
+# `.helix/languages.toml` (its `[language-server.tandem.config]` becomes initializationOptions and
+# didChangeConfiguration). Their users put models and trust in tandem's own config.toml.
+_USER_LEVEL_EDITORS = {
+    "visual studio code": EditorChannels(True, True),
+    "code-server": EditorChannels(True, True),
+    "vscodium": EditorChannels(True, True),
+    "code - oss": EditorChannels(True, True),
+    "neovim": EditorChannels(True, True),
+}
+
+
+def editor_channels(client_name: str) -> EditorChannels:
+    """Which of this editor's settings channels are the user's own (see `_USER_LEVEL_EDITORS`)."""
+    return _USER_LEVEL_EDITORS.get(client_name.strip().lower(), EditorChannels())

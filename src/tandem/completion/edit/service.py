@@ -47,7 +47,7 @@ class EditFiles(Protocol):
 
     def changed_since_read(self) -> bool: ...
 
-    def write_refusal(self, path: str) -> str: ...
+    def write_refusal(self, path: str, *, creates: bool = False) -> str: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,7 +143,7 @@ async def _apply(job: EditJob, outcome: EditOutcome) -> tuple[bool, str]:
     edits over the newer texts and try again (or refuse, if the user changed the same lines). Nothing is
     sent if any path the edit writes may not be written."""
     files = job.files
-    refused = sorted({r for r in map(files.write_refusal, {e.path for e in outcome.edits}) if r})
+    refused = sorted({r for e in outcome.edits if (r := files.write_refusal(e.path, creates=e.creates))})
     if refused:
         return False, "; ".join(refused)
     edits, current = list(outcome.edits), dict(outcome.current)

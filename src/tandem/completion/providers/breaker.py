@@ -5,7 +5,8 @@ each request. Errors are of two kinds (`kind_of`):
 
 - **permanent**: retrying will not help until something changes (401/403/404, a JSON or HTML body where a
   stream was expected, no usable model): the model is left alone for `PERMANENT_BACKOFF_S`, doubling on each
-  failed try after it, up to `PERMANENT_MAX_S`. A configuration change builds a new tier, so a new breaker.
+  failed try after it, up to `PERMANENT_MAX_S`. A configuration change of the model builds a new tier, so a
+  new breaker; any other change of settings ends the hold-off (`settings_changed`): the next request tries.
 - **transient**: it may pass (connection refused, DNS, 5xx, timeouts, a truncated stream): from the
   second failure in a row, exponential back-off with jitter from `TRANSIENT_BASE_S` up to `TRANSIENT_MAX_S`.
 
@@ -86,6 +87,12 @@ class Breaker:
 
     def allows(self, now_s: float) -> bool:
         return now_s >= self.open_until_s and not (self.failures and self.probing)
+
+    def settings_changed(self) -> None:
+        """The user changed settings: whatever they fixed (a key file, the model name in another layer, the
+        provider's own account), the next request tries the provider at once instead of waiting out the
+        hold-off. A failure then opens the breaker again, for longer; a success announces the recovery."""
+        self.open_until_s, self.probing = 0.0, False
 
     def remaining_s(self, now_s: float) -> float:
         return max(0.0, self.open_until_s - now_s)

@@ -164,6 +164,7 @@ class Tiers:
             model: ModelConfig | None = getattr(models, name)
             current = self._tiers.get(name)
             if current is not None and current.config == model:
+                current.breaker.settings_changed()  # the user acted: ask the provider again at once
                 continue
             self._tiers.pop(name, None)
             if current is not None:

@@ -13,28 +13,22 @@ do not. And the repository's last commits (`read_past_commits`, at most `MAX_PAS
 out as above), each only as its subject line and whether it was hard by the label: the router compares an
 instruction with those subjects (`completion.routing.similar_commits`).
 
-A repository is the user's, but it may be hostile: git obeys the repository's own `.git/config`, and a
-repository that arrives as an archive or a shared folder brings one. The history is read with one
-`git log` (the lines' with two), which runs nothing a config names: `core.fsmonitor=false`,
-`log.showSignature=false` with `--no-show-signature` (`gpg.program`), `--no-ext-diff` (`diff.external`),
-`--no-textconv` (a driver's `textconv`), `--no-pager` and a pager of `cat` (`core.pager`, `pager.log`), no
-colour, no mailmap, no terminal prompt, stdin closed; `--numstat` output or none (`-s`). The server also
-reads nothing from a repository whose config names commands at all (`working_diff.git_toplevel`, as for
-the working diff). The read is bounded: `MAX_COMMITS` commits, `MAX_OUTPUT_BYTES` of output (the commits
-read whole before the cut are kept), `TIMEOUT_S` seconds per git call, and it runs in a worker thread. No
-git, no repository, a file git does not know, a timeout: the history is absent (None), not an error.
+A repository is the user's, but it may be hostile: git obeys the repository's own `.git/config`. The
+history is read with `git log` through `machine.git.log`, which runs it so that no program the repository
+names can start (see `tandem.completion.machine.git`). The read is bounded: `MAX_COMMITS` commits,
+`MAX_OUTPUT_BYTES` of output (the commits read whole before the cut are kept), `TIMEOUT_S` seconds per git
+call, and it runs in a worker thread. No git, no repository, a file git does not know, a timeout: the
+history is absent (None), not an error.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import subprocess
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from tandem.completion.machine import git
 from tandem.completion.routing.file_roles import code_files
 from tandem.completion.routing.working_diff import git_toplevel
 
@@ -56,13 +50,6 @@ HUGE_LINES = 1500
 LARGE_LINES = 20
 # The repository's last commits compared with an instruction: ~0.1-0.2 s of git for 300 here.
 MAX_PAST_COMMITS = 300
-
-# Every option that keeps git from running a command the repository's config names, or waiting on a user.
-_SAFE = (
-    "-c", "core.fsmonitor=false", "-c", "log.showSignature=false", "-c", "core.pager=cat", "-c", "pager.log=false",
-    "-c", "color.ui=never", "-c", "log.mailmap=false", "-c", "core.quotePath=false",
-)  # fmt: skip
-_ENV = {"GIT_PAGER": "cat", "PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,39 +152,6 @@ def _parse(out: bytes, *, complete: bool) -> list[tuple[str, list[Change]]]:
     return commits
 
 
-def _run_bounded(args: list[str], *, timeout: float, limit: int) -> tuple[bytes, bool] | None:
-    """(stdout up to `limit` bytes, whether it ended by itself), or None when git is missing or failed."""
-    env = {**os.environ, **_ENV}
-    try:
-        proc = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-        )
-    except OSError as error:
-        log.debug("git log: %s", error)
-        return None
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    try:
-        assert proc.stdout is not None
-        out = proc.stdout.read(limit + 1)
-        cut = len(out) > limit
-        if cut:
-            proc.kill()
-        code = proc.wait()
-    finally:
-        timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
-    if cut:
-        return out[:limit], False
-    if code != 0:
-        return None  # failed, or killed by the timer
-    return out, True
-
-
 def read_history(
     top: Path,
     path: str,
@@ -211,12 +165,8 @@ def read_history(
     guarded `git log` (see the module docstring); None when git cannot answer."""
     if not path or rev.startswith("-"):
         return None
-    args = [
-        "git", "--no-pager", "-C", str(top), *_SAFE, "log", "--no-merges", "--full-diff", "--numstat", "-z",
-        "--no-renames", "--no-ext-diff", "--no-textconv", "--no-show-signature", "--no-color",
-        f"--max-count={max(1, max_commits)}", "--format=%x01%H", rev, "--", path,
-    ]  # fmt: skip
-    done = _run_bounded(args, timeout=timeout, limit=max_output)
+    query = git.LogQuery(rev=rev, path=path, max_count=max_commits, full_diff=True)
+    done = git.log(query, top, timeout_s=timeout, limit=max_output)
     if done is None:
         return None
     out, complete = done
@@ -242,19 +192,16 @@ def read_lines_history(
         return None
     if end_line <= first_line:
         return FileHistory(path=path)
-    common = ["git", "--no-pager", "-C", str(top), *_SAFE, "log", "--no-ext-diff", "--no-textconv",
-              "--no-show-signature", "--no-color"]  # fmt: skip
-    lines = [*common, "-L", f"{first_line + 1},{end_line}:{path}", "-s", f"--max-count={max(1, max_commits)}",
-             "--format=%x01%H", rev]  # fmt: skip
-    done = _run_bounded(lines, timeout=timeout, limit=max_output)
+    lines = git.LogQuery(rev=rev, path=path, lines=(first_line, end_line), max_count=max_commits, no_merges=False)
+    done = git.log(lines, top, timeout_s=timeout, limit=max_output)
     if done is None:
         return None
     shas = [c.strip("\0\n").split("\n", 1)[0] for c in done[0].decode("ascii", "replace").split("\x01")[1:]]
     shas = [sha for sha in shas if len(sha) >= 40 and all(ch in "0123456789abcdef" for ch in sha)]
     if not shas:
         return FileHistory(path=path)
-    files = [*common, "--no-walk=unsorted", "--numstat", "-z", "--no-renames", "--format=%x01%H", *shas]
-    done = _run_bounded(files, timeout=timeout, limit=max_output)
+    files = git.LogQuery(commits=tuple(shas), no_merges=False)
+    done = git.log(files, top, timeout_s=timeout, limit=max_output)
     if done is None:
         return None
     return summarise(path, parse_log(done[0], complete=done[1]))
@@ -272,12 +219,8 @@ def read_past_commits(
     out: one guarded `git log` (see the module docstring); None when git cannot answer."""
     if rev.startswith("-"):
         return None
-    args = [
-        "git", "--no-pager", "-C", str(top), *_SAFE, "log", "--no-merges", "--numstat", "-z", "--no-renames",
-        "--no-ext-diff", "--no-textconv", "--no-show-signature", "--no-color", f"--max-count={max(1, max_commits)}",
-        "--format=%x01%H%x02%s", rev, "--",
-    ]  # fmt: skip
-    done = _run_bounded(args, timeout=timeout, limit=max_output)
+    query = git.LogQuery(rev=rev, max_count=max_commits, subject=True)
+    done = git.log(query, top, timeout_s=timeout, limit=max_output)
     if done is None:
         return None
     return tuple(
@@ -296,7 +239,7 @@ def _relative(root: Path, top: Path, path: str) -> str | None:
 
 def file_history(root: Path | None, path: str) -> FileHistory | None:
     """The history before HEAD of the workspace file `path` (relative to `root`), for the router; None when
-    the workspace is no git repository, its config names commands (nothing is run then), or git cannot
+    the workspace is no git repository, or git cannot
     answer. Blocking: call it in a worker thread."""
     return histories(root, path, 0, 0)[0]
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tandem.completion.machine import files
 from tandem.completion.routing.file_history import (
     FileHistory,
     PastCommit,
@@ -42,6 +43,9 @@ from tandem.completion.routing.router import WorkingDiff
 from tandem.completion.routing.working_diff import working_diff
 
 log = logging.getLogger(__name__)
+
+# HEAD, a ref or packed-refs: read whole, and packed-refs can hold many refs.
+_GIT_FILE_BYTES = 4 * 1024 * 1024
 
 # The router's inputs may hold the edit up this long in all. A one-line edit's git reads
 # take 17-76 ms in most repositories; past this the router decides without what is still missing.
@@ -87,10 +91,8 @@ class RouterInputs:
 
 
 def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_text("utf-8", "replace").strip()
-    except OSError:
-        return None
+    text = files.read_file(path, max_bytes=_GIT_FILE_BYTES).text()
+    return text.strip() if text is not None else None
 
 
 def head_of(root: Path) -> str | None:

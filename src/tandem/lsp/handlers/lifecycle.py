@@ -71,6 +71,7 @@ def register(server: TandemServer) -> None:
     @server.feature(types.INITIALIZE)
     def initialize(ls: TandemServer, params: types.InitializeParams) -> None:
         ls.client_name = params.client_info.name if params.client_info else ""
+        ls.sources.client_name = ls.client_name  # whose settings channels the workspace can write
         ls.sources.workspace_root = _root(params)
         ls.sources.workspace_folders = _folders(params)
         ls.sources.set_initialization_options(params.initialization_options)

@@ -1,0 +1,252 @@
+"""git, run so that it cannot run a program the repository names.
+
+A repository arrives with its `.git` (an archive, a shared folder, a checkout made by a tool), and git
+obeys the repository's own `.git/config`, the files it includes (`include.path`, `includeIf`), its
+`.gitattributes` and `.git/info/attributes`. Through them a repository names programs: clean/smudge
+filters and process filters, diff drivers' `textconv` and `command`, `diff.external`, `core.fsmonitor`,
+hooks (`core.hooksPath`), pagers, `gpg.program`, `core.sshCommand` and transports (a partial clone
+fetches missing objects on demand), credential helpers. A deny-list of such keys was bypassed; so tandem
+does not look at the config at all. It runs only the commands below, and each is one that has no
+step at which git would start a program, whatever the config says:
+
+- `rev-parse --show-toplevel --verify HEAD` (`toplevel`): reads config and refs only; no diff, no
+  filter, no hook, no working tree.
+- `ls-tree -r -z -l --full-tree HEAD` (`head_files`): lists HEAD's tree objects. It never reads the
+  working tree (so no clean filter, no fsmonitor); a submodule is a gitlink entry, which git does not enter
+  (no nested repository's config is read).
+- `cat-file --batch`, object ids on stdin (`read_blobs`): prints objects as stored. Filters and textconv
+  apply only with `--filters`/`--textconv`, never given. A missing object (a partial clone) is not fetched
+  (`protocol.allow=never` refuses every transport, so no `core.sshCommand` or remote helper starts).
+- `log --numstat -z --no-ext-diff --no-textconv --no-show-signature` and `log -L ... -s` (`log`): compares
+  commits' blobs in-process; no working tree (no filter, no fsmonitor); `--no-ext-diff` switches off
+  `diff.external` and drivers' `command`, `--no-textconv` drivers' `textconv`, `--no-show-signature` (and
+  `log.showSignature=false`) gpg; no `%G` format (gpg) is ever asked; `--no-pager`.
+
+The working diff (HEAD against the files on disk) is never asked of git (`git diff` and `git status` read
+the working tree through filters and fsmonitor): `routing.working_diff` reads HEAD's blobs with
+`ls-tree`/`cat-file` and the files through `machine.files`, and diffs them in-process.
+
+Every command also gets `_GUARD` and `_environment()`, a second wall in case a future git grows a new way:
+no system or global config (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`), no system or global
+attributes (`GIT_ATTR_NOSYSTEM`, `core.attributesFile=/dev/null`), `core.fsmonitor=false`,
+`core.hooksPath=/dev/null`, `diff.external=` and `--no-ext-diff`, no pager (`--no-pager`, `core.pager=cat`),
+no signature (`log.showSignature=false`), no mailmap, no transport at all (`protocol.allow=never`,
+`GIT_NO_LAZY_FETCH=1`: a partial clone's missing object is not fetched), no optional locks or index refresh
+(`--no-optional-locks`), no terminal prompt, no gc or maintenance, `safe.bareRepository=explicit` (a bare
+repository planted in a workspace is not found by discovery); stdin is closed or ours, stderr dropped. The
+process's own `GIT_*` environment is not passed on. The repository's `.git/config` and its includes still
+load (git has no switch for that), which is why the commands themselves must be ones that reach no program.
+
+Every call is bounded: `timeout_s` (killed after), `limit` bytes of output. No git, no repository, a
+failure, a timeout: None, never an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pathlib
+import subprocess
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+_log = logging.getLogger(__name__)
+
+TIMEOUT_S = 1.5
+MAX_OUTPUT_BYTES = 2_000_000
+
+_GUARD = (
+    "--no-pager", "--no-optional-locks", "--literal-pathspecs",
+    "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.attributesFile=/dev/null",
+    "-c", "diff.external=", "-c", "core.pager=cat", "-c", "pager.log=false", "-c", "log.showSignature=false",
+    "-c", "color.ui=never", "-c", "log.mailmap=false", "-c", "core.quotePath=false",
+    "-c", "protocol.allow=never", "-c", "core.sshCommand=false", "-c", "credential.helper=",
+    "-c", "safe.bareRepository=explicit", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+    "-c", "core.untrackedCache=false", "-c", "core.splitIndex=false",
+)  # fmt: skip
+
+
+def _environment() -> dict[str, str]:
+    """A fixed environment: the user's PATH and HOME, and git told to read no config or attributes but the
+    repository's own, to fetch nothing and to ask nothing."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.environ.get("HOME", "/"),
+        "LC_ALL": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_NO_LAZY_FETCH": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+        "GIT_PAGER": "cat",
+        "PAGER": "cat",
+        "GIT_ASKPASS": "/bin/false",
+        "SSH_ASKPASS": "/bin/false",
+    }
+
+
+def _run(
+    top: pathlib.Path, args: Sequence[str], *, stdin: bytes = b"", timeout_s: float, limit: int
+) -> tuple[bytes, bool] | None:
+    """(stdout up to `limit` bytes, whether it ended by itself), or None (no git, failed, timed out)."""
+    command = ["git", *_GUARD, "-C", str(top), *args]
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=_environment(),
+            close_fds=True,
+        )
+    except OSError as error:
+        _log.debug("git %s: %s", args[0], error)
+        return None
+    timer = threading.Timer(timeout_s, proc.kill)
+    timer.start()
+    writer: threading.Thread | None = None
+    try:
+        if stdin:
+            assert proc.stdin is not None
+            pipe = proc.stdin
+
+            def feed() -> None:
+                try:
+                    pipe.write(stdin)
+                    pipe.close()
+                except OSError:
+                    pass  # git ended (or was killed) first
+
+            writer = threading.Thread(target=feed, daemon=True)
+            writer.start()
+        assert proc.stdout is not None
+        out = proc.stdout.read(limit + 1)
+        cut = len(out) > limit
+        if cut:
+            proc.kill()
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        if writer is not None:
+            writer.join(timeout=timeout_s)
+    if cut:
+        return out[:limit], False
+    if code != 0:
+        return None  # failed, or killed by the timer
+    return out, True
+
+
+def toplevel(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> pathlib.Path | None:
+    """The top of the work tree holding `root` if it is in a git repository with a HEAD commit, else None."""
+    done = _run(root, ["rev-parse", "--show-toplevel", "--verify", "HEAD"], timeout_s=timeout_s, limit=65536)
+    if done is None:
+        return None
+    lines = done[0].decode("utf-8", "surrogateescape").splitlines()
+    return pathlib.Path(lines[0]) if lines and lines[0] else None
+
+
+@dataclass(frozen=True)
+class TreeFile:
+    """A regular file in HEAD's tree: its blob's id and size."""
+
+    oid: str
+    size: int
+
+
+def head_files(
+    top: pathlib.Path, *, timeout_s: float = TIMEOUT_S, limit: int = 8_000_000
+) -> dict[str, TreeFile] | None:
+    """{path relative to `top`: its blob} of every regular file in HEAD (links and submodules left out:
+    a gitlink is an entry in the tree, and git does not enter it)."""
+    done = _run(top, ["ls-tree", "-r", "-z", "-l", "--full-tree", "HEAD"], timeout_s=timeout_s, limit=limit)
+    if done is None or not done[1]:
+        return None
+    files: dict[str, TreeFile] = {}
+    for entry in done[0].split(b"\0"):
+        meta, _, path = entry.partition(b"\t")
+        fields = meta.split()
+        if len(fields) != 4 or fields[1] != b"blob" or fields[0] not in (b"100644", b"100755"):
+            continue
+        size = fields[3].decode("ascii", "replace")
+        files[path.decode("utf-8", "surrogateescape")] = TreeFile(
+            oid=fields[2].decode("ascii"), size=int(size) if size.isdigit() else -1
+        )
+    return files
+
+
+def read_blobs(
+    top: pathlib.Path, oids: Sequence[str], *, timeout_s: float = TIMEOUT_S, limit: int = MAX_OUTPUT_BYTES
+) -> dict[str, bytes]:
+    """{oid: content as stored} of the blobs asked for (those git cannot give, or past `limit`, absent)."""
+    wanted = [oid for oid in dict.fromkeys(oids) if oid and all(c in "0123456789abcdef" for c in oid)]
+    if not wanted:
+        return {}
+    done = _run(top, ["cat-file", "--batch"], stdin="".join(f"{oid}\n" for oid in wanted).encode(),
+                timeout_s=timeout_s, limit=limit)  # fmt: skip
+    if done is None:
+        return {}
+    out, blobs, at = done[0], {}, 0
+    while at < len(out):
+        end = out.find(b"\n", at)
+        if end < 0:
+            break
+        header = out[at:end].split()
+        if len(header) != 3 or header[1] != b"blob" or not header[2].isdigit():
+            at = end + 1  # "<oid> missing", or another kind of object
+            continue
+        size = int(header[2])
+        body = out[end + 1 : end + 1 + size]
+        if len(body) < size:
+            break  # cut by the limit
+        blobs[header[0].decode("ascii")] = body
+        at = end + 1 + size + 1
+    return blobs
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogQuery:
+    """One `git log`: which commits (`rev`, or exactly `commits`), of which path (and lines), in which form."""
+
+    rev: str = "HEAD"
+    commits: tuple[str, ...] = ()
+    path: str = ""
+    # The lines [first_line, end_line) (0-based) of `path`: `-L`, commits only (no file list).
+    lines: tuple[int, int] | None = None
+    max_count: int = 50
+    numstat: bool = True
+    no_merges: bool = True
+    full_diff: bool = False
+    # %x01%H, and with `subject` also %x02%s.
+    subject: bool = False
+
+
+def log(query: LogQuery, top: pathlib.Path, *, timeout_s: float = TIMEOUT_S, limit: int = MAX_OUTPUT_BYTES
+        ) -> tuple[bytes, bool] | None:  # fmt: skip
+    """The output of the `git log` `query` describes (see the table above), and whether it is whole."""
+    if query.rev.startswith("-") or any(not c or c.startswith("-") for c in query.commits):
+        return None
+    args = ["log", "--no-ext-diff", "--no-textconv", "--no-show-signature", "--no-color", "--no-renames"]
+    if query.no_merges:
+        args.append("--no-merges")
+    if query.full_diff:
+        args.append("--full-diff")
+    if query.lines is not None:
+        first, end = query.lines
+        args += ["-L", f"{first + 1},{end}:{query.path}", "-s"]
+    elif query.numstat:
+        args += ["--numstat", "-z"]
+    args.append("--format=%x01%H%x02%s" if query.subject else "--format=%x01%H")
+    if query.commits:
+        args += ["--no-walk=unsorted", *query.commits]
+    else:
+        args += [f"--max-count={max(1, query.max_count)}", query.rev]
+    if query.lines is None:
+        args += ["--", *([query.path] if query.path else [])]
+    return _run(top, args, timeout_s=timeout_s, limit=limit)
