@@ -26,6 +26,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
@@ -38,6 +39,7 @@ from tandem.completion.inline.prefetch import Charge, TokenBudget
 from tandem.completion.inline.request import Ticket, Tickets
 from tandem.completion.inline.streams import Stream, read_into
 from tandem.completion.next_edit.context import (
+    NextEditContext,
     build_context,
     count_tokens,
     model_request,
@@ -70,6 +72,15 @@ _LINE_TOO_LONG = (
 
 
 DocumentLookup = Callable[[str], "tuple[int, Lines] | None"]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A next edit's model requests: (the part of the region each rewrites, the request, its prompt's
+    tokens), and what they may cost."""
+
+    asks: list[tuple[Region, ModelRequest, int]]
+    cost: int
 
 
 class NextEdits:
@@ -261,62 +272,49 @@ class NextEdits:
         )
         if context is None:
             return done("skipped", _LINE_TOO_LONG.format(limit=region_max_chars(settings)))
-        region, prompt, sources = context.region, context.prompt, context.sources
         record.history_edits = context.history_edits
         base = snapshot(request.document)
-        record.region_lines = len(region.lines)
-        # The whole region in one request, or (`split`) its part from the cursor down and its part above,
-        # asked at once: a change below the cursor then settles without the lines above being copied.
-        parts = (split(region, prompt, request.line) if settings.split else []) or [(region, prompt)]
-        asks: list[tuple[Region, ModelRequest, int]] = []
-        for part_region, part_prompt in parts:
-            asked = model_request(settings, tier, part_prompt)
-            verdict = self.gate.admit(Outbound(request=asked, document=request.uri, snippet_paths=sources))
-            if not verdict:
-                return done("refused", verdict.reason)
-            text = asked.raw_prompt or "".join(content for _, content in asked.messages)
-            record.prompt_chars += len(text)
-            asks.append((part_region, asked, count_tokens(self.workspace, text)))
-        cost = sum(tokens for _, _, tokens in asks) + len(asks) * settings.max_tokens
-        if len(asks) > 1 and not self.budget.allows(cost + self.budget.per_minute // 2):
-            # Two parts only while they leave half the minute's speculation budget: otherwise (and under a
-            # tight budget) the whole region in one request, so that splitting never costs a suggestion.
-            region_request = model_request(settings, tier, prompt)
-            text = region_request.raw_prompt or "".join(content for _, content in region_request.messages)
-            record.prompt_chars = len(text)
-            asks = [(region, region_request, count_tokens(self.workspace, text))]
-            cost = asks[0][2] + settings.max_tokens
-        record.context_tokens = sum(tokens for _, _, tokens in asks)
-        record.parts = len(asks)
-        if max(tokens for _, _, tokens in asks) > MAX_BUDGET_TOKENS:
-            # The budget is counted in characters; a text that tokenizes densely could still pass the window.
-            return done("skipped", f"the prompt is over the {MAX_BUDGET_TOKENS:,}-token window")
-        if not self.budget.allows(cost):
-            return done("skipped", "speculation token budget spent for this minute")
+        record.region_lines = len(context.region.lines)
+        planned = self._plan(request, record, tier, context)
+        if isinstance(planned, tuple):
+            return done(*planned)
+        asks, cost = planned.asks, planned.cost
         charge = self.budget.charge(cost)
         record.mark("context_built")
 
-        streams: list[Stream] = []
-        for _, asked, _ in asks:
-            stream = Stream(
-                uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
-            )
-            stream.run(read_into(stream, tier, asked, remember=lambda _: None))
-            streams.append(stream)
-        record.source, record.stream_id, record.streams = "model", streams[0].id, streams
-        replaced = self._generations.get(request.uri)
-        if replaced is not None and replaced is not hedged:
-            replaced.cancel()
-        current = self._generations[request.uri] = Generation(
-            uri=request.uri,
-            version=request.version,
-            lines=base,
-            parts=[(part_region, stream) for (part_region, _, _), stream in zip(asks, streams, strict=True)],
-            record_id=record.id,
-        )
+        streams, current = self._start(request, record, tier, asks, base, hedged)
         self._trace_usage(
             record, [(stream, tokens) for stream, (_, _, tokens) in zip(streams, asks, strict=True)], charge
         )
+        winner = await self._first_settled(request, record, ticket, asks, streams, hedge)
+        if winner is not None and winner[0] == "rebased" and hedged is not None:
+            # The earlier rewrite agreed and had a hunk first: it stays the rewrite under way.
+            record.source = "rebased"
+            for stream in streams:
+                stream.cancel()
+            if self._generations.get(request.uri) is current:
+                self._generations[request.uri] = hedged
+        found = winner[1] if winner is not None else None
+        if ticket.superseded:
+            return done("superseded")
+        if found is None:
+            errors = [stream.error for stream in streams if stream.error is not None and not stream.cancelled]
+            if errors and not record.refused:
+                return done("error", describe(errors[0]))
+        return self._answer(request, record, found, done)
+
+    async def _first_settled(
+        self,
+        request: NextEditRequest,
+        record: NextEditRecord,
+        ticket: Ticket,
+        asks: list[tuple[Region, ModelRequest, int]],
+        streams: list[Stream],
+        hedge: list[tuple[Region, Region, Stream]],
+    ) -> tuple[str, tuple[Hunk, CharEdit]] | None:
+        """The first hunk that settles, tagged with where it came from ("model": these streams; "rebased":
+        the earlier rewrite carried over as `hedge`), within the deadline, unless the request is superseded."""
+        settings = self.config.next_edit
         searches: list[Awaitable[tuple[str, tuple[Hunk, CharEdit]] | None]] = [
             _tagged("model", self._first_hunk(request, part_region, stream, record))
             for (part_region, _, _), stream in zip(asks, streams, strict=True)
@@ -335,21 +333,75 @@ class NextEdits:
             if not settings.rebase:
                 for stream in streams:
                     stream.cancel()  # the rest of the rewrite is not needed
-        if winner is not None and winner[0] == "rebased" and hedged is not None:
-            # The earlier rewrite agreed and had a hunk first: it stays the rewrite under way.
-            record.source = "rebased"
-            for stream in streams:
-                stream.cancel()
-            if self._generations.get(request.uri) is current:
-                self._generations[request.uri] = hedged
-        found = winner[1] if winner is not None else None
-        if ticket.superseded:
-            return done("superseded")
-        if found is None:
-            errors = [stream.error for stream in streams if stream.error is not None and not stream.cancelled]
-            if errors and not record.refused:
-                return done("error", describe(errors[0]))
-        return self._answer(request, record, found, done)
+        return winner
+
+    def _start(
+        self,
+        request: NextEditRequest,
+        record: NextEditRecord,
+        tier: Tier,
+        asks: list[tuple[Region, ModelRequest, int]],
+        base: tuple[str, ...],
+        hedged: Generation | None,
+    ) -> tuple[list[Stream], Generation]:
+        """Start a stream per request, and make them the document's rewrite under way (the one it replaces
+        is cancelled, unless it is the earlier rewrite kept beside this one)."""
+        streams: list[Stream] = []
+        for _, asked, _ in asks:
+            stream = Stream(
+                uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
+            )
+            stream.run(read_into(stream, tier, asked, remember=lambda _: None))
+            streams.append(stream)
+        record.source, record.stream_id, record.streams = "model", streams[0].id, streams
+        replaced = self._generations.get(request.uri)
+        if replaced is not None and replaced is not hedged:
+            replaced.cancel()
+        current = self._generations[request.uri] = Generation(
+            uri=request.uri,
+            version=request.version,
+            lines=base,
+            parts=[(part_region, stream) for (part_region, _, _), stream in zip(asks, streams, strict=True)],
+            record_id=record.id,
+        )
+        return streams, current
+
+    def _plan(
+        self, request: NextEditRequest, record: NextEditRecord, tier: Tier, context: NextEditContext
+    ) -> _Plan | tuple[str, str]:
+        """The model requests for the region, each admitted by the gate and counted, within the minute's
+        speculation budget; or why none is sent (an outcome and its reason)."""
+        settings = self.config.next_edit
+        region, prompt, sources = context.region, context.prompt, context.sources
+        # The whole region in one request, or (`split`) its part from the cursor down and its part above,
+        # asked at once: a change below the cursor then settles without the lines above being copied.
+        parts = (split(region, prompt, request.line) if settings.split else []) or [(region, prompt)]
+        asks: list[tuple[Region, ModelRequest, int]] = []
+        for part_region, part_prompt in parts:
+            asked = model_request(settings, tier, part_prompt)
+            verdict = self.gate.admit(Outbound(request=asked, document=request.uri, snippet_paths=sources))
+            if not verdict:
+                return "refused", verdict.reason
+            text = asked.raw_prompt or "".join(content for _, content in asked.messages)
+            record.prompt_chars += len(text)
+            asks.append((part_region, asked, count_tokens(self.workspace, text)))
+        cost = sum(tokens for _, _, tokens in asks) + len(asks) * settings.max_tokens
+        if len(asks) > 1 and not self.budget.allows(cost + self.budget.per_minute // 2):
+            # Two parts only while they leave half the minute's speculation budget: otherwise (and under a
+            # tight budget) the whole region in one request, so that splitting never costs a suggestion.
+            region_request = model_request(settings, tier, prompt)
+            text = region_request.raw_prompt or "".join(content for _, content in region_request.messages)
+            record.prompt_chars = len(text)
+            asks = [(region, region_request, count_tokens(self.workspace, text))]
+            cost = asks[0][2] + settings.max_tokens
+        record.context_tokens = sum(tokens for _, _, tokens in asks)
+        record.parts = len(asks)
+        if max(tokens for _, _, tokens in asks) > MAX_BUDGET_TOKENS:
+            # The budget is counted in characters; a text that tokenizes densely could still pass the window.
+            return "skipped", f"the prompt is over the {MAX_BUDGET_TOKENS:,}-token window"
+        if not self.budget.allows(cost):
+            return "skipped", "speculation token budget spent for this minute"
+        return _Plan(asks=asks, cost=cost)
 
     def _answer(
         self,
