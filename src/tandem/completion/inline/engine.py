@@ -18,6 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import anyio
@@ -423,20 +424,8 @@ class Engine:
             kind="inline",
             client=request.client,
         )
-        found = self._streams.find(target)
-        if found is not None:
-            live, at = found
-            if _follows(live, at):
-                return False  # a stream already has what follows
-            if not live.done:
-                # It may still produce what follows; if it ends without (a short `max_tokens`, a stop),
-                # speculate then. An accept often comes while the suggestion's last tokens are arriving.
-                def ended(stream: Stream) -> None:
-                    if stream.error is None and not _follows(stream, at):
-                        self.speculate(request, accepted, after_insert=after_insert)
-
-                live.on_done(ended)
-                return False
+        if self._covered(target, lambda: self.speculate(request, accepted, after_insert=after_insert)):
+            return False
         estimate = (
             self.config.context.budget_tokens
             if self.workspace
@@ -468,6 +457,26 @@ class Engine:
             return False
         stream.on_done(lambda s: self._trace_stream(record, s, charge))
         return True
+
+    def _covered(self, target: CompletionRequest, again: Callable[[], object]) -> bool:
+        """Whether a stream already has (or may still produce) what follows `target`'s cursor; `again` is
+        called if a running one ends without it (a short `max_tokens`, a stop): an accept often comes while
+        the suggestion's last tokens are arriving."""
+        found = self._streams.find(target)
+        if found is None:
+            return False
+        live, at = found
+        if _follows(live, at):
+            return True
+        if not live.done:
+
+            def ended(stream: Stream) -> None:
+                if stream.error is None and not _follows(stream, at):
+                    again()
+
+            live.on_done(ended)
+            return True
+        return False
 
     def _trace_stream(self, record: TraceRecord, stream: Stream, charge: Charge | None = None) -> None:
         counter = self.workspace.counter if self.workspace is not None else None
