@@ -249,7 +249,8 @@ class NextEdits:
         hedge: list[tuple[Region, Region, Stream]],
     ) -> NextEditResult:
         """A new request to the model for the document as it reads now (beside `hedged`'s rewrite, carried
-        over as `hedge`, when given): the region's first hunk that may be shown."""
+        over as `hedge`, when given): the region's first hunk that may be shown. Its steps are the calls
+        below, in order; what stays here is which rewrite remains the one under way once a hunk settles."""
         settings = self.config.next_edit
         if self.spend is not None and not self.spend.allows("next_edit", tier.name):
             return done("skipped", "the day's spend is near its [budget] limit")

@@ -132,6 +132,8 @@ def _on_accepted(ls: TandemServer, payload: Any, *, partial_chars: int | None = 
 
 
 def register(server: TandemServer) -> None:
+    # Long only because it registers five handlers, each a short function of its own (pygls binds a feature
+    # by decorating a function with the server at hand, as its examples do).
     # pygls resolves a command handler's annotations at call time: `ls` stays unannotated because
     # TandemServer is only imported for type checking here.
     @server.command(ACCEPTED)
