@@ -1,7 +1,7 @@
 """What a commit changed in code: the role of each file, and the "hard" label an edit request is judged by.
 
 An editor's edit request is about code. A one-line fix that also adds a changelog line is a one-file
-edit, so the label counts only source files, by the roles of `tandem.completion.routing.file_roles` (source,
+edit, so the label counts only source files, by the roles of `tandem.completion.routing.change_roles` (source,
 test, doc, config, generated, other), which the router's history features share.
 
 `code_hard`: the change needs more than one source file, or more than `max_lines` changed lines of them.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tandem.completion.routing.file_roles import SOURCE_SUFFIXES, Changed, Role, code_files, file_role, is_source
+from tandem.completion.routing.change_roles import SOURCE_SUFFIXES, Changed, Role, code_files, file_role, is_source
 
 __all__ = ["SOURCE_SUFFIXES", "Changed", "Role", "code_files", "code_hard", "file_role", "is_source"]
 

@@ -40,7 +40,7 @@ from tandem.eval.user_selection import code_anchor, code_line_flags, enclosing_b
         ("README.md", "other"),
     ],
 )
-def test_file_roles(path: str, role: str) -> None:
+def test_change_roles(path: str, role: str) -> None:
     assert file_role(path) == role
 
 

@@ -2,5 +2,5 @@
 
 Start at `router` (features and score); `weights` is its fitted model; every input it reads has a module of
 its own: `selection_shape`, `symbol_lookup` / `workspace_symbols`, `working_diff`, `file_history`,
-`similar_commits`, `file_roles`.
+`similar_commits`, `change_roles`.
 """

@@ -5,7 +5,7 @@ changed with others is likely to again. So the router is given, from the workspa
 file's last commits (at most `MAX_COMMITS`, merges left out, mass changes over `HUGE_FILES` files or
 `HUGE_LINES` lines left out as the history scan leaves them out): how many of them also changed another
 code file, how many changed more than 20 lines of code, and which code files changed with it. "Code" is
-`file_roles.code_files`, the notion of source the label about code uses (tests count only in a commit that
+`change_roles.code_files`, the notion of source the label about code uses (tests count only in a commit that
 changes no source file). The evaluation reads the history before each task's commit (`rev` = its parent),
 the server before HEAD: the answer is never in it. The same is read for the selected lines alone (their
 last `MAX_LINE_COMMITS` commits, `git log -L`): a file that changes with everything may have functions that
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.completion.machine import git
-from tandem.completion.routing.file_roles import code_files
+from tandem.completion.routing.change_roles import code_files
 from tandem.completion.routing.working_diff import git_toplevel
 
 log = logging.getLogger(__name__)
