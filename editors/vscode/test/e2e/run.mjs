@@ -1431,9 +1431,12 @@ try {
     // workspace's .vscode/settings.json cannot set it): the extension restarts the client, and the status
     // item and a notification say what is wrong.
     const missing = path.join(work, "no-such-dir", "tandem");
-    const userSettings = path.join(dirs["user-data"], "User", "settings.json");
-    const withMissing = { ...JSON.parse(readFileSync(userSettings, "utf8")), "tandem.serverPath": missing };
-    writeFileSync(userSettings, JSON.stringify(withMissing, null, 2));
+    // code-server is a remote window: a machine-scoped setting changed while it runs is read from the
+    // remote's Machine settings (User settings are read at start).
+    const machineSettings = path.join(dirs["user-data"], "Machine", "settings.json");
+    mkdirSync(path.dirname(machineSettings), { recursive: true });
+    const machine = existsSync(machineSettings) ? JSON.parse(readFileSync(machineSettings, "utf8") || "{}") : {};
+    writeFileSync(machineSettings, JSON.stringify({ ...machine, "tandem.serverPath": missing }, null, 2));
     await page.waitForFunction(
       () =>
         [...document.querySelectorAll(".statusbar-item")].some(
