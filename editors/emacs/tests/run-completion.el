@@ -2,7 +2,7 @@
 
 ;;; Commentary:
 
-;; Run by tests/test_editor_emacs.py:
+;; Run by tests/editors/test_editor_emacs.py:
 ;;
 ;;   TANDEM_TEST_SPEC=spec.json emacs -Q --batch -l editors/emacs/tests/run-completion.el
 ;;

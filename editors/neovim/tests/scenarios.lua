@@ -1,5 +1,5 @@
 -- Drives the tandem plugin in a real (headless) Neovim, the way a user would: open a file, type, wait for
--- the ghost text, press keys. Run by tests/test_editor_neovim.py:
+-- the ghost text, press keys. Run by tests/editors/test_editor_neovim.py:
 --
 --   TANDEM_TEST_SPEC=spec.json nvim --headless --clean --cmd 'set rtp^=editors/neovim' -c 'luafile THIS'
 --

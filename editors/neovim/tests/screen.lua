@@ -1,7 +1,7 @@
 -- The screen a user sees: this (headless) Neovim runs a second Neovim, with the tandem plugin and the
 -- README's statusline, in a terminal buffer; the terminal's lines are what that Neovim drew (its real
 -- redraws, through libvterm), unlike the extmark reads of scenarios.lua. Run by
--- tests/test_editor_neovim_screen.py:
+-- tests/editors/test_editor_neovim_screen.py:
 --
 --   TANDEM_TEST_SPEC=spec.json nvim --headless --clean -c 'luafile THIS'
 --

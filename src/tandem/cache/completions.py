@@ -206,7 +206,7 @@ class CompletionCache:
 
     def _resize(self, entry: _Entry) -> None:
         # The strings an entry holds (its anchor line and each line key are copies), plus per entry and per
-        # key the objects around them; the overheads are measured (tests/test_cache_completions.py
+        # key the objects around them; the overheads are measured (tests/unit/cache/test_cache_completions.py
         # compares the total with tracemalloc's count).
         anchor_line = entry.anchor_line
         size = (
