@@ -1477,10 +1477,12 @@ try {
   const [outputLog] = filesNamed(path.join(dirs["user-data"], "logs"), "tandem.log");
   const outputLines = outputLog ? readFileSync(outputLog, "utf8").split("\n") : [];
   // Untrusted: the first tandem on the extension host's PATH (VS Code reads it from the user's login shell,
-  // so it need not be the wrapper first on code-server's), never one inside the workspace.
+  // so it need not be the wrapper first on code-server's), or the user's activated virtualenv when the run
+  // has one, never one inside the workspace.
   const found = outputLines.map((line) => / found the server via (.+?): (\S+)/.exec(line)).filter(Boolean);
+  const userPlaces = ["PATH", "$VIRTUAL_ENV"];
   const wanted = untrusted
-    ? ([, source, command]) => source === "PATH" && path.relative(dirs.workspace, command).startsWith("..")
+    ? ([, source, command]) => userPlaces.includes(source) && path.relative(dirs.workspace, command).startsWith("..")
     : ([, source, command]) => source === "tandem.serverPath" && command === tandem;
   if (found.length === 0 || !found.every(wanted)) {
     fail(`the server was not started from the user's tandem: ${JSON.stringify(found.map((m) => m[0]))}`);
