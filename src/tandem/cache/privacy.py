@@ -71,9 +71,11 @@ _SECRET_NAMES = GitIgnoreSpec.from_lines(
         ".npmrc",
         ".pypirc",
         ".dockercfg",
-        ".docker/config.json",
-        ".aws/credentials",
-        ".ssh/*",
+        # At any depth (a pattern with a slash inside is anchored to the root): a dotfiles repository keeps
+        # them under home/ or similar.
+        "**/.docker/config.json",
+        "**/.aws/credentials",
+        ".ssh/",
         "*.tfstate",
         "*.tfstate.*",
         "*.tfvars",

@@ -151,8 +151,9 @@ class Gate:
         # The workspace folders: an open document that is a link out of them is refused (unless opted in).
         self.folders = folders if folders is not None else Folders([root] if root is not None else [])
         self._privacy = PrivacyFilter(policy=policy)
-        # Where links in the workspace lead, by path (a few system calls each: asked once per path).
-        self._links: dict[str, Verdict] = {}
+        # Where links in the workspace lead, by path (a few system calls each: asked again only when the file
+        # at that path is another one), with the identity of the file it was asked for.
+        self._links: dict[str, tuple[tuple[int, int, int] | None, Verdict]] = {}
         self._open: dict[str, Verdict] = {}
         # Open documents the gate refused, by path: no snippet may come from them.
         self._refused_paths: dict[str, Verdict] = {}
@@ -184,11 +185,19 @@ class Gate:
         verdict = self.privacy.check_path(path)
         if not verdict or self.root is None or not self.folders:
             return verdict
-        linked = self._links.get(path)
-        if linked is None:
-            file = self.root / path
-            linked = link_verdict(self.folders, self.privacy, file, path) if os.path.lexists(file) else verdict
-            self._links[path] = linked
+        file = self.root / path
+        # The answer is kept for the file as it is now: a path that did not exist, or a file since replaced
+        # by a link (another inode or type), is judged again (one lstat instead of resolving every link).
+        try:
+            stat = os.lstat(file)
+            identity: tuple[int, int, int] | None = (stat.st_dev, stat.st_ino, stat.st_mode)
+        except OSError:
+            identity = None
+        kept = self._links.get(path)
+        if kept is not None and kept[0] == identity:
+            return kept[1]
+        linked = link_verdict(self.folders, self.privacy, file, path) if identity is not None else verdict
+        self._links[path] = (identity, linked)
         return linked
 
     def content(self, path: str, text: str) -> Verdict:
