@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tandem.completion.config.tree import Config, ModelConfig, ModelsConfig
-from tandem.completion.config.trust import RULES, Rule, rule_for, untrusted_values
+from tandem.completion.config.trust import RULES, Rule, editor_channels, rule_for, untrusted_values
 
 _MODEL_FIELD = "models.fast."
 
@@ -203,3 +203,38 @@ def test_several_keys_are_each_judged_on_their_own() -> None:
         "trusted_workspaces": (),
     }
     assert [key for key, _ in ignored] == ["completion.deadline_s", "prefetch.tokens_per_minute", "trust_workspace"]
+
+
+# -- whose settings channels are the user's (`editor_channels`) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "client",
+    [
+        "Visual Studio Code",
+        "Visual Studio Code - Insiders",
+        "code-server",
+        "VSCodium",
+        "Code - OSS",
+        "Neovim",
+        " neovim ",
+    ],
+)
+def test_an_editor_whose_channels_a_workspace_cannot_write_is_the_users_on_both(client: str) -> None:
+    channels = editor_channels(client)
+    assert channels.initialization_options is True
+    assert channels.did_change_configuration is True
+
+
+@pytest.mark.parametrize("client", ["", "Emacs", "eglot", "helix", "Helix", "Sublime Text LSP", "Visual Studio"])
+def test_any_other_editor_is_held_to_the_workspaces_rules_on_both(client: str) -> None:
+    channels = editor_channels(client)
+    assert channels.initialization_options is False
+    assert channels.did_change_configuration is False
+
+
+def test_an_editors_channels_cannot_be_changed_once_decided() -> None:
+    channels = editor_channels("Neovim")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        channels.initialization_options = False  # type: ignore[misc]
+    assert editor_channels("Neovim").did_change_configuration is True

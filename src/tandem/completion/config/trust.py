@@ -212,6 +212,7 @@ class EditorChannels:
 # didChangeConfiguration). Their users put models and trust in tandem's own config.toml.
 _USER_LEVEL_EDITORS = {
     "visual studio code": EditorChannels(True, True),
+    "visual studio code - insiders": EditorChannels(True, True),
     "code-server": EditorChannels(True, True),
     "vscodium": EditorChannels(True, True),
     "code - oss": EditorChannels(True, True),
