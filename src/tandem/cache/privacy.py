@@ -167,8 +167,8 @@ class PrivacyFilter:
 
     def close_directory(self, directory: str, why: str) -> None:
         """Nothing under `directory` may be sent: its ignore rules are unknown (fail closed)."""
-        directory = "" if directory in ("", ".") else posixpath.normpath(directory.strip("/"))
-        self._closed[directory] = why
+        directory = posixpath.normpath(directory.strip("/") or ".")
+        self._closed["" if directory == "." else directory] = why
 
     @property
     def closed_directories(self) -> dict[str, str]:

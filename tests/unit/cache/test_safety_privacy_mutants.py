@@ -196,3 +196,38 @@ def test_removing_one_ignore_file_leaves_the_others() -> None:
     privacy.set_ignore_file("m/.gitignore", "b.py\n")
     privacy.set_ignore_file("m/.gitignore", "d.py\n")  # replaced, not added beside
     assert privacy.check_path("m/b.py") and not privacy.check_path("m/d.py") and not privacy.check_path("z/c.py")
+
+
+# -- a directory whose ignore rules are unknown: nothing under it is sent (fail closed) --------------------------
+
+
+@pytest.mark.parametrize("directory", ["deep/a", "/deep/a/", "deep/a/.", "./deep/a"])
+def test_nothing_under_a_closed_directory_is_sent_and_its_neighbours_are(directory: str) -> None:
+    privacy = PrivacyFilter()
+    privacy.close_directory(directory, "was not listed (too deep)")
+    verdict = privacy.check_path("deep/a/b/notes.py")
+    assert not verdict
+    assert verdict.reason == "unscanned: deep/a was not listed (too deep), so its ignore rules are unknown"
+    assert not privacy.check_path("deep/a/notes.py")
+    # A sibling whose name starts the same is not under it, nor is its parent.
+    assert privacy.check_path("deep/ab/notes.py")
+    assert privacy.check_path("deep/notes.py")
+    assert privacy.closed_directories == {"deep/a": "was not listed (too deep)"}
+
+
+@pytest.mark.parametrize("root", ["", ".", "/", "./", "a/.."])
+def test_a_workspace_whose_scan_failed_sends_nothing(root: str) -> None:
+    privacy = PrivacyFilter()
+    privacy.close_directory(root, "could not be scanned")
+    for path in ("notes.py", "a/b/c.py"):
+        verdict = privacy.check_path(path)
+        assert not verdict
+        assert verdict.reason == "unscanned: the workspace could not be scanned, so its ignore rules are unknown"
+    assert privacy.closed_directories == {"": "could not be scanned"}
+
+
+def test_closed_directories_are_a_copy_that_cannot_reopen_one() -> None:
+    privacy = PrivacyFilter()
+    privacy.close_directory("vendor", "ignore file is a pipe")
+    privacy.closed_directories.clear()
+    assert not privacy.check_path("vendor/x.py")
