@@ -231,3 +231,12 @@ def test_closed_directories_are_a_copy_that_cannot_reopen_one() -> None:
     privacy.close_directory("vendor", "ignore file is a pipe")
     privacy.closed_directories.clear()
     assert not privacy.check_path("vendor/x.py")
+
+
+@pytest.mark.parametrize("directory", ["-build", "+out", " tmp", "!x"])
+def test_a_closed_directory_that_sorts_before_the_root_closes_only_itself(directory: str) -> None:
+    privacy = PrivacyFilter()
+    privacy.close_directory(directory, "ignore file is a pipe")
+    assert not privacy.check_path(f"{directory}/x.py")
+    assert privacy.check_path("src/x.py")
+    assert privacy.closed_directories == {directory: "ignore file is a pipe"}
