@@ -11,6 +11,8 @@ providers/    the one path to a model: `providers.tiers.Tier.run` over the backe
 observe/      trace records, OpenTelemetry export, live stats: `observe.trace`
 config/       the typed configuration tree (`config.tree`) and what a workspace may set (`config.trust`)
 machine/      the only door to the user's machine: workspace files, ignore files, git, where edits may write
+session.py    the composition root: the shared parts and the three features, configured in one place
 gate.py       what may leave the machine, decided in one place
+spend.py      the day's spend against [budget], asked by every feature
 workspace.py  the workspace as the model side sees it: privacy verdicts, symbols, context windows
 """
