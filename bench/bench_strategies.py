@@ -43,6 +43,7 @@ from typing import Any
 from replay_kit import Totals, load_average, pick_tasks, run_once, scaled_sim, sim_label
 
 from tandem.completion.config.tree import PrefetchConfig
+from tandem.eval.edit_cost import prices_line
 
 STRATEGIES: dict[str, dict[str, Any]] = {
     "none": {
@@ -150,7 +151,8 @@ def print_table(results: dict[str, Any]) -> None:
     print(f"load average (1/5/15 min): before {results['load_average_before']}, after {results['load_average_after']}")
     header = (
         f"{'strategy':<10} {'no-wait':>8} {'shown-nw':>8} {'p50 ms':>8} {'p95 ms':>8} {'saved':>7} {'tok/acc':>8} "
-        f"{'vs fwd':>7} {'requests':>8} {'withdrawn':>9} {'shown':>6} {'accepted':>8} {'tok out':>8} {'prefetch':>8}"
+        f"{'vs fwd':>7} {'requests':>8} {'withdrawn':>9} {'shown':>6} {'accepted':>8} {'tok out':>8} {'prefetch':>8} "
+        f"{'cost $':>8} {'$/1k acc':>8}"
     )
     print(header)
     print("-" * len(header))
@@ -161,13 +163,15 @@ def print_table(results: dict[str, Any]) -> None:
             f"{_pct(f['shown_without_model_wait']):>8} {_num(latency['p50']):>8} "
             f"{_num(latency['p95']):>8} {_pct(f['keystrokes_saved']):>7} {_num(f['tokens_out_per_accepted_char']):>8} "
             f"{_num(f['tokens_per_accepted_char_vs_no_prefetch']):>7} {f['requests']:>8} {f['withdrawn']:>9} "
-            f"{f['shown']:>6} {f['accepted']:>8} {f['tokens_out_provider']:>8} {f['prefetch_streams']:>8}"
+            f"{f['shown']:>6} {f['accepted']:>8} {f['tokens_out_provider']:>8} {f['prefetch_streams']:>8} "
+            f"{f['cost_usd']:>8.4f} {_num(f['usd_per_1000_accepted_chars'], 4):>8}"
         )
     print(
         "no-wait: answered (shown or empty) without waiting for a model, as `tandem replay` counts it; shown-nw: "
         "the same, counting only answers that showed a suggestion; saved: keystrokes saved; tok/acc: output tokens "
         "the simulator sent per accepted character; vs fwd: that ratio over the forward-cache-only strategy's "
-        "(no prefetch); prefetch: prefetch streams started"
+        "(no prefetch); prefetch: prefetch streams started; cost $ and $/1k acc: every prompt and answer token the "
+        f"simulator counted, in all and per 1,000 accepted characters, at {prices_line()}"
     )
     print("settings (initializationOptions merged over the replay's own):")
     for f in results["strategies"]:

@@ -18,6 +18,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 from lsprotocol import types  # noqa: E402
 
+from tandem.eval.edit_cost import cost_usd  # noqa: E402
 from tandem.eval.replay.client import ReplayClient  # noqa: E402
 from tandem.eval.replay.runner import ReplayOptions, replay  # noqa: E402
 from tandem.eval.replay.session import Tally  # noqa: E402
@@ -28,7 +29,7 @@ from tandem.sim.runner import SimHandle, SimSettings, start_in_thread  # noqa: E
 from tandem.sim.settings import PROFILES  # noqa: E402
 
 # This repository's own Python, as the replay's standard-library sample filters it (4 KB to 120 KB).
-REPO_DIRS = ("cache", "completion", "lsp")
+REPO_DIRS = ("src/tandem/cache", "src/tandem/completion", "src/tandem/lsp")
 _MIN_BYTES, _MAX_BYTES = 4_000, 120_000
 
 
@@ -190,6 +191,11 @@ class Totals:
             "tokens_out_per_accepted_char": _ratio(self.provider.completion_tokens, accepted_chars),
             "tokens_out_traced": traced_out,
             "prefetch_tokens_out_traced": prefetch_out,
+            # Every prompt and answer token the provider counted, at the fast tier's list price (`eval.edit_cost`).
+            "cost_usd": round(cost_usd("fast", self.provider.prompt_tokens, self.provider.completion_tokens), 6),
+            "usd_per_1000_accepted_chars": _ratio(
+                1000 * cost_usd("fast", self.provider.prompt_tokens, self.provider.completion_tokens), accepted_chars
+            ),
             "prompt_tokens_provider": self.provider.prompt_tokens,
             "prompt_tokens_per_accepted_char": _ratio(self.provider.prompt_tokens, accepted_chars),
             "model_requests_provider": self.provider.prompts,
