@@ -6,9 +6,12 @@ event; one response in flight per connection; a connection open past the 60-minu
 
 `refuse_first` connections answer their first generating turn with the connection-limit error; every other
 turn streams `answer` in deltas. With `hold` set, a turn sends its first delta, then waits for `hold` (or
-the client's close) before the rest (a slow model), so a test can abandon it part way. What it saw
-(connections, turns, deltas sent, turns completed, connections closed by the client mid-turn) is kept for
-the test to judge; `ended` is set when a connection's handler is done.
+the client's close) before the rest (a slow model), so a test can abandon it part way. With `tokens_per_s`
+set, a turn is paced as a model's: `ttft_s` before its first delta, then one delta (one token) per
+1/`tokens_per_s` seconds, until it ends or the client closes the connection (a benchmark's model; whether a
+provider stops generating when its client closes is not documented). What it saw (connections, turns,
+deltas sent, turns completed, connections closed by the client mid-turn) is kept for the test to judge;
+`ended` is set when a connection's handler is done.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.http11 import Request
 
 
 @dataclass
@@ -30,6 +34,10 @@ class StandIn:
     connections: int = 0
     turns: list[dict[str, Any]] = field(default_factory=list)
     hold: asyncio.Event | None = None
+    ttft_s: float = 0.0
+    tokens_per_s: float = 0.0
+    # How long the opening handshake takes (a real provider's TLS and WebSocket upgrade; loopback is ~1 ms).
+    handshake_s: float = 0.0
     deltas_sent: int = 0
     completed: int = 0
     closed_mid_turn: int = 0
@@ -82,7 +90,12 @@ class StandIn:
     async def _complete(self, connection: ServerConnection, response_id: str, text: str, *, slow: bool = False) -> None:
         response = {"id": response_id, "object": "response", "status": "in_progress", "output": []}
         await connection.send(json.dumps({"type": "response.created", "response": response}))
+        paced = slow and self.tokens_per_s > 0
+        if paced:
+            await asyncio.sleep(self.ttft_s)
         for i in range(0, len(text), 4):
+            if paced and i:
+                await asyncio.sleep(1 / self.tokens_per_s)
             delta = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
                      "content_index": 0, "delta": text[i : i + 4]}  # fmt: skip
             await connection.send(json.dumps(delta))
@@ -103,6 +116,11 @@ class StandIn:
 
 async def start(stand_in: StandIn) -> tuple[Server, str]:
     """Serve `stand_in` on loopback; returns the server and its `base_url` (`http://127.0.0.1:PORT/v1`)."""
-    server = await serve(stand_in.handle, "127.0.0.1", 0)
+
+    async def handshake(connection: ServerConnection, request: Request) -> None:
+        if stand_in.handshake_s:
+            await asyncio.sleep(stand_in.handshake_s)
+
+    server = await serve(stand_in.handle, "127.0.0.1", 0, process_request=handshake)
     port = next(iter(server.sockets)).getsockname()[1]
     return server, f"http://127.0.0.1:{port}/v1"

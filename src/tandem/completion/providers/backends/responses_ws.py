@@ -78,6 +78,10 @@ DRAIN_LIMIT_S = 30.0
 # one opens in the background. A completion's turn (`max_tokens` 256) is drained as before, keeping its
 # connection and the chain it holds: the most it can still cost is small, a handshake per keystroke is not.
 DRAIN_MAX_TOKENS = 512
+# And only while the next turn need not wait for the drain (another connection is idle, or one more may be
+# opened): with every connection busy, the next key press would wait for a turn it does not read, and a new
+# connection is sooner and writes nothing (`bench/bench_ws_superseded.py` measures the three ways).
+DRAIN_ONLY_WITH_SPARE = True
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 _HELD_AFTER = frozenset({"response.completed", "response.incomplete"})
 PREVIOUS_NOT_FOUND = "previous_response_not_found"
@@ -303,8 +307,11 @@ class ResponsesWebSocketBackend:
                 pass
             elif turn.ended:
                 self._finish(turn)  # ended by an error event: the connection is fine
-            elif int(turn.event.get("max_output_tokens") or 0) > DRAIN_MAX_TOKENS:
-                # Abandoned with much still to write: close rather than read (and pay for) the rest.
+            elif int(turn.event.get("max_output_tokens") or 0) > DRAIN_MAX_TOKENS or (
+                DRAIN_ONLY_WITH_SPARE and not self.pool.spare
+            ):
+                # Abandoned with much still to write: close rather than read (and pay for) the rest. Or the
+                # next turn would wait for this one's drain (no connection idle and none may be opened).
                 self.pool.discard(socket)
             else:
                 # Abandoned mid-turn (superseded, or the caller's deadline): read it out in the background.

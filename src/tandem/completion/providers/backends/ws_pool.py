@@ -100,7 +100,7 @@ class SocketPool:
         self._waiters: list[asyncio.Future[None]] = []
         self._failures = 0
         self._retry_at = 0.0
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self._reopening: asyncio.Task[None] | None = None
         self._closed = False
         # Connections opened since the start: how often one had to be (re)made.
@@ -120,7 +120,7 @@ class SocketPool:
                 await asyncio.wait([self._reopening])
                 continue
             if self._count < self._size:
-                return await self._open(), False
+                return await self._open_for_turn(), False
             freed = asyncio.get_running_loop().create_future()
             self._waiters.append(freed)
             try:
@@ -128,6 +128,25 @@ class SocketPool:
             finally:
                 if freed in self._waiters:
                     self._waiters.remove(freed)
+
+    async def _open_for_turn(self) -> Socket:
+        """A new connection for the turn waiting here. The opening outlives the turn: a turn superseded while
+        its handshake is under way (a key press during a 150 ms TLS handshake) leaves the connection to the
+        pool instead of tearing it down half-open, so that a typist faster than the handshake still gets one."""
+        opening = asyncio.ensure_future(self._open())
+        self._tasks.add(opening)
+        opening.add_done_callback(self._tasks.discard)
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            opening.add_done_callback(self._adopt)
+            raise
+
+    def _adopt(self, opening: asyncio.Task[Socket]) -> None:
+        """An opening whose turn went away: the pool keeps the connection (or forgets the failure)."""
+        if opening.cancelled() or opening.exception() is not None:
+            return
+        self.release(opening.result())
 
     def release(self, socket: Socket) -> None:
         """Give back a connection whose turn ended cleanly (a closed one is dropped)."""
@@ -176,6 +195,11 @@ class SocketPool:
     @property
     def idle(self) -> int:
         return len(self._idle)
+
+    @property
+    def spare(self) -> bool:
+        """Whether a turn starting now would get a connection without waiting for a busy one."""
+        return bool(self._idle) or self._count < self._size
 
     @property
     def idle_sockets(self) -> tuple[Socket, ...]:

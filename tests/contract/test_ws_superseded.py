@@ -1,0 +1,98 @@
+"""What the `openai-responses` WebSocket backend does with a turn nobody reads any more, against the
+stand-in written from OpenAI's documentation of the protocol (`responses_ws_standin`): a superseded
+completion turn is read out only while the next turn need not wait for it, and a connection whose turn
+went away during its opening handshake is kept by the pool (`bench/bench_ws_superseded.py` measures both
+ways of leaving a turn)."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import aclosing
+
+import pytest
+from responses_ws_standin import StandIn, start
+from test_ws_connection_limit import _backend
+
+from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+
+pytestmark = pytest.mark.contract
+
+COMPLETION = ModelRequest(prefix="def f():\n    ", suffix="", path="m.py", language="python", max_tokens=256)
+
+
+async def test_a_superseded_turn_is_closed_when_every_connection_is_busy() -> None:
+    """Two completions in flight fill the pool of two; the newer one is superseded while the older is
+    still being read. Reading it out would hold the next key press until it ends, so its connection is
+    closed instead (the stand-in sees the close mid-turn), and a new one is opened."""
+    stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event())
+    server, base_url = await start(stand_in)
+    backend = _backend(base_url, timeout_s=60.0)
+    try:
+        async with aclosing(backend.stream(COMPLETION, StreamStats())) as older:  # type: ignore[type-var]
+            await anext(older)
+            async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
+                await anext(newer)
+            # `newer` is abandoned here, with `older` still reading: no connection is spare.
+            for _ in range(100):
+                if stand_in.closed_mid_turn:
+                    break
+                await asyncio.sleep(0.02)
+            assert stand_in.closed_mid_turn == 1
+            assert stand_in.hold is not None
+            stand_in.hold.set()
+            rest = "".join([text async for text in older])
+        assert rest  # the turn still read was not disturbed
+    finally:
+        assert stand_in.hold is not None
+        stand_in.hold.set()
+        await backend.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_superseded_turn_is_read_out_while_another_connection_is_free() -> None:
+    """One completion in flight, superseded: a second connection may still be opened for the next turn,
+    so this one is read to its end and keeps its connection (and the conversation held on it)."""
+    stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event())
+    server, base_url = await start(stand_in)
+    backend = _backend(base_url, timeout_s=60.0)
+    try:
+        async with aclosing(backend.stream(COMPLETION, StreamStats())) as texts:  # type: ignore[type-var]
+            await anext(texts)
+        assert stand_in.hold is not None
+        stand_in.hold.set()
+        await asyncio.wait_for(backend.pool.settled(), 10)
+        assert stand_in.closed_mid_turn == 0 and stand_in.completed == 1
+        assert backend.pool.idle == 1
+    finally:
+        assert stand_in.hold is not None
+        stand_in.hold.set()
+        await backend.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_connection_whose_turn_went_away_during_the_handshake_is_kept() -> None:
+    """A key press supersedes the turn while its connection's handshake is under way (a provider's TLS
+    and upgrade): the opening goes on, and the pool keeps the connection for the next turn."""
+    stand_in = StandIn(handshake_s=0.3)
+    server, base_url = await start(stand_in)
+    backend = _backend(base_url)
+    try:
+
+        async def read() -> None:
+            async with aclosing(backend.stream(COMPLETION, StreamStats())) as texts:  # type: ignore[type-var]
+                async for _ in texts:
+                    pass
+
+        reader = asyncio.ensure_future(read())
+        await asyncio.sleep(0.05)
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        await asyncio.wait_for(backend.pool.settled(), 10)
+        assert backend.pool.idle == 1 and backend.pool.opened == 1
+        assert not [turn for turn in stand_in.turns if turn.get("generate") is not False]
+    finally:
+        await backend.aclose()
+        server.close()
+        await server.wait_closed()
