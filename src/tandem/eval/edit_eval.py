@@ -362,16 +362,27 @@ def rescored(runs: Sequence[TaskRun], weights: RouterWeights | RouterModel) -> l
     ]
 
 
+def default_shape(band: Band) -> Band:
+    """`band`'s edges in the shape of the shipped `[edit]` defaults: with no hedge band there
+    (`hedge_from >= accurate_from`), the edits below `accurate_from` go fast-first."""
+    shipped = EditConfig()
+    if shipped.hedge_from >= shipped.accurate_from:
+        return Band(hedge_from=band.accurate_from, accurate_from=band.accurate_from)
+    return band
+
+
 def with_banded(result: EditEvalResult, band: Band, source: str) -> EditEvalResult:
-    """`result` with router-banded's figures (derived from the runs at the router's own scores) beside the
-    others; `source` says where the edges were chosen."""
+    """`result` with the banded policies' figures (derived from the runs at the router's own scores) beside
+    the others; `band` holds both label edges, `source` says where they were chosen. router-banded is the
+    shipped defaults' shape with these edges (`default_shape`); banded + hedge hedges between the edges;
+    banded, gated asks the accurate model there on the draft's evidence."""
     facts = [(run.facts, run.score) for run in result.runs if run.facts is not None]
-    derived = [banded(f, score, band, result.accurate_speed) for f, score in facts]
-    gated = [banded(f, score, band, result.accurate_speed, draft_gate=True) for f, score in facts]
+    speed = result.accurate_speed
     strategies = {
         **result.strategies,
-        "router-banded": _figures_of("router-banded", derived),
-        "banded, gated": _figures_of("banded, gated", gated),
+        "router-banded": _figures_of("router-banded", [banded(f, s, default_shape(band), speed) for f, s in facts]),
+        "banded + hedge": _figures_of("banded + hedge", [banded(f, s, band, speed) for f, s in facts]),
+        "banded, gated": _figures_of("banded, gated", [banded(f, s, band, speed, draft_gate=True) for f, s in facts]),
     }
     return replace(result, strategies=strategies, band=band, band_source=source)
 

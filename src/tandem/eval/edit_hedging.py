@@ -266,3 +266,91 @@ def choose_band(
         wait_s=wait,
         tokens=tokens,
     )
+
+
+# What each band may do, by letter: fast-first, hedged, the accurate model alone, draft-gated.
+ACTIONS = {"F": "fast-first", "H": "hedged", "A": "accurate", "G": "draft-gated"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class BandPolicy:
+    """Three bands on the router's score, each with an action (`ACTIONS`), and what they gave."""
+
+    actions: str
+    low: float
+    high: float
+    correct: int
+    wait_s: float
+    cost_usd: float
+    meets: bool
+
+
+def _act(letter: str, run: RunFacts, accurate: TierSpeed) -> Derived:
+    if letter == "F":
+        return _fast_first(run)
+    if letter == "H":
+        return hedged(run, accurate)
+    if letter == "A":
+        return _accurate(run)
+    return draft_gated(run, accurate)
+
+
+def best_band_policy(
+    scored: Sequence[tuple[float, RunFacts]],
+    accurate: TierSpeed,
+    *,
+    min_correct: int,
+    max_wait_s: float,
+    max_cost_usd: float,
+) -> BandPolicy | None:
+    """A feasibility bound, not a strategy: of every policy with two edges on the score (at any cut between
+    neighbouring scores of `scored`) and any action in each of the three bands, the one that meets the
+    three limits with the least wait; when none does, the one nearest to them (the sum of its misses, each
+    as a share of its limit). Chosen on the very tasks it is judged on (in-sample), so a miss here means no
+    such policy could meet the target on these tasks, whatever its edges were fitted on."""
+    ordered = sorted(scored, key=lambda pair: pair[0])
+    n = len(ordered)
+    if not n:
+        return None
+    sums: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    for letter in ACTIONS:
+        rights, waits, costs = [0], [0.0], [0.0]
+        for _, run in ordered:
+            d = _act(letter, run, accurate)
+            rights.append(rights[-1] + (d.result == "correct"))
+            waits.append(waits[-1] + d.wait_s)
+            costs.append(costs[-1] + d.cost_usd)
+        sums[letter] = (rights, waits, costs)
+    cuts = [k for k in range(n + 1) if k in (0, n) or ordered[k][0] != ordered[k - 1][0]]
+
+    def edge(k: int) -> float:
+        return 0.0 if k == 0 else NOBODY if k == n else round((ordered[k - 1][0] + ordered[k][0]) / 2, 6)
+
+    def miss(correct: int, wait: float, cost: float) -> float:
+        return (
+            max(0.0, (min_correct - correct) / max(1, min_correct))
+            + max(0.0, wait / max_wait_s - 1)
+            + max(0.0, cost / max_cost_usd - 1)
+        )
+
+    best: tuple[float, float, BandPolicy] | None = None
+    for a, i in enumerate(cuts):
+        for j in cuts[a:]:
+            for actions in (x + y + z for x in ACTIONS for y in ACTIONS for z in ACTIONS):
+                parts = ((actions[0], 0, i), (actions[1], i, j), (actions[2], j, n))
+                correct = sum(sums[c][0][hi] - sums[c][0][lo] for c, lo, hi in parts)
+                wait = sum(sums[c][1][hi] - sums[c][1][lo] for c, lo, hi in parts)
+                cost = sum(sums[c][2][hi] - sums[c][2][lo] for c, lo, hi in parts)
+                key = (miss(correct, wait, cost), wait)
+                if best is None or key < best[:2]:
+                    policy = BandPolicy(
+                        actions=actions,
+                        low=edge(i),
+                        high=edge(j),
+                        correct=correct,
+                        wait_s=wait,
+                        cost_usd=cost,
+                        meets=key[0] == 0.0,
+                    )
+                    best = (key[0], key[1], policy)
+    return None if best is None else best[2]

@@ -8,7 +8,16 @@ from dataclasses import asdict
 from typing import Any
 
 from tandem.eval.edit_cost import prices_line
-from tandem.eval.edit_eval import DEFAULT_RUN, RETRIED, STRATEGIES, EditEvalResult, default_agreement, shipped_band
+from tandem.eval.edit_eval import (
+    DEFAULT_RUN,
+    RETRIED,
+    STRATEGIES,
+    EditEvalResult,
+    default_agreement,
+    default_shape,
+    shipped_band,
+)
+from tandem.eval.edit_hedging import ACTIONS, best_band_policy
 from tandem.eval.edit_runs import TARGET_KEEP, TARGET_TIME, silent_what_if
 
 __all__ = ["render_json", "render_text", "result_json"]
@@ -56,6 +65,32 @@ def priced_target(result: EditEvalResult, name: str = "router-banded") -> str:
     )
 
 
+def band_policy_bound(result: EditEvalResult) -> str:
+    """Whether any two-edge band policy over the router's scores could meet the priced target on these tasks
+    (`edit_hedging.best_band_policy`, in-sample: a bound, not a strategy)."""
+    base = result.strategies.get("always-accurate")
+    scored = [(run.score, run.facts) for run in result.runs if run.facts is not None]
+    if base is None or not scored or not base.simulated_s or not base.cost_usd:
+        return ""
+    policy = best_band_policy(
+        scored,
+        result.accurate_speed,
+        min_correct=base.correct - TARGET_CORRECT_MARGIN,
+        max_wait_s=TARGET_WAIT_SHARE * base.simulated_s,
+        max_cost_usd=base.cost_usd,
+    )
+    if policy is None:
+        return ""
+    return (
+        "bound, not a strategy (every policy of two edges on these tasks' router scores with fast-first, hedged, "
+        "accurate or draft-gated in each band, chosen on these very tasks): "
+        + ("the target can be met" if policy.meets else "NO such policy meets the target")
+        + f"; {'best' if policy.meets else 'nearest'}: {' | '.join(ACTIONS[a] for a in policy.actions)} split at "
+        f"{policy.low:g} and {policy.high:g}: {policy.correct} correct, {policy.wait_s / base.simulated_s:.0%} of "
+        f"the wait, {policy.cost_usd / base.cost_usd:.0%} of the cost"
+    )
+
+
 def render_text(result: EditEvalResult) -> str:
     """The comparison as a table, labelled simulated."""
     lines = [
@@ -79,6 +114,9 @@ def render_text(result: EditEvalResult) -> str:
     target = priced_target(result)
     if target:
         lines.append("  " + target)
+    bound = band_policy_bound(result)
+    if bound:
+        lines.append("  " + bound)
     lines.append(
         "  draft-gated: the fast model first; the accurate model only when the draft fails its checks or changes "
         "more than 20 lines (then after it); banded, gated: the same in router-banded's uncertain band instead of "
@@ -93,12 +131,18 @@ def render_text(result: EditEvalResult) -> str:
         "(an assumption, kind to checking)"
     )
     if result.band is not None:
+        shape = default_shape(result.band)
+        middle = (
+            f", hedged from {shape.hedge_from:g}" if shape.hedge_from < shape.accurate_from else " (no hedge band)"
+        )
         lines.append(
-            f"  router-banded: fast-first below score {result.band.hedge_from:g}, hedged from there, the accurate "
-            f"model alone from {result.band.accurate_from:g} (derived exactly like hedged; edges {result.band_source})"
+            f"  router-banded (the shipped defaults' shape): fast-first below score {shape.accurate_from:g}{middle}, "
+            f"the accurate model alone from {shape.accurate_from:g}; banded + hedge: fast-first below "
+            f"{result.band.hedge_from:g}, hedged from there, the accurate model alone from "
+            f"{result.band.accurate_from:g} (both derived exactly like hedged; edges {result.band_source})"
         )
     if result.band is not None:
-        band = result.band
+        band = default_shape(result.band)
 
         def plan(score: float) -> str:
             return "accurate" if score >= band.accurate_from else "hedged" if score >= band.hedge_from else "fast-first"
@@ -117,11 +161,15 @@ def render_text(result: EditEvalResult) -> str:
     agreement = default_agreement(result)
     if agreement is not None:
         band = shipped_band()
+        between = (
+            f"hedged from {band.hedge_from:g} (the accurate stream cancelled when the fast answer passes), "
+            if band.hedge_from < band.accurate_from
+            else ""
+        )
         lines.append(
-            f"  {DEFAULT_RUN}: the shipped [edit] strategy run through EditFlow (banded, hedge from score "
-            f"{band.hedge_from:g}, accurate alone from {band.accurate_from:g}: the fast model first below, both "
-            f"at once between, the accurate stream cancelled when the fast answer passes); its verdict is the one "
-            f"derived for that band on "
+            f"  {DEFAULT_RUN}: the shipped [edit] strategy run through EditFlow (banded: fast-first below score "
+            f"{min(band.hedge_from, band.accurate_from):g}, {between}the accurate model alone from "
+            f"{band.accurate_from:g}); its verdict is the one derived for that band on "
             f"{agreement[0]} of {agreement[1]} tasks"
         )
     for hard in (False, True):
@@ -170,6 +218,7 @@ def result_json(result: EditEvalResult) -> dict[str, Any]:
         data["strategies"][name]["usd_per_correct"] = figure.usd_per_correct
     data["prices"] = prices_line()
     data["target"] = priced_target(result)
+    data["band_policy_bound"] = band_policy_bound(result)
     return data
 
 

@@ -44,6 +44,18 @@ def test_bad_values_name_the_key_and_keep_the_default() -> None:
     assert config.models.fast is not None and config.models.fast.max_tokens == 256
 
 
+def test_a_band_edge_of_zero_is_kept_and_other_times_of_zero_are_not() -> None:
+    """`hedge_from = 0.0` (hedge every edit, the README's setting for whoever values wait over money) is a
+    score, where 0 means "from the start"; a time of 0 is still refused."""
+    config, problems = merge_layers(
+        [Layer("config.toml", {"edit": {"hedge_from": 0.0, "accurate_from": 1.01, "deadline_s": 0.0}})]
+    )
+    assert config.edit.hedge_from == 0.0 and config.edit.accurate_from == 1.01
+    assert len(problems) == 1 and "edit.deadline_s" in str(problems[0]) and "> 0" in str(problems[0])
+    _, problems = merge_layers([Layer("config.toml", {"edit": {"hedge_from": -0.1}})])
+    assert len(problems) == 1 and "edit.hedge_from" in str(problems[0]) and ">= 0" in str(problems[0])
+
+
 def test_unknown_provider_and_pasted_key_are_refused_without_echoing_the_key() -> None:
     _, problems = merge_layers(
         [Layer("user", {"models": {"fast": {**FAST, "provider": "magic", "api_key_env": "sk-secret123"}}})]

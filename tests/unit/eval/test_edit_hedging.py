@@ -3,6 +3,8 @@ and the choice of its edges."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tandem.eval.edit_hedging import (
@@ -12,6 +14,7 @@ from tandem.eval.edit_hedging import (
     RunFacts,
     TierSpeed,
     banded,
+    best_band_policy,
     choose_band,
     draft_check,
     hedged,
@@ -100,3 +103,36 @@ def test_the_band_is_chosen_for_correct_edits_then_wait_then_tokens() -> None:
     # Fast answers that always fail: the accurate model alone, as soon (hedging would only add tokens).
     failing = [(i / 10, facts(passed=False, first="correct")) for i in range(10)]
     assert choose_band(failing, ACCURATE).band == Band(hedge_from=0.0, accurate_from=0.0)
+
+
+def _priced(*, passed: bool, first: str, accurate: str = "correct") -> RunFacts:
+    return replace(
+        facts(passed=passed, first=first, accurate=accurate),
+        first_cost_usd=0.001 if passed else 0.011,
+        fast_cost_usd=0.001,
+        accurate_cost_usd=0.01,
+        accurate_usd_per_token=(0.000005, 0.00002),
+    )
+
+
+def test_best_band_policy_finds_the_policy_that_meets_the_limits() -> None:
+    # Low scores: the fast answer is right; high scores: it passes its checks but is wrong (only the accurate
+    # model gets them right). Fast-first below, the accurate model alone above meets every limit.
+    scored = [(0.1, _priced(passed=True, first="correct"))] * 4 + [(0.9, _priced(passed=True, first="wrong"))] * 2
+    policy = best_band_policy(scored, ACCURATE, min_correct=6, max_wait_s=0.6 * 6 * 8.0, max_cost_usd=0.06)
+    assert policy is not None and policy.meets
+    assert policy.correct == 6
+    below, above = policy.actions[0], policy.actions[2]
+    assert below == "F" and above == "A" and 0.1 < policy.high <= 0.9
+
+
+def test_best_band_policy_says_when_no_policy_meets_the_limits() -> None:
+    # Every fast answer is wrong yet passes: the accurate model is needed everywhere, and its wait is over
+    # the limit whatever the bands.
+    scored = [(0.1 * k, _priced(passed=True, first="wrong")) for k in range(1, 6)]
+    policy = best_band_policy(scored, ACCURATE, min_correct=5, max_wait_s=0.6 * 5 * 8.0, max_cost_usd=1.0)
+    assert policy is not None and not policy.meets
+    # Nearest by the sum of the misses as shares of their limits: two fast (wrong, 1.2 s each) and three
+    # accurate (8 s each) miss by 2/5 of the edits and 10% of the wait (0.5); all accurate would miss by 67%
+    # of the wait, three fast and two accurate by 3/5 of the edits.
+    assert (policy.correct, policy.wait_s) == (3, pytest.approx(2 * 1.2 + 3 * 8.0))

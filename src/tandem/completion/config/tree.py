@@ -19,7 +19,7 @@ JSON object) with the same shape:
     large_selection_lines = 30          deadline_s = 300.0
     span_files = 2.0 ...                context_files = 4
                                         strategy = "banded"   # "route", "draft-check"
-                                        hedge_from = 0.195
+                                        hedge_from = 0.61   # = accurate_from: no hedge band
                                         accurate_from = 0.61
 
 A workspace's tandem.toml comes from whoever wrote the repository: unless the user trusts it, it may only
@@ -170,14 +170,19 @@ class EditConfig:
     # "draft-check": the fast model first; a fast answer that passes its checks is shown to the accurate
     # model, which keeps it or writes its own (an experiment: see `tandem replay --edits`).
     # A tier asked for by the user or by `[router] force` is asked alone, whatever the strategy.
-    # The band edges are chosen from real labels (`tandem.eval.router_bands`, stated shares set before any
-    # figure was seen): below `hedge_from` at most 15% of edits were hard (10 of 70), at or above
-    # `accurate_from` at least 80% (211 of 263), over flask's, black's and tandem's newest 300 edits, each
-    # history scored by the router fitted without it. `hedge_from = 0.0, accurate_from = 1.01` hedges every
-    # edit (the default before; less wait, more money); `hedge_from = accurate_from = 1.01` asks the fast
-    # model first for every edit (least money).
+    # `accurate_from` is chosen from real labels (`tandem.eval.router_bands`, a share set before any figure
+    # was seen): at or above it at least 80% of edits were hard (211 of 263 over flask's, black's and
+    # tandem's newest 300 edits, each history scored by the router fitted without it). By default nothing is
+    # hedged (`hedge_from = accurate_from`): below `accurate_from` the fast model goes first. The labels'
+    # low edge (0.195: below it at most 15% hard) would hedge the edits between; on the simulated held-out
+    # strategy tables that band kept the same correct edits and saved 3-5 points of always-accurate's wait
+    # for 20-57 points of its price (the accurate prompt paid on every hedged edit): $0.08 per second of
+    # wait saved on flask and black, $0.014 on tandem's longer edits. A setting for whoever values their
+    # wait above that (`hedge_from = 0.195`; README, Edits).
+    # `hedge_from = 0.0, accurate_from = 1.01` hedges every edit (least wait, most money);
+    # `hedge_from = accurate_from = 1.01` asks the fast model first for every edit (least money).
     strategy: Literal["banded", "route", "draft-check"] = "banded"
-    hedge_from: float = 0.195
+    hedge_from: float = 0.61
     accurate_from: float = 0.61
 
 
@@ -419,7 +424,7 @@ def _validate(
             if sub is ModelConfig:
                 _check_model(clean[key], name, source, problems)
             continue
-        ok, converted, expected = _coerce(annotation, value)
+        ok, converted, expected = _coerce(annotation, value, zero=name in _ZERO_ALLOWED)
         if ok:
             clean[key] = converted
         else:
@@ -459,7 +464,12 @@ def _check_model(table: dict[str, Any], name: str, source: str, problems: list[P
         table.pop("api_key_env")
 
 
-def _coerce(annotation: Any, value: Any) -> tuple[bool, Any, str]:
+# Numbers where 0 means something: the band edges on the router's score (`hedge_from = 0.0` hedges every
+# edit; `accurate_from = 0.0` sends every edit to the accurate model alone).
+_ZERO_ALLOWED = frozenset({"edit.hedge_from", "edit.accurate_from"})
+
+
+def _coerce(annotation: Any, value: Any, *, zero: bool = False) -> tuple[bool, Any, str]:
     origin = get_origin(annotation)
     if origin is Literal:
         choices = get_args(annotation)
@@ -470,8 +480,8 @@ def _coerce(annotation: Any, value: Any) -> tuple[bool, Any, str]:
         ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
         return ok, value, "a whole number >= 0"
     if annotation is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
-        return ok, float(value) if ok else value, "a number > 0"
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and (value >= 0 if zero else value > 0)
+        return ok, float(value) if ok else value, "a number >= 0" if zero else "a number > 0"
     if annotation is str:
         return isinstance(value, str), value, "a string"
     if origin is tuple:
