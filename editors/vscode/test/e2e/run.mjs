@@ -36,11 +36,15 @@
 //   TANDEM_E2E_ONLY      one scenario, then stop: "autoclose" (issue 28 item 1: Tab after an auto-closed
 //                        bracket), "wordlist-next-edit" (item 3: Tab with the word list open over a next
 //                        edit), "blank-frames" (item 6: a figure, frames without ghost text over 100
-//                        keys) (default: every scenario; blank-frames only when named)
+//                        keys), "missing-binary" (item 7: no tandem to be found; the message names only
+//                        the places looked in that exist) (default: every scenario; blank-frames and
+//                        missing-binary only when named)
 
 import { execFileSync, spawn } from "node:child_process";
 import {
+  accessSync,
   chmodSync,
+  constants as fsConstants,
   copyFileSync,
   existsSync,
   mkdirSync,
@@ -48,6 +52,8 @@ import {
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
+  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -508,6 +514,22 @@ function chooseCut(truth) {
   return defs.reduce((best, at) => (Math.abs(at - target) < Math.abs(best - target) ? at : best));
 }
 
+// What every run sets in VS Code: no tips, walkthroughs, updates or telemetry. The editor's own settings
+// stay at their defaults (the word list opens as you type, Tab must still take tandem's suggestion); only
+// the minimap goes, so screenshots show the code.
+const QUIET_WORKBENCH = {
+  "workbench.startupEditor": "none",
+  "workbench.tips.enabled": false,
+  "workbench.welcomePage.walkthroughs.openOnInstall": false,
+  "files.hotExit": "off",
+  "files.autoSave": "off",
+  "telemetry.telemetryLevel": "off",
+  "update.mode": "none",
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "editor.minimap.enabled": false,
+};
+
 const work = mkdtempSync(path.join(tmpdir(), "tandem-vscode-e2e-"));
 mkdirSync(artifacts, { recursive: true });
 const dirs = Object.fromEntries(
@@ -526,7 +548,189 @@ let server;
 let browser;
 let page;
 let ok = false;
+
+/**
+ * code-server on the workspace folder, the .vsix installed and `settings` as the user's settings, and
+ * Chromium on its workbench: sets `server`, `browser` and `page`, which `finally` closes.
+ */
+async function openWorkbench(settings, childEnv) {
+  mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
+  writeFileSync(path.join(dirs["user-data"], "User", "settings.json"), JSON.stringify(settings, null, 2));
+  const config = path.join(work, "code-server.yaml");
+  writeFileSync(config, "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
+  const common = ["--config", config, "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
+
+  execFileSync(codeServer, [...common, "--install-extension", vsix], { env: childEnv, stdio: "pipe" });
+  step("extension installed");
+
+  server = startAndWaitFor(
+    codeServer,
+    [
+      ...common,
+      "--disable-telemetry",
+      "--disable-update-check",
+      ...(untrusted ? [] : ["--disable-workspace-trust"]),
+      "--disable-getting-started-override",
+      dirs.workspace,
+    ],
+    { env: childEnv, cwd: dirs.workspace },
+    /HTTP server listening on (http:\/\/\S+?)\/?\s/,
+    "code-server",
+  );
+  const serverUrl = await server.found;
+  step(`code-server at ${serverUrl}`);
+
+  browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    defaultViewport: { width: 1280, height: 800 },
+  });
+  page = await browser.newPage();
+  page.setDefaultTimeout(stepTimeoutMs);
+  await page.goto(`${serverUrl}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench .part.statusbar");
+  step("workbench loaded");
+}
+
+/** Whether `file` is an executable regular file, as the extension's search asks. */
+function isExecutableFile(file) {
+  try {
+    accessSync(file, fsConstants.X_OK);
+    return statSync(file).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The "missing-binary" scenario (issue 28 item 7): no tandem anywhere the extension searches, in a trusted
+ * workspace with neither .venv nor venv. No tandem.serverPath (a wrong one is reported as the setting alone,
+ * without a search; the full run covers it), so the extension searches: the user's activated virtualenv,
+ * which exists and lacks tandem-lsp, the workspace's .venv and venv, which do not exist, and PATH, which holds
+ * no tandem. What the user is shown, the notification and the Output, must say tandem was not found, how to
+ * install it or point at it, and name as looked in exactly the virtualenv and PATH, never the workspace's
+ * .venv/bin/python or venv/bin/python. Screenshots and the text go to the artefacts.
+ */
+async function missingBinary() {
+  if (untrusted) {
+    // In Restricted Mode the workspace's interpreters are left out of the search whatever the fix.
+    fail("the missing-binary scenario runs in a trusted workspace");
+  }
+  writeFileSync(path.join(dirs.workspace, "example.py"), "print('hello')\n");
+  const workspacePythons = [".venv", "venv"].map((name) => path.join(dirs.workspace, name, "bin", "python"));
+  // The user's activated virtualenv, without tandem-lsp: a place that exists and is looked in.
+  const userEnv = path.join(work, "user-env");
+  execFileSync(python, ["-m", "venv", "--without-pip", userEnv]);
+  const userPython = path.join(userEnv, "bin", "python");
+  // code-server's launcher needs node on PATH; it gets a folder of its own, as no PATH entry may hold a tandem.
+  const nodeBin = path.join(work, "node-bin");
+  mkdirSync(nodeBin);
+  symlinkSync(process.execPath, path.join(nodeBin, "node"));
+  const withoutTandem = (env.PATH ?? "")
+    .split(path.delimiter)
+    .filter((dir) => path.isAbsolute(dir) && !isExecutableFile(path.join(dir, "tandem")));
+  const childEnv = {
+    ...env,
+    PATH: [nodeBin, ...withoutTandem].join(path.delimiter),
+    VIRTUAL_ENV: userEnv,
+    // Otherwise code-server gives the extension host the PATH of the user's login shell, which may find a
+    // tandem (one installed with the machine's pip); VSCODE_CLI=1 is VS Code's "started from a terminal:
+    // this environment is the user's", and it keeps the one above.
+    VSCODE_CLI: "1",
+    XDG_CONFIG_HOME: dirs["xdg-config"],
+    XDG_STATE_HOME: dirs["xdg-state"],
+  };
+  const present = workspacePythons.map((file) => path.dirname(path.dirname(file))).filter((dir) => existsSync(dir));
+  if (present.length > 0 || !isExecutableFile(userPython)) {
+    fail(`the workspace holds ${JSON.stringify(present)}, or the user's virtualenv has no ${userPython}`);
+  }
+
+  await openWorkbench({ ...QUIET_WORKBENCH, "security.workspace.trust.enabled": false, "tandem.serverPath": "" }, childEnv);
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
+      ),
+    { polling: 100 },
+  );
+  const toastText = () =>
+    [...document.querySelectorAll(".notification-toast .notification-list-item-message")]
+      .map((el) => el.textContent)
+      .find((text) => text.startsWith("tandem: cannot find")) ?? false;
+  const shown = await (await page.waitForFunction(toastText, { polling: 100 })).jsonValue();
+  console.log(`[e2e] the notification reads: ${JSON.stringify(shown)}`);
+  // Expanded, as a user would to read it all (VS Code shows one line of it, cut with an ellipsis).
+  const expand = await page.$(".notification-toast .codicon-notifications-expand");
+  if (expand) {
+    await expand.click();
+    await page.waitForSelector(".notification-toast .notification-list-item.expanded");
+  }
+  // Screenshot once it has slid in (VS Code marks the end of that transition) and is whole on screen.
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".notification-toast.notification-fade-in-done")].some(
+        (el) => el.textContent.includes("tandem: cannot find") && el.getBoundingClientRect().bottom <= window.innerHeight,
+      ),
+    { polling: 100 },
+  );
+  await page.screenshot({ path: path.join(artifacts, "missing-binary-notification.png") });
+
+  // The notification's "Show Output" button: the tandem channel, its lines as the Output panel draws them.
+  await page.evaluate(() =>
+    [...document.querySelectorAll(".notification-toast .monaco-button")].find((el) => el.textContent === "Show Output").click(),
+  );
+  const outputShown = await (
+    await page.waitForFunction(
+      () => {
+        const lines = [...document.querySelectorAll(".part.panel .monaco-editor .view-lines .view-line")]
+          .sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top))
+          .map((line) => line.textContent.replace(/\u00a0/g, " "));
+        return lines.some((line) => line.includes("tandem: cannot find")) ? lines.join("\n") : false;
+      },
+      { polling: 100 },
+    )
+  ).jsonValue();
+  console.log(`[e2e] the Output panel reads: ${JSON.stringify(outputShown)}`);
+  await page.screenshot({ path: path.join(artifacts, "missing-binary-output.png") });
+  writeFileSync(
+    path.join(artifacts, "missing-binary.txt"),
+    `The notification:\n${shown}\n\nThe Output panel (tandem):\n${outputShown}\n`,
+  );
+  step("missing server: the notification and the Output captured");
+
+  // (a) Not found, and what to do: install it, or set tandem.serverPath.
+  if (
+    !shown.startsWith("tandem: cannot find the tandem language server.") ||
+    !/Install it into your Python environment \(pip install [^)]+\), or set tandem\.serverPath to the tandem executable\.$/.test(shown)
+  ) {
+    fail(`the notification does not say tandem was not found and how to install it or point at it: ${JSON.stringify(shown)}`);
+  }
+  const looked = /Looked in: (.*?)\. Install it/.exec(shown)?.[1].split("; ") ?? [];
+  // (b) Never an interpreter that is not there.
+  const absent = looked.filter(
+    (place) => workspacePythons.some((file) => place.includes(file)) || /the workspace's \.?venv/.test(place),
+  );
+  if (absent.length > 0) {
+    fail(`the places looked in name the workspace's .venv or venv, which do not exist: ${JSON.stringify(absent)}`);
+  }
+  // (c) Exactly the places that exist and were tried, in the order searched.
+  const tried = [`$VIRTUAL_ENV (${userPython}: tandem-lsp not installed)`, "PATH (no tandem executable)"];
+  if (JSON.stringify(looked) !== JSON.stringify(tried)) {
+    fail(`the places looked in are ${JSON.stringify(looked)}, not the ones tried: ${JSON.stringify(tried)}`);
+  }
+  // (The panel wraps the line: its rows, joined, hold the message.)
+  if (!outputShown.split("\n").join("").includes(`[error] ${shown}`)) {
+    fail("the Output panel does not show the notification's message");
+  }
+  step(`missing server reported: not found, how to install, looked in ${JSON.stringify(looked)}`);
+}
+
 try {
+  if (only === "missing-binary") {
+    await missingBinary();
+    throw new OnlyThisScenario();
+  }
   // The truth: a real file nobody here wrote.
   const truthPath =
     env.TANDEM_E2E_TRUTH ?? execFileSync(python, ["-c", "import textwrap; print(textwrap.__file__)"]).toString().trim();
@@ -624,21 +828,10 @@ try {
   chmodSync(tandem, 0o755);
 
   const settings = {
-    "workbench.startupEditor": "none",
-    "workbench.tips.enabled": false,
-    "workbench.welcomePage.walkthroughs.openOnInstall": false,
-    "files.hotExit": "off",
-    "files.autoSave": "off",
+    ...QUIET_WORKBENCH,
     // The untrusted run opens the folder in Restricted Mode without asking (as a user who declines).
     "security.workspace.trust.enabled": untrusted,
     ...(untrusted ? { "security.workspace.trust.startupPrompt": "never" } : {}),
-    "telemetry.telemetryLevel": "off",
-    "update.mode": "none",
-    "extensions.autoCheckUpdates": false,
-    "extensions.autoUpdate": false,
-    // The editor's own settings stay at their defaults (the word list opens as you type, Tab must still
-    // take tandem's suggestion); only the minimap goes, so screenshots show the code.
-    "editor.minimap.enabled": false,
     // TANDEM_E2E_EDITOR_SETTINGS: more VS Code settings (JSON), e.g. to measure editor.inlineSuggest.*.
     ...JSON.parse(env.TANDEM_E2E_EDITOR_SETTINGS ?? "{}"),
     ...(untrusted ? {} : { "tandem.serverPath": tandem }),
@@ -655,43 +848,7 @@ try {
     // edits count against it) would refuse the last ones, as designed, so it is raised here.
     "tandem.advanced": { next_edit: { region_below: FAR_REGION_BELOW }, prefetch: { tokens_per_minute: 200000 } },
   };
-  mkdirSync(path.join(dirs["user-data"], "User"), { recursive: true });
-  writeFileSync(path.join(dirs["user-data"], "User", "settings.json"), JSON.stringify(settings, null, 2));
-  const config = path.join(work, "code-server.yaml");
-  writeFileSync(config, "bind-addr: 127.0.0.1:0\nauth: none\ncert: false\n");
-  const common = ["--config", config, "--user-data-dir", dirs["user-data"], "--extensions-dir", dirs.extensions];
-
-  execFileSync(codeServer, [...common, "--install-extension", vsix], { env: childEnv, stdio: "pipe" });
-  step("extension installed");
-
-  server = startAndWaitFor(
-    codeServer,
-    [
-      ...common,
-      "--disable-telemetry",
-      "--disable-update-check",
-      ...(untrusted ? [] : ["--disable-workspace-trust"]),
-      "--disable-getting-started-override",
-      dirs.workspace,
-    ],
-    { env: childEnv, cwd: dirs.workspace },
-    /HTTP server listening on (http:\/\/\S+?)\/?\s/,
-    "code-server",
-  );
-  const serverUrl = await server.found;
-  step(`code-server at ${serverUrl}`);
-
-  browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: CHROMIUM_ARGS,
-    defaultViewport: { width: 1280, height: 800 },
-  });
-  page = await browser.newPage();
-  page.setDefaultTimeout(stepTimeoutMs);
-  await page.goto(`${serverUrl}/?folder=${encodeURIComponent(dirs.workspace)}`, { waitUntil: "domcontentloaded" });
-  await page.waitForSelector(".monaco-workbench .part.statusbar");
-  step("workbench loaded");
+  await openWorkbench(settings, childEnv);
 
   // The extension's status item turns to the ready icon once `tandem serve` has answered initialize.
   const statusHandle = await page.waitForFunction(
