@@ -172,11 +172,12 @@ class EditConfig:
     # A tier asked for by the user or by `[router] force` is asked alone, whatever the strategy.
     # `accurate_from` is chosen from real labels (`tandem.eval.router_bands`, a share set before any figure
     # was seen): at or above it at least 80% of edits were hard (211 of 263 over flask's, black's and
-    # tandem's newest 300 edits, each history scored by the router fitted without it). By default nothing is
+    # tandem's newest 300 edits, each history scored by the router fitted without it; on tandem's history
+    # at a later commit, 993ac64, the same rule gives 0.66, 186 of 232). By default nothing is
     # hedged (`hedge_from = accurate_from`): below `accurate_from` the fast model goes first. The labels'
     # low edge (0.195: below it at most 15% hard) would hedge the edits between; on the simulated held-out
-    # strategy tables that band kept the same correct edits and saved 3-5 points of always-accurate's wait
-    # for 20-57 points of its price (the accurate prompt paid on every hedged edit): $0.08 per second of
+    # strategy tables that band kept the same correct edits and saved 3 points of always-accurate's wait
+    # for 19-58 points of its price (the accurate prompt paid on every hedged edit): $0.08 per second of
     # wait saved on flask and black, $0.014 on tandem's longer edits. A setting for whoever values their
     # wait above that (`hedge_from = 0.195`; README, Edits).
     # `hedge_from = 0.0, accurate_from = 1.01` hedges every edit (least wait, most money);
