@@ -39,7 +39,7 @@ class ModelTier(Protocol):
         stats: StreamStats,
         on_chunk: Callable[[str], None],
         *,
-        limit_s: float = ...,
+        limit_s: float | None = ...,
     ) -> ReadEnd: ...
 
 

@@ -76,7 +76,7 @@ class Tier:
         stats: StreamStats,
         on_chunk: Callable[[str], None],
         *,
-        limit_s: float = STREAM_MAX_S,
+        limit_s: float | None = None,
     ) -> ReadEnd:
         """Stream one answer of this model, handing each chunk to `on_chunk`: the one path to a model, for
         inline completions, next edits and edits alike, so the hold-off, the breaker and the local limits
@@ -85,7 +85,9 @@ class Tier:
         A tier held off (a 429's Retry-After, or its breaker open) is not asked: the answer is the error
         that says why. Reading stops locally after `limit_s` or `stream_char_limit(max_tokens)` characters,
         whatever the provider does (leaving the block closes the response and its connection); such a cut
-        is the reader's, not the provider's fault. Cancelling the caller stops the stream."""
+        is the reader's, not the provider's fault (`limit_s` None: `STREAM_MAX_S`, read when called).
+        Cancelling the caller stops the stream."""
+        limit_s = STREAM_MAX_S if limit_s is None else limit_s
         now = time.perf_counter()
         if now < self.not_before_s:
             return ReadEnd(error=RateLimited("waiting out the provider's Retry-After"))
