@@ -38,6 +38,8 @@ class StandIn:
     tokens_per_s: float = 0.0
     # How long the opening handshake takes (a real provider's TLS and WebSocket upgrade; loopback is ~1 ms).
     handshake_s: float = 0.0
+    # Set when a client's opening handshake reaches the stand-in.
+    handshaking: asyncio.Event = field(default_factory=asyncio.Event)
     deltas_sent: int = 0
     completed: int = 0
     closed_mid_turn: int = 0
@@ -92,10 +94,10 @@ class StandIn:
         await connection.send(json.dumps({"type": "response.created", "response": response}))
         paced = slow and self.tokens_per_s > 0
         if paced:
-            await asyncio.sleep(self.ttft_s)
+            await asyncio.sleep(self.ttft_s)  # sleep-ok: a paced model's time to first token
         for i in range(0, len(text), 4):
             if paced and i:
-                await asyncio.sleep(1 / self.tokens_per_s)
+                await asyncio.sleep(1 / self.tokens_per_s)  # sleep-ok: a paced model's token rate
             delta = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
                      "content_index": 0, "delta": text[i : i + 4]}  # fmt: skip
             await connection.send(json.dumps(delta))
@@ -118,8 +120,9 @@ async def start(stand_in: StandIn) -> tuple[Server, str]:
     """Serve `stand_in` on loopback; returns the server and its `base_url` (`http://127.0.0.1:PORT/v1`)."""
 
     async def handshake(connection: ServerConnection, request: Request) -> None:
+        stand_in.handshaking.set()
         if stand_in.handshake_s:
-            await asyncio.sleep(stand_in.handshake_s)
+            await asyncio.sleep(stand_in.handshake_s)  # sleep-ok: a provider's TLS and upgrade take this long
 
     server = await serve(stand_in.handle, "127.0.0.1", 0, process_request=handshake)
     port = next(iter(server.sockets)).getsockname()[1]

@@ -32,11 +32,9 @@ async def test_a_superseded_turn_is_closed_when_every_connection_is_busy() -> No
             await anext(older)
             async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
                 await anext(newer)
-            # `newer` is abandoned here, with `older` still reading: no connection is spare.
-            for _ in range(100):
-                if stand_in.closed_mid_turn:
-                    break
-                await asyncio.sleep(0.02)
+            # `newer` is abandoned here, with `older` still reading: no connection is spare. Its connection's
+            # handler ends when the client closes it (a drained turn would hold it until `hold`).
+            await asyncio.wait_for(stand_in.ended.wait(), 10)
             assert stand_in.closed_mid_turn == 1
             assert stand_in.hold is not None
             stand_in.hold.set()
@@ -86,7 +84,7 @@ async def test_a_connection_whose_turn_went_away_during_the_handshake_is_kept() 
                     pass
 
         reader = asyncio.ensure_future(read())
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(stand_in.handshaking.wait(), 10)
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
         await asyncio.wait_for(backend.pool.settled(), 10)
