@@ -5,14 +5,17 @@ OpenAI's documentation of the protocol, not tandem's simulator), paced as a mode
 then one token per 1/rate seconds, until the turn ends or the client closes its connection. Model output
 is SIMULATED (the stand-in's fixed answer); times are measured on loopback.
 
-Three ways to leave a turn that nobody will read, each run in the same process one after the other:
+Four ways to leave a turn that nobody will read, each run in the same process one after the other:
 
-    drain    the turn is read to its end in the background; its connection (and the conversation the
-             server holds on it) serves again afterwards. Every token of the answer is generated.
-    close    the connection is closed at once; a new one opens in the background for the next turn.
-    shipped  what the backend does (`responses_ws.DRAIN_MAX_TOKENS`, `DRAIN_ONLY_WITH_SPARE`): an edit's
-             turn (`max_tokens` over 512) is closed; a completion's is drained while the next turn need not
-             wait for it (a connection idle, or one more may be opened), and closed otherwise.
+    drain       the turn is read to its end in the background; its connection (and the conversation the
+                server holds on it) serves again afterwards. Every token of the answer is generated.
+    close       the connection is closed at once; a new one opens in the background for the next turn.
+    busy-close  an edit's turn (`max_tokens` over 512) is closed; a completion's is drained while the next
+                turn need not wait for it (a connection idle, or one more may be opened), and closed
+                otherwise (the rule shipped before the race).
+    shipped     what the backend does (`responses_ws.DRAIN_MAX_TOKENS`, `WHEN_BUSY = "race"`): as
+                busy-close, but with every connection busy the drain races one more connection's handshake
+                and whichever is ready first serves (the drained connection is closed if the handshake wins).
 
 Two sessions, each under both:
 
@@ -34,7 +37,8 @@ says neither that generation stops nor that it continues): `close`'s token figur
 when the close arrives; `drain`'s is billed whatever the provider does. `--handshake-ms` delays each
 opening handshake (a real provider's TLS and upgrade, ~100-300 ms from a laptop; loopback is ~1 ms).
 
-    python bench/bench_ws_superseded.py [--keys 40] [--gap-ms 150] [--edits 3] [--handshake-ms 0] [--json]
+    python bench/bench_ws_superseded.py [--keys 40] [--gap-ms 150] [--edits 3] [--handshake-ms 0]
+        [--pool-size 3] [--json]
 """
 
 from __future__ import annotations
@@ -61,8 +65,15 @@ from tandem.completion.providers.backends.factory import make_backend  # noqa: E
 from tandem.eval.edit_cost import REPLAY_PRICES  # noqa: E402
 
 ENV = {"TANDEM_BENCH_KEY": "sk-bench-not-a-key"}
-# Each way sets the backend's edge: drain every abandoned turn, or close every one.
-WAYS = {"drain": 10**9, "close": -1, "shipped": responses_ws.DRAIN_MAX_TOKENS}
+# Each way sets the backend's edge (drain every abandoned turn, close every one, or the shipped edge) and
+# what it does when every connection is busy.
+WAYS = {
+    "drain": (10**9, "drain"),
+    "close": (-1, "close"),
+    "busy-close": (responses_ws.DRAIN_MAX_TOKENS, "close"),
+    "shipped": (responses_ws.DRAIN_MAX_TOKENS, responses_ws.WHEN_BUSY),
+}
+POOL_SIZE = responses_ws.POOL_SIZE
 
 
 @dataclass
@@ -116,10 +127,19 @@ async def _read(backend: responses_ws.ResponsesWebSocketBackend, request: ModelR
 
 
 async def _session(
-    name: str, way: str, *, turns: int, gap_s: float, abandon_s: float, stand_in: StandIn, max_tokens: int, tier: str
+    name: str,
+    way: str,
+    *,
+    turns: int,
+    gap_s: float,
+    abandon_s: float,
+    stand_in: StandIn,
+    max_tokens: int,
+    tier: str,
+    pool_size: int,
 ) -> Figures:
-    responses_ws.DRAIN_MAX_TOKENS = WAYS[way]
-    responses_ws.DRAIN_ONLY_WITH_SPARE = way == "shipped"
+    responses_ws.DRAIN_MAX_TOKENS, responses_ws.WHEN_BUSY = WAYS[way]  # type: ignore[assignment]
+    responses_ws.POOL_SIZE = pool_size
     server, base_url = await start(stand_in)
     backend = _backend(base_url)
     figures = Figures(session=name, way=way, turns=turns)
@@ -152,7 +172,15 @@ async def run(args: argparse.Namespace) -> list[Figures]:
         gap = args.gap_ms / 1000
         results.append(
             await _session(
-                "typing", way, turns=args.keys, gap_s=gap, abandon_s=gap, stand_in=typing, max_tokens=256, tier="fast"
+                "typing",
+                way,
+                turns=args.keys,
+                gap_s=gap,
+                abandon_s=gap,
+                stand_in=typing,
+                max_tokens=256,
+                tier="fast",
+                pool_size=args.pool_size,
             )
         )
     for way in WAYS:
@@ -167,6 +195,7 @@ async def run(args: argparse.Namespace) -> list[Figures]:
                 stand_in=edits,
                 max_tokens=16384,
                 tier="accurate",
+                pool_size=args.pool_size,
             )
         )
     return results
@@ -179,6 +208,7 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=3)
     parser.add_argument("--edit-gap-s", type=float, default=3.0)
     parser.add_argument("--handshake-ms", type=float, default=0.0)
+    parser.add_argument("--pool-size", type=int, default=POOL_SIZE, help="connections per model (shipped: %(default)s)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     results = asyncio.run(run(args))
@@ -187,8 +217,9 @@ def main() -> None:
         print(json.dumps(rows, indent=2))
         return
     print(
-        f"superseded WebSocket turns, SIMULATED model output (stand-in), loopback; handshake delay "
-        f"{args.handshake_ms:g} ms; output prices: fast ${REPLAY_PRICES['fast'].output_per_mtok:g}, accurate "
+        f"superseded WebSocket turns, SIMULATED model output (stand-in), loopback; {args.pool_size} connections "
+        f"per model; handshake delay {args.handshake_ms:g} ms; key every {args.gap_ms:g} ms;"
+        f" output prices: fast ${REPLAY_PRICES['fast'].output_per_mtok:g}, accurate "
         f"${REPLAY_PRICES['accurate'].output_per_mtok:g} per Mtok (close assumes generation stops at the close)"
     )
     headers = list(rows[0])

@@ -1,8 +1,9 @@
 """What the `openai-responses` WebSocket backend does with a turn nobody reads any more, against the
 stand-in written from OpenAI's documentation of the protocol (`responses_ws_standin`): a superseded
-completion turn is read out only while the next turn need not wait for it, and a connection whose turn
-went away during its opening handshake is kept by the pool (`bench/bench_ws_superseded.py` measures both
-ways of leaving a turn)."""
+completion turn is read out while the next turn need not wait for it; with every connection busy, its
+drain races a new connection's handshake and the sooner one serves; a connection whose turn went away
+during its opening handshake is kept by the pool (`bench/bench_ws_superseded.py` measures the ways of
+leaving a turn)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from responses_ws_standin import StandIn, start
 from test_ws_connection_limit import _backend
 
+from tandem.completion.providers.backends import responses_ws
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 
 pytestmark = pytest.mark.contract
@@ -20,10 +22,11 @@ pytestmark = pytest.mark.contract
 COMPLETION = ModelRequest(prefix="def f():\n    ", suffix="", path="m.py", language="python", max_tokens=256)
 
 
-async def test_a_superseded_turn_is_closed_when_every_connection_is_busy() -> None:
+async def test_a_superseded_turn_is_closed_when_every_connection_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two completions in flight fill the pool of two; the newer one is superseded while the older is
-    still being read. Reading it out would hold the next key press until it ends, so its connection is
-    closed instead (the stand-in sees the close mid-turn), and a new one is opened."""
+    still being read. Its answer is held (a slow model), so a new connection is ready before the drain
+    ends: the superseded turn's connection is closed then (the stand-in sees the close mid-turn)."""
+    monkeypatch.setattr(responses_ws, "POOL_SIZE", 2)
     stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event())
     server, base_url = await start(stand_in)
     backend = _backend(base_url, timeout_s=60.0)
@@ -43,6 +46,33 @@ async def test_a_superseded_turn_is_closed_when_every_connection_is_busy() -> No
     finally:
         assert stand_in.hold is not None
         stand_in.hold.set()
+        await backend.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_superseded_turn_that_ends_before_a_new_handshake_keeps_its_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pool of two is busy as above, but the superseded turn's answer has all arrived while a new
+    connection's handshake takes a second: the drain wins the race, the turn is read to its end (no close
+    mid-turn), its connection serves again, and the handshake that lost is given up."""
+    monkeypatch.setattr(responses_ws, "POOL_SIZE", 2)
+    stand_in = StandIn(answer="x = 1\n" * 40, handshake_s=1.0)
+    server, base_url = await start(stand_in)
+    backend = _backend(base_url, timeout_s=60.0)
+    try:
+        async with aclosing(backend.stream(COMPLETION, StreamStats())) as older:  # type: ignore[type-var]
+            await anext(older)
+            async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
+                await anext(newer)
+            await asyncio.wait_for(backend.pool.settled(), 10)
+            assert stand_in.closed_mid_turn == 0 and stand_in.completed == 2
+            assert backend.pool.idle == 1 and backend.pool.opened == 2
+            rest = "".join([text async for text in older])
+        assert rest
+        assert backend.pool.idle == 2
+    finally:
         await backend.aclose()
         server.close()
         await server.wait_closed()

@@ -15,16 +15,16 @@ What the connection adds:
   the same document sends `previous_response_id` and only an edit of the previous prompt
   (`continuation`), where that is shorter. If the server has forgotten it (`previous_response_not_found`)
   the turn is sent again in full on the same connection.
-- **Supersession without a drop.** The protocol has no way to stop a turn (`response.cancel` belongs to
-  the Realtime API), so a superseded completion's turn is left to finish: its connection reads the rest of
-  its events in the background (discarded, never shown) and then serves again, still holding the chain. A
-  turn that may still write more than `DRAIN_MAX_TOKENS` (an edit's, such as the accurate half of a hedged
-  edit whose fast answer passed) is not read on: its connection is closed at once, as an HTTP stream is
-  closed, and a new one opens in the background. The next
-  completion does not wait for it: it takes another connection of the pool, opening one if need be.
-  Closing the socket instead would cost a handshake and the chain, and the protocol does not say that the
-  server then stops generating. The price: a superseded turn's answer is generated (and billed) to its end,
-  at most `max_tokens`, where an HTTP stream that is closed usually stops the provider early.
+- **Supersession.** The protocol has no way to stop a turn (`response.cancel` belongs to the Realtime
+  API). A superseded completion's turn is read out in the background (its text discarded) while the next
+  turn takes another connection of the pool, opening one if it may; its connection then serves again,
+  still holding the chain. When every connection is busy the next turn would wait for that drain, so it
+  races one more connection's handshake (`WHEN_BUSY`): the sooner of the two serves, and the drained
+  connection is closed if the handshake wins. A turn that may still write more than `DRAIN_MAX_TOKENS`
+  (an edit's, such as the accurate half of a hedged edit whose fast answer passed) is not read on: its
+  connection is closed at once, as an HTTP stream is closed, and a new one opens in the background. What a
+  drain costs: the rest of the answer is generated (and billed), at most `max_tokens`; whether a provider
+  stops generating when the socket closes is not documented.
 - **A dropped socket.** A connection that closes before a turn has produced any text, or refuses it with
   `websocket_connection_limit_reached` (the protocol's 60-minute limit), is replaced and the turn sent once
   more, in full; one that closes mid-answer ends the completion with the text so far
@@ -44,7 +44,7 @@ import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from websockets.exceptions import ConnectionClosed
@@ -69,8 +69,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Connections per model: one serves while another finishes a superseded turn.
-POOL_SIZE = 2
+# Connections per model: one serves while others finish superseded turns. Three, not two: a completion
+# turn lasts ~300 ms at the fast profile, so a key every 150 ms keeps two drains going; with two
+# connections the next key waits or a turn is closed (`bench/bench_ws_superseded.py --pool-size`).
+POOL_SIZE = 3
 # A superseded turn is read to its end for at most this long; past it, its connection is closed.
 DRAIN_LIMIT_S = 30.0
 # A turn abandoned mid-way that may still write more than this many tokens (an edit, or the accurate half of
@@ -78,10 +80,12 @@ DRAIN_LIMIT_S = 30.0
 # one opens in the background. A completion's turn (`max_tokens` 256) is drained as before, keeping its
 # connection and the chain it holds: the most it can still cost is small, a handshake per keystroke is not.
 DRAIN_MAX_TOKENS = 512
-# And only while the next turn need not wait for the drain (another connection is idle, or one more may be
-# opened): with every connection busy, the next key press would wait for a turn it does not read, and a new
-# connection is sooner and writes nothing (`bench/bench_ws_superseded.py` measures the three ways).
-DRAIN_ONLY_WITH_SPARE = True
+# With every connection busy, the next key press would wait for a turn it does not read. Then ("race") the
+# turn is read out while one more connection opens, and whichever is ready first serves: the drain, keeping
+# its connection and chain, or the new connection, the old one being closed at that moment. The next turn
+# waits for the sooner of the two, and at most a handshake's worth of unread tokens is generated. "drain"
+# and "close" are the two simple rules, kept for `bench/bench_ws_superseded.py`, which measures all three.
+WHEN_BUSY: Literal["race", "drain", "close"] = "race"
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
 _HELD_AFTER = frozenset({"response.completed", "response.incomplete"})
 PREVIOUS_NOT_FOUND = "previous_response_not_found"
@@ -143,7 +147,7 @@ class ResponsesWebSocketBackend:
         config: ModelConfig,
         *,
         env: Mapping[str, str] = os.environ,
-        pool_size: int = POOL_SIZE,
+        pool_size: int | None = None,  # POOL_SIZE, read now
         continue_turns: bool = True,
     ) -> None:
         self._config = config
@@ -152,7 +156,7 @@ class ResponsesWebSocketBackend:
         self._continue_turns = continue_turns
         self.url = websocket_url(config.base_url)
         self.pool = SocketPool(
-            self.url, headers=self._headers, connect_timeout_s=config.connect_timeout_s, size=pool_size
+            self.url, headers=self._headers, connect_timeout_s=config.connect_timeout_s, size=pool_size or POOL_SIZE
         )
 
     def _headers(self) -> dict[str, str]:
@@ -308,11 +312,13 @@ class ResponsesWebSocketBackend:
             elif turn.ended:
                 self._finish(turn)  # ended by an error event: the connection is fine
             elif int(turn.event.get("max_output_tokens") or 0) > DRAIN_MAX_TOKENS or (
-                DRAIN_ONLY_WITH_SPARE and not self.pool.spare
+                WHEN_BUSY == "close" and not self.pool.spare
             ):
-                # Abandoned with much still to write: close rather than read (and pay for) the rest. Or the
-                # next turn would wait for this one's drain (no connection idle and none may be opened).
+                # Abandoned with much still to write: close rather than read (and pay for) the rest.
                 self.pool.discard(socket)
+            elif WHEN_BUSY == "race" and not self.pool.spare:
+                # The next turn would wait for this one's drain: race it against a new connection.
+                self.pool.spawn(self._race(turn))
             else:
                 # Abandoned mid-turn (superseded, or the caller's deadline): read it out in the background.
                 self.pool.spawn(self._drain(turn))
@@ -350,6 +356,38 @@ class ResponsesWebSocketBackend:
 
     async def _drain(self, turn: _Turn) -> None:
         """Read an abandoned turn to its end (nothing is shown), then let its connection serve again."""
+        if await self._read_out(turn):
+            self._finish(turn)
+        else:
+            self.pool.discard(turn.socket)
+
+    async def _race(self, turn: _Turn) -> None:
+        """Read an abandoned turn out while a new connection opens; keep whichever is ready first."""
+        opening = self.pool.open_beside()
+        drain = asyncio.ensure_future(self._read_out(turn))
+        try:
+            await asyncio.wait([opening, drain], return_when=asyncio.FIRST_COMPLETED)
+            if not drain.done() and (opening.cancelled() or opening.exception() is not None):
+                await drain  # no new connection (back-off, refused): the drain is the only way
+        finally:
+            if not drain.done():
+                drain.cancel()  # the new connection is ready first (or the pool is closing)
+                await asyncio.gather(drain, return_exceptions=True)
+        if drain.cancelled() or not drain.result():
+            # The handshake won (or the drain broke): the old connection is closed before the new one is
+            # given, so that the pool is never left one over.
+            self.pool.discard(turn.socket)
+            self.pool.keep(opening)
+            return
+        # The drain won: the handshake is given up (one that finished meanwhile is released, and the pool
+        # closes it as one too many unless a turn is waiting for it).
+        opening.cancel()
+        await asyncio.gather(opening, return_exceptions=True)
+        self._finish(turn)
+        self.pool.keep(opening)
+
+    async def _read_out(self, turn: _Turn) -> bool:
+        """Read the rest of a turn, discarding its text; whether it ended cleanly."""
         try:
             async with asyncio.timeout(DRAIN_LIMIT_S):
                 while not turn.ended:
@@ -357,10 +395,9 @@ class ResponsesWebSocketBackend:
                     if payload.get("type") == "response.output_text.delta" and isinstance(payload.get("delta"), str):
                         turn.answer_chars += len(payload["delta"])
         except (TimeoutError, ConnectionClosed, CompletionError, OSError) as error:
-            log.debug("draining a superseded turn on %s failed: %s", self.pool.host, type(error).__name__)
-            self.pool.discard(turn.socket)
-            return
-        self._finish(turn)
+            log.debug("reading out a superseded turn on %s failed: %s", self.pool.host, type(error).__name__)
+            return False
+        return True
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -139,8 +139,21 @@ class SocketPool:
         try:
             return await asyncio.shield(opening)
         except asyncio.CancelledError:
-            opening.add_done_callback(self._adopt)
+            self.keep(opening)
             raise
+
+    def open_beside(self) -> asyncio.Task[Socket]:
+        """Open one connection now, even with `size` open (one over, for as long as a handshake takes): the
+        race of a superseded turn's drain against a new connection. The caller `release`s or `keep`s it;
+        a release while one over closes whichever connection is one too many, once no turn waits for it."""
+        opening = asyncio.ensure_future(self._open())
+        self._tasks.add(opening)
+        opening.add_done_callback(self._tasks.discard)
+        return opening
+
+    def keep(self, opening: asyncio.Task[Socket]) -> None:
+        """The pool takes the connection `opening` makes, when it is made."""
+        opening.add_done_callback(self._adopt)
 
     def _adopt(self, opening: asyncio.Task[Socket]) -> None:
         """An opening whose turn went away: the pool keeps the connection (or forgets the failure)."""
@@ -153,11 +166,25 @@ class SocketPool:
         if not socket.open or self._closed:
             self.discard(socket)
             return
+        if self._count > self._size and not self._waiters:
+            # One over the size (after a race) and no turn waiting: one connection is closed, with no
+            # replacement; one holding a conversation is kept over one holding none.
+            bare = next((s for s in self._idle if s.held is None), None)
+            if bare is None or socket.held is None:
+                self._forget(socket)
+                return
+            self._forget(bare)
         self._idle.append(socket)
         self._notify()
 
     def discard(self, socket: Socket) -> None:
         """Drop a connection that broke (or cannot be reused); a replacement opens in the background."""
+        self._forget(socket)
+        if not self._closed:
+            self._reopen_soon()
+
+    def _forget(self, socket: Socket) -> None:
+        """Close a connection and count it out."""
         if socket in self._idle:
             self._idle.remove(socket)
         if socket.watcher is not None and socket.watcher is not asyncio.current_task():
@@ -168,8 +195,6 @@ class SocketPool:
             self._count -= 1
         self._spawn(_close(socket))
         self._notify()
-        if not self._closed:
-            self._reopen_soon()
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` in the background, kept until done (the drain of a superseded turn)."""
