@@ -11,7 +11,8 @@ set, a turn is paced as a model's: `ttft_s` before its first delta, then one del
 1/`tokens_per_s` seconds, until it ends or the client closes the connection (a benchmark's model; whether a
 provider stops generating when its client closes is not documented). What it saw (connections, turns,
 deltas sent, turns completed, connections closed by the client mid-turn) is kept for the test to judge;
-`ended` is set when a connection's handler is done.
+`ended` is set when a connection's handler is done. With `accept` set, handshakes past that many are
+answered 503.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import asyncio
 import itertools
 import json
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
-from websockets.http11 import Request
+from websockets.http11 import Request, Response
 
 
 @dataclass
@@ -40,6 +42,11 @@ class StandIn:
     handshake_s: float = 0.0
     # Set when a client's opening handshake reaches the stand-in.
     handshaking: asyncio.Event = field(default_factory=asyncio.Event)
+    # Handshakes past this many are answered 503 (a provider that will not take one more connection), and
+    # `refused` is set.
+    accept: int | None = None
+    handshakes: int = 0
+    refused: asyncio.Event = field(default_factory=asyncio.Event)
     deltas_sent: int = 0
     completed: int = 0
     closed_mid_turn: int = 0
@@ -119,10 +126,15 @@ class StandIn:
 async def start(stand_in: StandIn) -> tuple[Server, str]:
     """Serve `stand_in` on loopback; returns the server and its `base_url` (`http://127.0.0.1:PORT/v1`)."""
 
-    async def handshake(connection: ServerConnection, request: Request) -> None:
+    async def handshake(connection: ServerConnection, request: Request) -> Response | None:
         stand_in.handshaking.set()
+        stand_in.handshakes += 1
         if stand_in.handshake_s:
             await asyncio.sleep(stand_in.handshake_s)  # sleep-ok: a provider's TLS and upgrade take this long
+        if stand_in.accept is not None and stand_in.handshakes > stand_in.accept:
+            stand_in.refused.set()
+            return connection.respond(HTTPStatus.SERVICE_UNAVAILABLE, "no more connections\n")
+        return None
 
     server = await serve(stand_in.handle, "127.0.0.1", 0, process_request=handshake)
     port = next(iter(server.sockets)).getsockname()[1]

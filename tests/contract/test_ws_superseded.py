@@ -13,9 +13,12 @@ from contextlib import aclosing
 import pytest
 from responses_ws_standin import StandIn, start
 from test_ws_connection_limit import _backend
+from websockets.protocol import State
 
 from tandem.completion.providers.backends import responses_ws
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.providers.backends.responses_ws import websocket_url
+from tandem.completion.providers.backends.ws_pool import SocketPool
 
 pytestmark = pytest.mark.contract
 
@@ -78,6 +81,35 @@ async def test_a_superseded_turn_that_ends_before_a_new_handshake_keeps_its_conn
         await server.wait_closed()
 
 
+async def test_a_race_whose_new_connection_is_refused_reads_the_turn_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool of two is busy and the superseded turn's drain races a new connection, which the provider
+    refuses (503): the drain is then the only way to a free connection, so the turn is read to its end and
+    its connection kept, not closed with nothing to replace it."""
+    monkeypatch.setattr(responses_ws, "POOL_SIZE", 2)
+    stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event(), accept=2)
+    server, base_url = await start(stand_in)
+    backend = _backend(base_url, timeout_s=60.0)
+    try:
+        async with aclosing(backend.stream(COMPLETION, StreamStats())) as older:  # type: ignore[type-var]
+            await anext(older)
+            async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
+                await anext(newer)
+            await asyncio.wait_for(stand_in.refused.wait(), 10)
+            assert stand_in.hold is not None
+            stand_in.hold.set()
+            rest = "".join([text async for text in older])
+        assert rest
+        await asyncio.wait_for(backend.pool.settled(), 10)
+        assert stand_in.closed_mid_turn == 0 and stand_in.completed == 2
+        assert backend.pool.idle == 2
+    finally:
+        assert stand_in.hold is not None
+        stand_in.hold.set()
+        await backend.aclose()
+        server.close()
+        await server.wait_closed()
+
+
 async def test_a_superseded_turn_is_read_out_while_another_connection_is_free() -> None:
     """One completion in flight, superseded: a second connection may still be opened for the next turn,
     so this one is read to its end and keeps its connection (and the conversation held on it)."""
@@ -122,5 +154,37 @@ async def test_a_connection_whose_turn_went_away_during_the_handshake_is_kept() 
         assert not [turn for turn in stand_in.turns if turn.get("generate") is not False]
     finally:
         await backend.aclose()
+        server.close()
+        await server.wait_closed()
+
+
+async def test_a_connection_one_over_the_pool_is_closed_unless_a_turn_waits_for_it() -> None:
+    """A race opens one connection beyond the pool's size. Released while no turn waits, a connection one
+    over is closed (the pool does not grow a connection per race); with a turn waiting, that turn gets it."""
+    stand_in = StandIn()
+    server, base_url = await start(stand_in)
+    pool = SocketPool(websocket_url(base_url), headers=lambda: {}, connect_timeout_s=5.0, size=1)
+    try:
+        first, _ = await pool.acquire()
+        extra = await pool.open_beside()
+        pool.release(extra)
+        assert pool.idle == 0
+        await extra.ws.wait_closed()
+        assert extra.ws.state is State.CLOSED
+        pool.release(first)
+        assert pool.idle == 1
+
+        taken, _ = await pool.acquire()
+        waiting = asyncio.ensure_future(pool.acquire())
+        await asyncio.sleep(0)  # sleep-ok: let the waiting turn queue for a connection
+        assert not waiting.done()
+        beside = await pool.open_beside()
+        pool.release(beside)
+        given, _ = await asyncio.wait_for(waiting, 5)
+        assert given is beside
+        pool.release(taken)  # now one over, nobody waiting: closed
+        assert pool.idle == 0
+    finally:
+        await pool.aclose()
         server.close()
         await server.wait_closed()

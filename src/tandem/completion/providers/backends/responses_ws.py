@@ -379,12 +379,14 @@ class ResponsesWebSocketBackend:
             self.pool.discard(turn.socket)
             self.pool.keep(opening)
             return
-        # The drain won: the handshake is given up (one that finished meanwhile is released, and the pool
-        # closes it as one too many unless a turn is waiting for it).
+        # The drain won: the handshake is given up. One that finished meanwhile is released first, so that
+        # the pool closes it as one too many (unless a turn is waiting for it) and keeps the drained one,
+        # which holds the conversation.
         opening.cancel()
         await asyncio.gather(opening, return_exceptions=True)
+        if not opening.cancelled() and opening.exception() is None:
+            self.pool.release(opening.result())
         self._finish(turn)
-        self.pool.keep(opening)
 
     async def _read_out(self, turn: _Turn) -> bool:
         """Read the rest of a turn, discarding its text; whether it ended cleanly."""

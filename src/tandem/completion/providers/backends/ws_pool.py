@@ -145,7 +145,7 @@ class SocketPool:
     def open_beside(self) -> asyncio.Task[Socket]:
         """Open one connection now, even with `size` open (one over, for as long as a handshake takes): the
         race of a superseded turn's drain against a new connection. The caller `release`s or `keep`s it;
-        a release while one over closes whichever connection is one too many, once no turn waits for it."""
+        a connection released while the pool is one over is closed, unless a turn is waiting for it."""
         opening = asyncio.ensure_future(self._open())
         self._tasks.add(opening)
         opening.add_done_callback(self._tasks.discard)
@@ -167,13 +167,9 @@ class SocketPool:
             self.discard(socket)
             return
         if self._count > self._size and not self._waiters:
-            # One over the size (after a race) and no turn waiting: one connection is closed, with no
-            # replacement; one holding a conversation is kept over one holding none.
-            bare = next((s for s in self._idle if s.held is None), None)
-            if bare is None or socket.held is None:
-                self._forget(socket)
-                return
-            self._forget(bare)
+            # One over the size (after a race) and no turn waiting: closed, with no replacement.
+            self._forget(socket)
+            return
         self._idle.append(socket)
         self._notify()
 
