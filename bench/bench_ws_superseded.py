@@ -17,11 +17,12 @@ Four ways to leave a turn that nobody will read, each run in the same process on
                 busy-close, but with every connection busy the drain races one more connection's handshake
                 and whichever is ready first serves (the drained connection is closed if the handshake wins).
 
-Two sessions, each under both:
+Two sessions, each under every way:
 
     typing  `--keys` completions (`max_tokens` 256, a 200-token answer) at the fast profile's speed (100 ms
-            to first token, 1,000 tokens/s), one per key press `--gap-ms` apart, each superseded by the
-            next key press (the task reading it is cancelled, as the server cancels a superseded request).
+            to first token, 1,000 tokens/s or `--fast-tokens-per-s`), one per key press `--gap-ms` apart,
+            each superseded by the next key press (the task reading it is cancelled, as the server cancels
+            a superseded request).
     edits   `--edits` hedged edits, the accurate half of each (`max_tokens` 16,384, a 1,200-token answer
             at the accurate profile's 600 ms and 65 tokens/s) abandoned 1.0 s in, when the fast answer
             passed its checks; the next edit starts `--edit-gap-s` later.
@@ -168,7 +169,9 @@ async def run(args: argparse.Namespace) -> list[Figures]:
     results: list[Figures] = []
     handshake_s = args.handshake_ms / 1000
     for way in WAYS:
-        typing = StandIn(answer="x = 1;" * 133 + "xx", ttft_s=0.1, tokens_per_s=1000.0, handshake_s=handshake_s)
+        typing = StandIn(
+            answer="x = 1;" * 133 + "xx", ttft_s=0.1, tokens_per_s=args.fast_tokens_per_s, handshake_s=handshake_s
+        )
         gap = args.gap_ms / 1000
         results.append(
             await _session(
@@ -208,6 +211,7 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=3)
     parser.add_argument("--edit-gap-s", type=float, default=3.0)
     parser.add_argument("--handshake-ms", type=float, default=0.0)
+    parser.add_argument("--fast-tokens-per-s", type=float, default=1000.0, help="the typing session's model speed")
     parser.add_argument("--pool-size", type=int, default=POOL_SIZE, help="connections per model (shipped: %(default)s)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -218,7 +222,8 @@ def main() -> None:
         return
     print(
         f"superseded WebSocket turns, SIMULATED model output (stand-in), loopback; {args.pool_size} connections "
-        f"per model; handshake delay {args.handshake_ms:g} ms; key every {args.gap_ms:g} ms;"
+        f"per model; handshake delay {args.handshake_ms:g} ms; key every {args.gap_ms:g} ms; typing model"
+        f" {args.fast_tokens_per_s:g} tokens/s;"
         f" output prices: fast ${REPLAY_PRICES['fast'].output_per_mtok:g}, accurate "
         f"${REPLAY_PRICES['accurate'].output_per_mtok:g} per Mtok (close assumes generation stops at the close)"
     )
