@@ -9,10 +9,15 @@ first model request's start after the server received the command (the trace's `
 p50/p95/max, and how many edits named late router inputs in their route reasons. One edit in a file outside
 the measured ones runs first, not counted (it waits for the workspace scan).
 
+`--offer-ms MS` first asks for the selection's code actions, as a client does when the user opens its
+action menu (VS Code asks on every selection), and sends the command MS ms later (the user picking the edit
+and typing its instruction): the server starts the selected lines' history when it offers the edit.
+
 `--pythonpath DIR` starts the server from another checkout staged as `.ci/typecheck` stages one (DIR holds a
 `tandem/` package), to measure before and after with the same client.
 
-    python bench/bench_router_inputs.py --repo ../histories-work/flask [--edits 20] [--json] [--pythonpath DIR]
+    python bench/bench_router_inputs.py --repo ../histories-work/flask [--edits 20] [--offer-ms MS] [--json]
+        [--pythonpath DIR]
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import subprocess
 import sys
 import tempfile
 from typing import Any
+
+from lsprotocol import types
 
 from tandem.eval.replay.client import ReplayClient
 from tandem.sim.runner import SimSettings, start_in_thread
@@ -73,7 +80,7 @@ def _edit_records(trace: pathlib.Path) -> list[dict[str, Any]]:
     return records
 
 
-async def _run(repo: pathlib.Path, edits: int, pythonpath: str | None) -> dict[str, Any]:
+async def _run(repo: pathlib.Path, edits: int, pythonpath: str | None, offer_ms: float | None) -> dict[str, Any]:
     files = _python_files(repo, edits)
     with (
         start_in_thread(SimSettings(profile="instant")) as fast,
@@ -105,13 +112,19 @@ async def _run(repo: pathlib.Path, edits: int, pythonpath: str | None) -> dict[s
                     line, length = _one_line(text, second)
                     selection = {"start": {"line": line, "character": 0}, "end": {"line": line, "character": length}}
                     argument = {"uri": uri, "range": selection, "instruction": "Fix the typo in this line."}
+                    if offer_ms is not None:
+                        start, end = types.Position(line=line, character=0), types.Position(line=line, character=length)
+                        where = types.Range(start=start, end=end)
+                        offered = asyncio.ensure_future(client.code_actions(uri, where))
+                        await asyncio.sleep(offer_ms / 1000)  # the user picks the edit and types
+                        await asyncio.wait_for(offered, 30)
                     await asyncio.wait_for(client.execute_async("tandem.edit", [argument]), 120)
         finally:
             await client.stop()
         records = _edit_records(trace)
     # The first edit waited for the workspace scan: not counted (nor its second-pass twin).
     passes = {"first edit in a file": records[1 : len(files)], "second edit in it": records[len(files) + 1 :]}
-    return {"repo": str(repo), **{name: _figures(rows) for name, rows in passes.items()}}
+    return {"repo": str(repo), "offer_ms": offer_ms, **{name: _figures(rows) for name, rows in passes.items()}}
 
 
 def _figures(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,18 +146,20 @@ def main() -> None:
     parser.add_argument("--repo", type=pathlib.Path, required=True)
     parser.add_argument("--edits", type=int, default=20)
     parser.add_argument("--pythonpath", default=None)
+    parser.add_argument("--offer-ms", type=float, default=None, help="ask for code actions this long before")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     # The client answers no window/workDoneProgress/create (progress is not measured): pygls logs each.
     logging.getLogger("pygls").setLevel(logging.CRITICAL)
-    result = asyncio.run(_run(args.repo.resolve(), args.edits, args.pythonpath))
+    result = asyncio.run(_run(args.repo.resolve(), args.edits, args.pythonpath, args.offer_ms))
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return
     for name in ("first edit in a file", "second edit in it"):
         f = result[name]
         sys.stdout.write(
-            f"command -> first model request, {name}, {f['edits']} one-line edits in {result['repo']} (real; models: "
+            f"command -> first model request, {name}, {f['edits']} one-line edits in {result['repo']}"
+            f"{'' if args.offer_ms is None else f', code actions asked {args.offer_ms:g} ms before'} (real; models: "
             f"the simulator's instant profile): p50 {f['p50_ms']} ms, p95 {f['p95_ms']} ms, max {f['max_ms']} ms; "
             f"{f['decided_with_late_inputs']} decided before every router input was read (named in the trace); "
             f"{f['with_route_reasons']} with route reasons in the trace\n"

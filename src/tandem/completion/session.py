@@ -112,6 +112,13 @@ class Session:
         if workspace is not None and workspace.root is not None and uri.startswith("file:"):
             self.router_inputs.warm(workspace.root, workspace.relative(uri))
 
+    def edit_offered(self, uri: str, first_line: int, end_line: int) -> None:
+        """An edit of lines [first_line, end_line) was offered (a code action): start their history's read too,
+        so that an edit the user then picks, while typing its instruction, does not wait for it."""
+        workspace = self.workspace
+        if workspace is not None and workspace.root is not None and uri.startswith("file:"):
+            self.router_inputs.warm(workspace.root, workspace.relative(uri), (first_line, end_line))
+
     def document_closed(self, uri: str) -> None:
         self.inline.document_closed(uri)
         self.next_edits.document_closed(uri)

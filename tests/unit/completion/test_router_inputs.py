@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import subprocess
+import threading
 
 import pytest
 
+from tandem.completion.routing import inputs
 from tandem.completion.routing.inputs import (
     FILE_HISTORY,
     LINES_HISTORY,
@@ -108,6 +110,36 @@ def test_warm_starts_the_reads_an_edit_then_finds(repo: pathlib.Path) -> None:
     async def run() -> None:
         read = await gather_router_inputs(_query(repo), cache)
         assert FILE_HISTORY in read.cached and PAST_COMMITS in read.cached
+
+    asyncio.run(run())
+    cache.close()
+
+
+def test_warm_with_lines_starts_their_history_one_read_at_a_time(
+    repo: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit offered on lines 0-1 starts their history: the edit then finds it cached. A second range
+    offered while that read runs is not started (a sweep of selections queues nothing)."""
+    release = threading.Event()
+    real = inputs.selected_lines_history
+
+    def held(*args: object) -> object:
+        release.wait(10)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inputs, "selected_lines_history", held)
+    cache = RouterInputsCache()
+    cache.warm(repo, "a.py", (0, 1))
+    cache.warm(repo, "a.py", (1, 2))  # the first range's read is still running: not started
+    release.set()
+
+    async def run() -> None:
+        read = await gather_router_inputs(_query(repo), cache)
+        assert {FILE_HISTORY, PAST_COMMITS, LINES_HISTORY} <= set(read.cached)
+        other = await gather_router_inputs(
+            RouterInputsQuery(root=repo, path="a.py", first_line=1, end_line=2, deadline_s=30.0), cache
+        )
+        assert LINES_HISTORY not in other.cached and other.lines_history is not None
 
     asyncio.run(run())
     cache.close()

@@ -12,7 +12,8 @@ request. Here they are gathered by `gather_router_inputs`, one call taking one `
   in a file waits for none of them; a read that missed the deadline keeps running in the cache's worker
   threads and serves the next edit;
 - `RouterInputsCache.warm` starts the file's and the repository's reads when a document is opened or saved,
-  before any edit needs them.
+  before any edit needs them, and the selected lines' history when an edit of a selection is offered (a
+  code action), which clients ask for before the user picks the edit and types its instruction.
 
 The git commands are `file_history`'s and `working_diff`'s, unchanged: this module decides only when they
 run and how long an edit waits for them. HEAD is read from the repository's files (`.git/HEAD`, the ref it
@@ -136,6 +137,8 @@ class RouterInputsCache:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="router-git")
         self._reads: OrderedDict[tuple[Any, ...], concurrent.futures.Future[Any]] = OrderedDict()
         self._max_entries = max_entries
+        # The selected lines' history started by `warm` (one at a time).
+        self._lines_warming: concurrent.futures.Future[Any] | None = None
 
     def _read(
         self, key: tuple[Any, ...] | None, read: Callable[[], Any]
@@ -161,12 +164,23 @@ class RouterInputsCache:
             PAST_COMMITS: self._read(("past", root, head) if keyed else None, lambda: past_commits(root)),
         }
 
-    def warm(self, root: Path | None, path: str) -> None:
-        """Start the file's history and the repository's last commits for `path` (no wait): on open, on save."""
+    def warm(self, root: Path | None, path: str, lines: tuple[int, int] | None = None) -> None:
+        """Start the file's history and the repository's last commits for `path` (no wait): on open, on save.
+        With `lines` ([first, end), an edit of them offered), their history too, one such read at a time:
+        selections swept over quickly do not queue reads ahead of an edit's."""
         if root is None or not path:
             return
+        head = head_of(root)
         try:
-            self._file_reads(root, path, head_of(root))
+            self._file_reads(root, path, head)
+            if lines is None or head is None or lines[1] <= lines[0]:
+                return
+            if self._lines_warming is not None and not self._lines_warming.done():
+                return
+            first, end = lines
+            self._lines_warming, _ = self._read(
+                ("lines", root, path, first, end, head), lambda: selected_lines_history(root, path, first, end)
+            )
         except RuntimeError:  # the pool was shut down: the server is leaving
             pass
 

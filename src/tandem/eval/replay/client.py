@@ -268,6 +268,15 @@ class ReplayClient:
         params = types.ExecuteCommandParams(command=command, arguments=arguments)
         return await self._client.workspace_execute_command_async(params)
 
+    async def code_actions(self, uri: str, where: types.Range) -> Any:
+        """`textDocument/codeAction` for `where` (no diagnostics), its answer waited for."""
+        params = types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=where,
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+        return await self._client.text_document_code_action_async(params)
+
     def run_command(self, command: types.Command | None, *, on_error: Callable[[str], None]) -> bool:
         """Run an accepted item's command as VS Code does: `workspace/executeCommand` when the server
         handles it. The answer is not waited for; an error answer is passed to `on_error`. True if sent."""

@@ -373,9 +373,11 @@ def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[type
         first = min(d.range.start.line for d in diagnostics)
         last = max(d.range.end.line for d in diagnostics)
         problems = "; ".join(dict.fromkeys(d.message.strip() for d in diagnostics if d.message.strip()))
+        lines = _whole_lines(ls, document, first, last)
+        _offered(ls, document.uri, lines)
         argument = {
             "uri": document.uri,
-            "range": _span(_whole_lines(ls, document, first, last)),
+            "range": _span(lines),
             "instruction": f"Fix this problem: {problems}" if problems else PRESETS[0][1],
         }
         command = types.Command(title="tandem: Fix", command=EDIT_COMMAND, arguments=[argument])
@@ -385,6 +387,7 @@ def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[type
         return [fix]
     if not offered(types.CodeActionKind.RefactorRewrite):
         return []
+    _offered(ls, document.uri, where)
     span = _span(where)
     actions: list[types.CodeAction] = []
     if ls.client_name in PROMPTING_CLIENTS:
@@ -398,6 +401,13 @@ def _code_actions(ls: TandemServer, params: types.CodeActionParams) -> list[type
             types.CodeAction(title=f"tandem: {title}", kind=types.CodeActionKind.RefactorRewrite, command=command)
         )
     return actions
+
+
+def _offered(ls: TandemServer, uri: str, where: types.Range) -> None:
+    """An edit of `where` is offered: the router's read of those lines' history starts now (the lines an edit
+    of this range routes with: a last line selected in part counts)."""
+    if ls.session is not None:
+        ls.session.edit_offered(uri, where.start.line, where.end.line + (where.end.character > 0))
 
 
 def _span(where: types.Range) -> dict[str, Any]:
