@@ -8,7 +8,8 @@ leaving a turn)."""
 from __future__ import annotations
 
 import asyncio
-from contextlib import aclosing
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 
 import pytest
 from responses_ws_standin import StandIn, start
@@ -17,10 +18,26 @@ from websockets.protocol import State
 
 from tandem.completion.providers.backends import responses_ws
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
-from tandem.completion.providers.backends.responses_ws import websocket_url
+from tandem.completion.providers.backends.responses_ws import ResponsesWebSocketBackend, websocket_url
 from tandem.completion.providers.backends.ws_pool import SocketPool
 
 pytestmark = pytest.mark.contract
+
+
+@asynccontextmanager
+async def _serving(stand_in: StandIn, timeout_s: float = 5.0) -> AsyncIterator[ResponsesWebSocketBackend]:
+    """The stand-in on loopback and a backend to it; afterwards a held answer is let go and both are closed."""
+    server, base_url = await start(stand_in)
+    backend = _backend(base_url, timeout_s=timeout_s)
+    try:
+        yield backend
+    finally:
+        if stand_in.hold is not None:
+            stand_in.hold.set()
+        await backend.aclose()
+        server.close()
+        await server.wait_closed()
+
 
 COMPLETION = ModelRequest(prefix="def f():\n    ", suffix="", path="m.py", language="python", max_tokens=256)
 
@@ -31,9 +48,7 @@ async def test_a_superseded_turn_is_closed_when_every_connection_is_busy(monkeyp
     ends: the superseded turn's connection is closed then (the stand-in sees the close mid-turn)."""
     monkeypatch.setattr(responses_ws, "POOL_SIZE", 2)
     stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event())
-    server, base_url = await start(stand_in)
-    backend = _backend(base_url, timeout_s=60.0)
-    try:
+    async with _serving(stand_in, timeout_s=60.0) as backend:
         async with aclosing(backend.stream(COMPLETION, StreamStats())) as older:  # type: ignore[type-var]
             await anext(older)
             async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
@@ -46,12 +61,6 @@ async def test_a_superseded_turn_is_closed_when_every_connection_is_busy(monkeyp
             stand_in.hold.set()
             rest = "".join([text async for text in older])
         assert rest  # the turn still read was not disturbed
-    finally:
-        assert stand_in.hold is not None
-        stand_in.hold.set()
-        await backend.aclose()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_superseded_turn_that_ends_before_a_new_handshake_keeps_its_connection(
@@ -62,9 +71,7 @@ async def test_a_superseded_turn_that_ends_before_a_new_handshake_keeps_its_conn
     mid-turn), its connection serves again, and the handshake that lost is given up."""
     monkeypatch.setattr(responses_ws, "POOL_SIZE", 2)
     stand_in = StandIn(answer="x = 1\n" * 40, handshake_s=1.0)
-    server, base_url = await start(stand_in)
-    backend = _backend(base_url, timeout_s=60.0)
-    try:
+    async with _serving(stand_in, timeout_s=60.0) as backend:
         async with aclosing(backend.stream(COMPLETION, StreamStats())) as older:  # type: ignore[type-var]
             await anext(older)
             async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
@@ -75,10 +82,6 @@ async def test_a_superseded_turn_that_ends_before_a_new_handshake_keeps_its_conn
             rest = "".join([text async for text in older])
         assert rest
         assert backend.pool.idle == 2
-    finally:
-        await backend.aclose()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_race_whose_new_connection_is_refused_reads_the_turn_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,9 +90,7 @@ async def test_a_race_whose_new_connection_is_refused_reads_the_turn_out(monkeyp
     its connection kept, not closed with nothing to replace it."""
     monkeypatch.setattr(responses_ws, "POOL_SIZE", 2)
     stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event(), accept=2)
-    server, base_url = await start(stand_in)
-    backend = _backend(base_url, timeout_s=60.0)
-    try:
+    async with _serving(stand_in, timeout_s=60.0) as backend:
         async with aclosing(backend.stream(COMPLETION, StreamStats())) as older:  # type: ignore[type-var]
             await anext(older)
             async with aclosing(backend.stream(COMPLETION, StreamStats())) as newer:  # type: ignore[type-var]
@@ -102,21 +103,13 @@ async def test_a_race_whose_new_connection_is_refused_reads_the_turn_out(monkeyp
         await asyncio.wait_for(backend.pool.settled(), 10)
         assert stand_in.closed_mid_turn == 0 and stand_in.completed == 2
         assert backend.pool.idle == 2
-    finally:
-        assert stand_in.hold is not None
-        stand_in.hold.set()
-        await backend.aclose()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_superseded_turn_is_read_out_while_another_connection_is_free() -> None:
     """One completion in flight, superseded: a second connection may still be opened for the next turn,
     so this one is read to its end and keeps its connection (and the conversation held on it)."""
     stand_in = StandIn(answer="x = 1\n" * 40, hold=asyncio.Event())
-    server, base_url = await start(stand_in)
-    backend = _backend(base_url, timeout_s=60.0)
-    try:
+    async with _serving(stand_in, timeout_s=60.0) as backend:
         async with aclosing(backend.stream(COMPLETION, StreamStats())) as texts:  # type: ignore[type-var]
             await anext(texts)
         assert stand_in.hold is not None
@@ -124,21 +117,13 @@ async def test_a_superseded_turn_is_read_out_while_another_connection_is_free() 
         await asyncio.wait_for(backend.pool.settled(), 10)
         assert stand_in.closed_mid_turn == 0 and stand_in.completed == 1
         assert backend.pool.idle == 1
-    finally:
-        assert stand_in.hold is not None
-        stand_in.hold.set()
-        await backend.aclose()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_connection_whose_turn_went_away_during_the_handshake_is_kept() -> None:
     """A key press supersedes the turn while its connection's handshake is under way (a provider's TLS
     and upgrade): the opening goes on, and the pool keeps the connection for the next turn."""
     stand_in = StandIn(handshake_s=0.3)
-    server, base_url = await start(stand_in)
-    backend = _backend(base_url)
-    try:
+    async with _serving(stand_in) as backend:
 
         async def read() -> None:
             async with aclosing(backend.stream(COMPLETION, StreamStats())) as texts:  # type: ignore[type-var]
@@ -152,10 +137,6 @@ async def test_a_connection_whose_turn_went_away_during_the_handshake_is_kept() 
         await asyncio.wait_for(backend.pool.settled(), 10)
         assert backend.pool.idle == 1 and backend.pool.opened == 1
         assert not [turn for turn in stand_in.turns if turn.get("generate") is not False]
-    finally:
-        await backend.aclose()
-        server.close()
-        await server.wait_closed()
 
 
 async def test_a_connection_one_over_the_pool_is_closed_unless_a_turn_waits_for_it() -> None:

@@ -108,16 +108,17 @@ class Session:
 
     def document_opened(self, uri: str) -> None:
         """A document was opened or saved: start the git reads an edit in it would route with (no wait)."""
-        workspace = self.workspace
-        if workspace is not None and workspace.root is not None and uri.startswith("file:"):
-            self.router_inputs.warm(workspace.root, workspace.relative(uri))
+        self._warm_router_inputs(uri)
 
     def edit_offered(self, uri: str, first_line: int, end_line: int) -> None:
         """An edit of lines [first_line, end_line) was offered (a code action): start their history's read too,
         so that an edit the user then picks, while typing its instruction, does not wait for it."""
+        self._warm_router_inputs(uri, (first_line, end_line))
+
+    def _warm_router_inputs(self, uri: str, lines: tuple[int, int] | None = None) -> None:
         workspace = self.workspace
         if workspace is not None and workspace.root is not None and uri.startswith("file:"):
-            self.router_inputs.warm(workspace.root, workspace.relative(uri), (first_line, end_line))
+            self.router_inputs.warm(workspace.root, workspace.relative(uri), lines)
 
     def document_closed(self, uri: str) -> None:
         self.inline.document_closed(uri)
