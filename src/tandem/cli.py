@@ -82,6 +82,30 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args)
 
 
+def _local(args: argparse.Namespace) -> int:
+    from tandem.local.cli import run
+
+    return run(args)
+
+
+def _local_arguments(local: argparse.ArgumentParser) -> None:
+    from tandem.local.cli import add_arguments
+
+    add_arguments(local)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from tandem.local.check import run_check
+
+    return run_check(args)
+
+
+def _check_arguments(check: argparse.ArgumentParser) -> None:
+    from tandem.local.check import add_arguments
+
+    add_arguments(check)
+
+
 def _trace_report(args: argparse.Namespace) -> int:
     from tandem.eval.trace_report import run_report
 
@@ -192,6 +216,20 @@ COMMANDS: dict[str, _Command] = {
         "and no network.",
         _demo_arguments,
         _demo,
+    ),
+    "local": _Command(
+        "a local model pair: llama-server with Qwen2.5-Coder (setup, serve)",
+        "Build llama.cpp's server once per machine, fetch verified Qwen2.5-Coder weights, and run them.",
+        _local_arguments,
+        _local,
+    ),
+    "check": _Command(
+        "ask each configured model whether it answers, how fast, and whether FIM works",
+        "Before opening an editor: for each configured model, whether it answers, its time to first token, "
+        "tokens per second, whether a repeated prompt is served from its prompt cache, and whether "
+        "fill-in-the-middle works.",
+        _check_arguments,
+        _check,
     ),
     "trace": _Command("work with trace files", "Work with trace files.", _trace_arguments, None),
 }

@@ -74,6 +74,17 @@ class ModelConfig:
     # For provider "openai-responses": let the provider store responses (`store: true`). Off, the user's
     # code is kept only as long as a request needs it (and, over a WebSocket, the connection's last response).
     store: bool = False
+    # The model runs on this machine (llama.cpp's llama-server, Ollama, LM Studio): it costs no money, it
+    # reads prompts at ~100 tokens/s, and what it has read stays in its prompt cache. Completions are then
+    # asked with a prompt whose beginning stays the same from key to key (`completion.inline.local_prompt`),
+    # one request at a time per server slot, and a superseded request is let finish reading its prompt.
+    local: bool = False
+    # Requests in flight to this model at once (0: no limit; a local model: 1 unless set).
+    slots: int = 0
+
+    @property
+    def slot_count(self) -> int:
+        return self.slots or (1 if self.local else 0)
 
 
 @dataclass(frozen=True, kw_only=True)

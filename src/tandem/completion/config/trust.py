@@ -55,6 +55,8 @@ RULES: dict[str, Rule] = {
     # A continued WebSocket turn is billed the conversation the server holds: the user's choice.
     "models.*.transport": Rule("one_of", allowed=("http",)),
     "models.*.store": _ONLY_OFF,
+    "models.*.local": Rule("never", "decides how your model server is asked (prompt shape, requests at once)"),
+    "models.*.slots": Rule("never", "decides how your model server is asked (prompt shape, requests at once)"),
     "completion.debounce": Rule("one_of", allowed=("fixed",)),
     "completion.debounce_ms": _AT_LEAST,
     "completion.multiline": Rule("one_of", allowed=("never",)),

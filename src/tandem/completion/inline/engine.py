@@ -27,6 +27,7 @@ from tandem.cache.completions import CompletionCache
 from tandem.completion.config.tree import Config
 from tandem.completion.gate import Gate, Outbound
 from tandem.completion.inline.debounce import AdaptiveDebounce
+from tandem.completion.inline.local_prompt import local_window
 from tandem.completion.inline.postprocess import Surroundings, clean
 from tandem.completion.inline.prefetch import AfterAccepting, Charge, TokenBudget
 from tandem.completion.inline.request import CompletionRequest, CompletionResult, Ticket, Tickets
@@ -34,6 +35,7 @@ from tandem.completion.inline.streams import Stream, StreamStore, read_into
 from tandem.completion.inline.units import UnitContext, useful_unit, wants_multiline
 from tandem.completion.observe.live_stats import LiveFigures, LiveStats
 from tandem.completion.observe.trace import Tracer, TraceRecord, estimate_cost_usd
+from tandem.completion.providers.backends import fim_templates
 from tandem.completion.providers.backends.base import ModelRequest
 from tandem.completion.providers.errors import BackendTimeout, describe
 from tandem.completion.providers.tiers import Tier, Tiers
@@ -162,7 +164,18 @@ class Engine:
         # 1. Reuse: a stream or cached completion the user is typing through answers before any debounce.
         reuse = self._find(request, unit_ctx)
         record.mark("cache_lookup")
-        self._streams.cancel_others(request.uri, keep=reuse.stream if reuse else None, keep_prefetch=reuse is not None)
+        # A local model's stream the user typed ahead of may still say what they typed: wait for it.
+        ahead = self._ahead(request) if reuse is None else None
+        keep = reuse.stream if reuse is not None else ahead
+        self._streams.cancel_others(request.uri, keep=keep, keep_prefetch=reuse is not None)
+        if ahead is not None:
+            reuse = await self._catch_up(request, ahead, ticket)
+            if ticket.superseded:
+                record.outcome = "superseded"
+                self.tracer.write(record)
+                return CompletionResult.empty(trace_id=record.id)
+            if reuse is None:
+                ahead.supersede()
         if reuse is not None:
             record.source = "stream" if reuse.stream is not None else "cache"
             if reuse.stream is not None:
@@ -232,6 +245,23 @@ class Engine:
             return None
         return _Reuse(None, hit.typed_chars, hit.text)
 
+    def _ahead(self, request: CompletionRequest) -> Stream | None:
+        """A live stream of a local model (`Stream.patient`) that the user has typed ahead of: its text so far
+        begins what they typed. Asking again would queue behind it on the one slot and re-read the prompt."""
+        found = self._streams.find_ahead(request)
+        if found is None or not found[0].patient or self.config.cache.reuse != "typed-through":
+            return None
+        return found[0]
+
+    async def _catch_up(self, request: CompletionRequest, stream: Stream, ticket: Ticket) -> _Reuse | None:
+        """Wait until `stream` reaches past what the user typed (served from it) or says something else
+        (None); a newer key ends the wait."""
+        with ticket.waiting():
+            while not stream.done and stream.typed_ahead(request) is not None:
+                await stream.changed()
+        typed = stream.typed_through(request)
+        return _Reuse(stream, typed) if typed is not None else None
+
     def _start(
         self, request: CompletionRequest, tier: Tier, record: TraceRecord, *, prefetch: bool = False
     ) -> Stream | None:
@@ -246,6 +276,8 @@ class Engine:
             else:
                 window = self.workspace.window(request.uri, request.line, request.character)
         snippet_paths: tuple[str, ...] = ()
+        if tier.local:
+            return self._start_local(request, tier, record, prefetch=prefetch)
         if window is not None:
             prefix, suffix, context = window.prefix, window.suffix, window.snippet_text
             snippet_paths = tuple(dict.fromkeys(s.path for s in window.snippets))
@@ -274,6 +306,40 @@ class Engine:
             record.error = verdict.reason
             return None
         stream = self._streams.add(request, tier.label, prefetch=prefetch)
+        record.source, record.stream_id = "model", stream.id
+        stream.run(read_into(stream, tier, model_request, remember=self._remember))
+        return stream
+
+    def _start_local(
+        self, request: CompletionRequest, tier: Tier, record: TraceRecord, *, prefetch: bool
+    ) -> Stream | None:
+        """`_start` for a model on this machine: a prompt whose beginning stays the same from key to key
+        (`inline.local_prompt`), in the model's own FIM template when one is set, on a patient stream."""
+        settings = self.config.completion
+        view = request.document
+        line, character = view.cursor if isinstance(view, AfterAccepting) else (request.line, request.character)
+        window = local_window(
+            view, line, character, max_prefix_chars=settings.prefix_chars, max_suffix_chars=settings.suffix_chars
+        )
+        template = tier.config.fim_template if tier.config.provider == "fim" else ""
+        model_request = ModelRequest(
+            prefix=window.prefix + window.middle,
+            suffix=window.suffix,
+            language=request.language,
+            path=request.path,
+            max_tokens=tier.config.max_tokens,
+            temperature=tier.config.temperature,
+            raw_prompt=fim_templates.render(template, window.prefix, window.suffix, window.middle) if template else "",
+            stop=fim_templates.TEMPLATES[template].stop if template else (),
+        )
+        record.prompt_chars = len(model_request.raw_prompt) or len(model_request.prefix) + len(window.suffix)
+        record.mark("context_built")
+        verdict = self.gate.admit(Outbound(request=model_request, document=request.uri))
+        if not verdict:
+            log.info("not sent to a model: %s", verdict.reason)
+            record.error = verdict.reason
+            return None
+        stream = self._streams.add(request, tier.label, prefetch=prefetch, patient=True)
         record.source, record.stream_id = "model", stream.id
         stream.run(read_into(stream, tier, model_request, remember=self._remember))
         return stream
@@ -340,8 +406,14 @@ class Engine:
                         record.waited_for_model = True
                         await stream.changed()
             except TimeoutError:
-                stream.cancel()
-                stream.finish(BackendTimeout(f"no answer within {self.config.completion.deadline_s:g} s"))
+                late = f"no answer within {self.config.completion.deadline_s:g} s"
+                if stream.patient and not stream.text:
+                    # A local server still reading the prompt: what it reads serves the next request.
+                    stream.supersede()
+                    record.outcome, record.error = "error", late + " (the model is still reading the prompt)"
+                else:
+                    stream.cancel()
+                    stream.finish(BackendTimeout(late))
         return unit
 
     def _clean(self, request: CompletionRequest, unit_ctx: UnitContext, unit: str) -> str:
@@ -411,6 +483,8 @@ class Engine:
             return False
         if sum(1 for s in self._streams.live(request.uri) if s.prefetch) >= settings.max_concurrent:
             return False
+        if tier.slots is not None and (tier.slots.busy or tier.slots.waiting):
+            return False  # a server that works one request at a time: speculation never queues before the user
         view = AfterAccepting(request.document, request.line, request.character, accepted)
         line, character = view.cursor
         target = CompletionRequest(

@@ -60,12 +60,20 @@ class Stream:
     first_line_ns: int = 0
     done_ns: int = 0
     task: asyncio.Task[None] | None = None
+    # Asked of a model that reads prompts slowly and keeps what it read (a local server's prompt cache):
+    # superseded while the server still reads its prompt, it reads on, since the next request's prompt
+    # begins the same way, and stops at its first token (`supersede`).
+    patient: bool = False
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _on_done: list[Callable[[Stream], None]] = field(default_factory=list)
     _cancel_sent: bool = False
+    _stop_at_first_token: bool = False
 
     def append(self, chunk: str) -> None:
         if not chunk:
+            return
+        if self._stop_at_first_token:
+            self.cancel()
             return
         self.text += chunk
         if not self.first_line_ns and "\n" in self.text:
@@ -115,6 +123,23 @@ class Stream:
         if self.task is not None and not self.task.done() and not self._cancel_sent:
             self._cancel_sent = True
             self.task.cancel()
+
+    def supersede(self) -> None:
+        """The user moved away from this stream: stop it, unless it is patient and its request was sent and
+        is still being read by the server (no text yet), in which case it stops at its first token."""
+        if self.patient and self.stats.request_sent_ns and not self.text and not self.done:
+            self._stop_at_first_token = True
+        else:
+            self.cancel()
+
+    def keep(self) -> None:
+        """The user came back to this stream (it serves a request again): let it run."""
+        self._stop_at_first_token = False
+
+    @property
+    def stopping(self) -> bool:
+        """Superseded, and stopping at its first token."""
+        return self._stop_at_first_token
 
     def changed(self) -> Coroutine[Any, Any, Any]:
         """Wait until the text grows or the stream ends. The event is taken when this is called, not
@@ -209,8 +234,9 @@ class StreamStore:
     def live(self, uri: str) -> list[Stream]:
         return [stream for stream in self._by_uri.get(uri, ()) if not stream.done]
 
-    def add(self, request: CompletionRequest, model: str, *, prefetch: bool = False) -> Stream:
+    def add(self, request: CompletionRequest, model: str, *, prefetch: bool = False, patient: bool = False) -> Stream:
         stream = Stream(
+            patient=patient,
             uri=request.uri,
             line=request.line,
             character=request.character,
@@ -230,7 +256,9 @@ class StreamStore:
         speculative ones, which may still lie ahead of a user typing through a suggestion)."""
         for stream in self._by_uri.get(uri, ()):
             if stream is not keep and not stream.done and not (keep_prefetch and stream.prefetch):
-                stream.cancel()
+                stream.supersede()
+        if keep is not None:
+            keep.keep()
 
     def forget(self, uri: str) -> None:
         for stream in self._by_uri.pop(uri, ()):
@@ -258,7 +286,7 @@ async def read_into(stream: Stream, tier: Tier, request: ModelRequest, *, rememb
         remember(stream)
 
     try:
-        end = await tier.read(request, stream.stats, append)
+        end = await tier.read(request, stream.stats, append, speculative=stream.prefetch)
     except asyncio.CancelledError:
         stream.finish(Cancelled("superseded"))
         remember(stream)

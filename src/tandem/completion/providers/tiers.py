@@ -22,6 +22,7 @@ from tandem.completion.providers.backends.base import Backend, ModelRequest, Str
 from tandem.completion.providers.backends.factory import describe_model, make_backend
 from tandem.completion.providers.breaker import Breaker, Notice, abandoned_error
 from tandem.completion.providers.errors import BackendUnavailable, CompletionError, RateLimited, describe
+from tandem.completion.providers.slots import SPECULATIVE, USER, Slots
 from tandem.completion.providers.transport import ResilientTransport
 
 log = logging.getLogger(__name__)
@@ -51,9 +52,17 @@ class Tier:
     breaker: Breaker = field(default_factory=lambda: Breaker("model"))
     # Told when an outage of this model begins or ends (once each).
     on_notice: Callable[[Notice], None] | None = None
+    # Requests in flight at once (`ModelConfig.slot_count`; None: no limit).
+    slots: Slots | None = None
 
     def __post_init__(self) -> None:
         self.breaker.model = self.label
+        if self.slots is None and self.config.slot_count:
+            self.slots = Slots(self.config.slot_count)
+
+    @property
+    def local(self) -> bool:
+        return self.config.local
 
     def holding_off(self) -> bool:
         now = time.perf_counter()
@@ -77,6 +86,7 @@ class Tier:
         on_chunk: Callable[[str], None],
         *,
         limit_s: float | None = None,
+        speculative: bool = False,
     ) -> ReadEnd:
         """Stream one answer of this model, handing each chunk to `on_chunk`: the one path to a model, for
         inline completions, next edits and edits alike, so the hold-off, the breaker and the local limits
@@ -86,7 +96,21 @@ class Tier:
         that says why. Reading stops locally after `limit_s` or `stream_char_limit(max_tokens)` characters,
         whatever the provider does (leaving the block closes the response and its connection); such a cut
         is the reader's, not the provider's fault (`limit_s` None: `STREAM_MAX_S`, read when called).
-        Cancelling the caller stops the stream."""
+        Cancelling the caller stops the stream. A tier with `slots` waits for one first (a `speculative`
+        read after every read the user waits for), and the time limit starts when the slot is had."""
+        if self.slots is None:
+            return await self._read(request, stats, on_chunk, limit_s=limit_s)
+        async with self.slots.hold(SPECULATIVE if speculative else USER):
+            return await self._read(request, stats, on_chunk, limit_s=limit_s)
+
+    async def _read(
+        self,
+        request: ModelRequest,
+        stats: StreamStats,
+        on_chunk: Callable[[str], None],
+        *,
+        limit_s: float | None,
+    ) -> ReadEnd:
         limit_s = STREAM_MAX_S if limit_s is None else limit_s
         now = time.perf_counter()
         if now < self.not_before_s:

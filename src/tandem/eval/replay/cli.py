@@ -99,6 +99,15 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", choices=("openai-chat", "fim"), default="openai-chat", help="API at --base-url")
     parser.add_argument("--api-key-env", default="", metavar="NAME", help="environment variable holding the API key")
     parser.add_argument("--max-tokens", type=_positive(int), default=96, help="tokens per completion (default 96)")
+    parser.add_argument(
+        "--fim-template", default="", metavar="NAME", help="with --provider fim: the model's FIM template (raw prompt)"
+    )
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="the model at --base-url runs on this machine ([models.fast] local = true: stable prompts, one "
+        "request at a time, no money)",
+    )
     from tandem.eval.replay.edits import add_edit_arguments
     from tandem.eval.replay.next_edits import add_next_edit_arguments
 
@@ -228,6 +237,8 @@ def run_replay(args: argparse.Namespace) -> int:
         profile=args.profile,
         error_rate=args.error_rate,
         max_tokens=args.max_tokens,
+        fim_template=args.fim_template,
+        local=args.local,
         trace_path=args.trace,
     )
     return _run(options, command="replay", as_json=args.json, show_progress=False)

@@ -46,6 +46,8 @@ class ReplayOptions:
     model: str = ""
     provider: str = "openai-chat"
     api_key_env: str = ""
+    fim_template: str = ""
+    local: bool = False
     # The built-in simulator's speed profile and the chance that a truth answer is wrong.
     profile: str = "spark"
     error_rate: float = 0.1
@@ -139,6 +141,10 @@ async def replay(
     }
     if options.api_key_env:
         model["api_key_env"] = options.api_key_env
+    if options.fim_template:
+        model["fim_template"] = options.fim_template
+    if options.local:
+        model["local"] = True
     # The server's own debounce, scaled like the typist: a keystroke gap means the same at any time scale.
     debounce_ms = round(CompletionConfig().debounce_ms * options.time_scale)
     init = _merge({"models": {"fast": model}, "completion": {"debounce_ms": debounce_ms}}, options.settings)

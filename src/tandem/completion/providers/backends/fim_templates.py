@@ -46,12 +46,13 @@ TEMPLATES: dict[str, FimTemplate] = {
 }
 
 
-def render(template: str, prefix: str, suffix: str) -> str:
-    """The raw prompt for `template`. Codestral puts the suffix first: [SUFFIX]s[PREFIX]p."""
+def render(template: str, prefix: str, suffix: str, middle: str = "") -> str:
+    """The raw prompt for `template`; `middle` is the answer's beginning, already written, which the model
+    continues. Codestral puts the suffix first: [SUFFIX]s[PREFIX]p."""
     t = TEMPLATES[template]
     if t.name == "codestral":
-        return f"{t.prefix}{suffix}{t.suffix}{prefix}"
-    return t.render(prefix, suffix)
+        return f"{t.prefix}{suffix}{t.suffix}{prefix}{middle}"
+    return t.render(prefix, suffix) + middle
 
 
 def split_fim_prompt(prompt: str) -> tuple[str, str] | None:
