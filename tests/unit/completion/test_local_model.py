@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_typing_on_leaves_the_prompt_before_the_middle_unchanged() -> None:
         line, character = len(lines) - 1, len(lines[-1])
         prefix, middle, suffix = _window(line, character, text)
         prompts.append(render("qwen2.5-coder", prefix, suffix, middle))
-    for earlier, later in zip(prompts, prompts[1:], strict=False):
+    for earlier, later in itertools.pairwise(prompts):
         assert later.startswith(earlier)
 
 
