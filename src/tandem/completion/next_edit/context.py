@@ -180,7 +180,11 @@ def _excerpt(lines: Lines, start: int, end: int, most: int, left: int) -> tuple[
 
 def model_request(settings: NextEditConfig, tier: Tier, prompt: NextEditPrompt) -> ModelRequest:
     """The request for `tier`: the raw prompt for a `fim` provider (with `prompt = "auto"`), chat otherwise."""
-    raw = settings.prompt == "raw" or (settings.prompt == "auto" and tier.config.provider == "fim")
+    # A local model behind a `fim` provider is asked by chat too: its server serves both, and a small
+    # model follows the chat prompt's instructions where the raw one gets it writing code at random.
+    raw = settings.prompt == "raw" or (
+        settings.prompt == "auto" and tier.config.provider == "fim" and not tier.config.local
+    )
     common: dict[str, Any] = {
         "prefix": "",
         "suffix": "",

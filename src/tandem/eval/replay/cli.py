@@ -124,6 +124,12 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"type for about N seconds (default {DEMO_SECONDS:g})",
     )
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="a real model instead of the simulator: llama-server with Qwen2.5-Coder 0.5B on this machine "
+        "(run `tandem local setup` once first), typed at real speed",
+    )
     _add_common(parser)
 
 
@@ -246,6 +252,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     """`tandem demo`: the simulator, the server and a short replay of the standard library, with progress."""
+    if args.local:
+        return _run_local_demo(args)
     options = ReplayOptions(
         sessions=DEMO_SESSIONS,
         seed=args.seed,
@@ -262,3 +270,42 @@ def run_demo(args: argparse.Namespace) -> int:
             f"built-in simulator (no network, no API key), for about {args.seconds:g} s\n"
         )
     return _run(options, command="demo", as_json=args.json, show_progress=True)
+
+
+# The local demo types at real speed: a model on this machine does not get faster with the clock.
+LOCAL_DEMO_SECONDS = 90.0
+LOCAL_DEMO_PORT = 8012
+
+
+def _run_local_demo(args: argparse.Namespace) -> int:
+    """`tandem demo --local`: llama-server with the 0.5B, the server, and the replay at real speed."""
+    from tandem.local.servers import LocalServerError, model_settings, running_pair
+
+    seconds = args.seconds if args.seconds != DEMO_SECONDS else LOCAL_DEMO_SECONDS
+    if not args.json:
+        sys.stderr.write(
+            "tandem demo: typing real standard-library code into `tandem serve` at real speed, with completions "
+            f"from Qwen2.5-Coder 0.5B on this machine (llama-server), for about {seconds:g} s; the first "
+            "request in each file reads its whole prompt (several seconds)\n"
+        )
+    try:
+        with running_pair(fast_port=LOCAL_DEMO_PORT, accurate_port=None) as (fast, _):
+            model = model_settings(fast)
+            options = ReplayOptions(
+                sessions=DEMO_SESSIONS,
+                seed=args.seed,
+                time_scale=1.0,
+                chars_per_s=args.cps,
+                base_url=fast.base_url,
+                model=str(model["model"]),
+                provider="fim",
+                fim_template=str(model["fim_template"]),
+                local=True,
+                max_tokens=int(str(model["max_tokens"])),
+                trace_path=args.trace,
+                budget_s=seconds,
+            )
+            return _run(options, command="demo", as_json=args.json, show_progress=True)
+    except LocalServerError as error:
+        sys.stderr.write(f"tandem demo: error: {error}\n")
+        return 1

@@ -130,7 +130,11 @@ async def replay(
     sim = None
     if options.base_url:
         label = f"{options.provider} at {options.base_url} (model {options.model or 'default'})"
-        provider = Provider(simulated=False, label=label, base_url=options.base_url, model=options.model)
+        if options.local:
+            label += ", on this machine"
+        provider = Provider(
+            simulated=False, label=label, base_url=options.base_url, model=options.model, local=options.local
+        )
     else:
         sim, provider = await asyncio.to_thread(_start_sim, options, tasks)
     model: dict[str, Any] = {

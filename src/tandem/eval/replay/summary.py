@@ -38,6 +38,8 @@ class Provider:
     label: str
     base_url: str
     model: str
+    # A model on this machine: it costs no money.
+    local: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,6 +75,11 @@ class Summary:
     trace_kinds: dict[str, int]
     time_scale: float
     duration_s: float
+    # Server time from a key to its shown suggestion when that key waited for a model (no stream or cache
+    # had it), leaving out each file's first model request (which reads the whole prompt): p50, p95, count.
+    model_wait_ms: dict[str, float | None] = field(default_factory=dict)
+    # Of the prompt tokens the provider reported, the share its prompt cache served.
+    prompt_cache_reuse: float | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -119,6 +126,34 @@ def _tokens_out(record: dict[str, Any]) -> int:
     return value if isinstance(value, int) else 0
 
 
+def model_waits_ms(records: list[dict[str, Any]]) -> list[float]:
+    """See `Summary.model_wait_ms`."""
+    seen_files: set[str] = set()
+    waits: list[float] = []
+    for record in records:
+        if record.get("kind") != "inline":
+            continue
+        if record.get("source") == "model":
+            first = str(record.get("file")) not in seen_files
+            seen_files.add(str(record.get("file")))
+            if first:
+                continue
+        if not record.get("waited_for_model") or record.get("outcome") != "shown":
+            continue
+        answered = (record.get("ms") or {}).get("answered")
+        if isinstance(answered, int | float):
+            waits.append(float(answered))
+    return waits
+
+
+def prompt_cache_share(records: list[dict[str, Any]]) -> float | None:
+    reported = [r.get("tokens") or {} for r in records]
+    reported = [t for t in reported if isinstance(t, dict) and not t.get("estimated")]
+    read = sum(int(t.get("in", 0) or 0) for t in reported)
+    cached = sum(int(t.get("cached", 0) or 0) for t in reported)
+    return _fraction(cached, read)
+
+
 def build_summary(
     *,
     tally: Tally,
@@ -134,7 +169,8 @@ def build_summary(
     # Every record of the run counts: the requests' own streams and speculative (prefetch) ones.
     tokens_out = sum(_tokens_out(r) for r in trace.records)
     prefetch_tokens_out = sum(_tokens_out(r) for r in trace.records if r.get("kind") == "prefetch")
-    cost = cost_usd("fast", sum(_tokens_in(r) for r in trace.records), tokens_out)
+    cost = 0.0 if provider.local else cost_usd("fast", sum(_tokens_in(r) for r in trace.records), tokens_out)
+    waits = model_waits_ms(trace.records)
     notes = []
     if len(records) < tally.requests:
         notes.append(f"the trace holds {len(records)} records for {tally.requests} requests")
@@ -183,6 +219,8 @@ def build_summary(
         trace_kinds=dict(sorted(Counter(str(r.get("kind")) for r in trace.records).items())),
         time_scale=time_scale,
         duration_s=round(duration_s, 2),
+        model_wait_ms={"p50": _ms(percentile(waits, 0.50)), "p95": _ms(percentile(waits, 0.95)), "count": len(waits)},
+        prompt_cache_reuse=prompt_cache_share(trace.records),
         notes=notes,
     )
 
@@ -214,8 +252,16 @@ def format_summary(summary: Summary) -> str:
         f"{s.typed_chars} typed)",
         f"tokens out:                  {s.tokens_out} ({_number(s.tokens_per_accepted_char)} per accepted char; "
         f"{s.prefetch_tokens_out} by prefetch)",
-        f"cost:                        ${s.cost_usd:.4f} (${_number(per_1000)} per 1,000 accepted chars; prompt "
-        f"and answer at {REPLAY_PRICES['fast'].model}'s list price)",
+        (
+            "cost:                        none (a model on this machine costs no money)"
+            if s.provider.local
+            else f"cost:                        ${s.cost_usd:.4f} (${_number(per_1000)} per 1,000 accepted chars; "
+            f"prompt and answer at {REPLAY_PRICES['fast'].model}'s list price)"
+        ),
+        f"key to ghost, model waits:   p50 {_number(s.model_wait_ms.get('p50'), ' ms')}, p95 "
+        f"{_number(s.model_wait_ms.get('p95'), ' ms')} ({s.model_wait_ms.get('count', 0)} keys that waited for a "
+        "model, each file's first request left out)",
+        f"prompt-cache reuse:          {_percent(s.prompt_cache_reuse)} of the prompt tokens the provider reported",
         f"trace file:                  {s.trace_file} ({s.trace_records} records)",
     ]
     if s.provider.simulated:

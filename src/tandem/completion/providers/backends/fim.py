@@ -6,10 +6,15 @@ Two ways to ask, chosen by `ModelConfig.fim_template`:
   beta, `tandem sim`); the server applies the model's own FIM tokens.
 - a template name (`fim_templates.TEMPLATES`): one raw prompt with that family's special tokens, and
   the family's end-of-middle tokens added to `stop`.
+
+A request that is a conversation (`messages`: next edits and edits) goes to the same server's
+`{base_url}/chat/completions` (llama.cpp, Ollama, LM Studio and vLLM serve both), streamed back raw: one
+local model serves completions by fill-in-the-middle and the rest by chat.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import aclosing
@@ -17,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from tandem.completion.providers.backends import fim_templates
 from tandem.completion.providers.backends.http_backend import HttpBackend
-from tandem.completion.providers.backends.streaming import now_ns, stream_chunks
+from tandem.completion.providers.backends.streaming import StreamCall, now_ns, stream_chunks
 from tandem.completion.providers.errors import NotConfigured
 
 if TYPE_CHECKING:
@@ -25,6 +30,9 @@ if TYPE_CHECKING:
 
     from tandem.completion.config.tree import ModelConfig
     from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+
+
+CHAT_PATH = "/chat/completions"
 
 
 class FimBackend(HttpBackend):
@@ -39,8 +47,16 @@ class FimBackend(HttpBackend):
             raise NotConfigured(f"unknown fim_template {config.fim_template!r} (known: {known})")
         super().__init__(config, client, env=env)
 
+    def _call(self, request: ModelRequest) -> StreamCall:
+        call = super()._call(request)
+        if request.messages:
+            call = dataclasses.replace(call, url=self._config.base_url.rstrip("/") + CHAT_PATH)
+        return call
+
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
+        if request.messages:
+            return self._chat_body(request)
         stop = list(request.stop)
         template = self._config.fim_template
         body: dict[str, object] = {}
@@ -63,6 +79,20 @@ class FimBackend(HttpBackend):
         )
         if stop:
             body["stop"] = stop
+        return body
+
+    def _chat_body(self, request: ModelRequest) -> dict[str, object]:
+        body: dict[str, object] = {
+            "messages": [{"role": role, "content": content} for role, content in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": request.temperature,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if self._config.model:
+            body["model"] = self._config.model
+        if request.stop:
+            body["stop"] = list(request.stop)
         return body
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
