@@ -120,6 +120,14 @@ class Models:
     # The profiles' real speeds: (time to first token in ms, tokens per second), by tier.
     fast_speed: tuple[float, float] = (100.0, 1000.0)
     accurate_speed: tuple[float, float] = (600.0, 65.0)
+    # Real models instead of the simulators (`bench/bench_local_models.py`): their answers are judged after
+    # whitespace normalisation and their times are the wall clock's.
+    fast_config: ModelConfig | None = None
+    accurate_config: ModelConfig | None = None
+
+    @property
+    def real(self) -> bool:
+        return self.fast_config is not None or self.accurate_config is not None
 
     def model_s(self, tier: str, tokens_out: int) -> float:
         """A model call's time at the profile's real speed."""
@@ -251,8 +259,8 @@ _FORCE: dict[Strategy, Literal["", "fast", "accurate"]] = {
 
 
 def _config(models: Models, strategy: Strategy) -> Config:
-    fast = ModelConfig(base_url=models.fast_url, model="sim-spark")
-    accurate = ModelConfig(base_url=models.accurate_url, model="sim-codex")
+    fast = models.fast_config or ModelConfig(base_url=models.fast_url, model="sim-spark")
+    accurate = models.accurate_config or ModelConfig(base_url=models.accurate_url, model="sim-codex")
     chosen = {
         "router": ModelsConfig(fast=fast, accurate=accurate),
         "fast-first": ModelsConfig(fast=fast, accurate=accurate),
@@ -275,12 +283,19 @@ def _config(models: Models, strategy: Strategy) -> Config:
     return Config(models=chosen, router=RouterConfig(force=force), edit=edit)
 
 
-def _judge(prepared: _Prepared, outcome: EditOutcome) -> str:
+def _judge(prepared: _Prepared, outcome: EditOutcome, *, normalise: bool = False) -> str:
+    """'correct' when every file the commit changed reads as the commit left it (`normalise`: after
+    whitespace normalisation, all runs of whitespace one space), 'wrong' otherwise, 'refused' when nothing
+    was applied. It sees only the text: an edit that differs from the commit but works is 'wrong'."""
     if not outcome.ok:
         return "refused"
     after = apply_all(outcome.current, outcome.edits)
-    same = all(after.get(path, outcome.current.get(path, "")) == text for path, text in prepared.truth.items())
-    return "correct" if same else "wrong"
+
+    def same(a: str, b: str) -> bool:
+        return " ".join(a.split()) == " ".join(b.split()) if normalise else a == b
+
+    ok = all(same(after.get(path, outcome.current.get(path, "")), text) for path, text in prepared.truth.items())
+    return "correct" if ok else "wrong"
 
 
 async def evaluate_edits(
@@ -479,7 +494,7 @@ async def _run_task(
         # the same numbers (a derived strategy is never slower than its source by a rounding).
         simulated_s = round(_simulated_s(outcome, wall_s, models), 3)
         flow.finish(outcome, applied=outcome.ok)
-        verdict = _judge(prepared, outcome)
+        verdict = _judge(prepared, outcome, normalise=models.real)
         figure = figures[strategy]
         figure.tasks += 1
         setattr(figure, verdict, getattr(figure, verdict) + 1)
@@ -497,6 +512,10 @@ async def _run_task(
         if strategy in ("router", DEFAULT_RUN) and not route:
             route, score = outcome.decision.summary(), outcome.decision.score
             features = outcome.decision.features
+    if not route and outcomes:
+        # No routed strategy ran (real models, baselines only): the router's decision is still made and traced.
+        decided = next(iter(outcomes.values())).decision
+        route, score, features = decided.summary(), decided.score, decided.features
     return TaskRun(
         commit=task.commit[:10],
         instruction=task.instruction,
@@ -583,6 +602,8 @@ def _simulated_s(outcome: EditOutcome, wall_s: float, models: Models) -> float:
     """The edit's time at the profiles' real speeds: each call's model time unscaled, tandem's own as measured.
     Hedged calls overlap: the user waits for the longer of those whose answer was waited for (a cancelled
     one was not)."""
+    if models.real:
+        return wall_s
     times = [models.model_s(a.tier, a.tokens_out) for a in outcome.attempts if a.outcome != "cancelled"]
     model_s = max(times, default=0.0) if outcome.plan == "hedged" else sum(times)
     scaled_model_s = model_s / models.time_scale

@@ -6,7 +6,8 @@
   (`completion.providers.slots`) where a superseded one can still be dropped unsent;
 - `--cache-reuse 256`: a prompt whose middle moved re-uses cached chunks of at least 256 tokens by
   shifting them, instead of reading everything after the first change again;
-- `-c 8192`: room for tandem's prompt (at most ~2,000 tokens for completions, more for edits) and answer.
+- `-c 8192`: room for tandem's prompt (at most ~2,000 tokens for completions, more for edits) and answer;
+- `--metrics`: the server's own count of prompt tokens read and served from its cache (`prompt_counts`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from tandem.local.setup import model_file, server_binary
 
 Say = Callable[[str], None]
 READY_TIMEOUT_S = 120.0
+# The servers' context window (`-c`), and so the models' `context_tokens`.
+CONTEXT_TOKENS = 8192
 
 
 class LocalServerError(Exception):
@@ -54,14 +57,15 @@ class LocalServer:
                 self.process.wait()
 
 
-def server_command(pin: ModelPin, port: int, *, threads: int = 1, ctx: int = 8192) -> list[str]:
+def server_command(pin: ModelPin, port: int, *, threads: int = 1, ctx: int | None = None) -> list[str]:
+    ctx = ctx or CONTEXT_TOKENS
     binary, weights = server_binary(), model_file(pin)
     for path, how in ((binary, "tandem local setup"), (weights, f"tandem local setup --model {pin.name}")):
         if not path.is_file():
             raise LocalServerError(f"{path} is missing: run `{how}` first")
     return [
         str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(port),
-        "-t", str(threads), "-np", "1", "-c", str(ctx), "--cache-reuse", "256", "--no-webui",
+        "-t", str(threads), "-np", "1", "-c", str(ctx), "--cache-reuse", "256", "--no-webui", "--metrics",
     ]  # fmt: skip
 
 
@@ -95,6 +99,7 @@ def model_settings(server: LocalServer) -> dict[str, object]:
         "model": server.pin.name,
         "fim_template": "qwen2.5-coder",
         "local": True,
+        "context_tokens": CONTEXT_TOKENS,
         "max_tokens": 64,
         "timeout_s": 60.0,
     }
@@ -107,6 +112,7 @@ def chat_settings(server: LocalServer) -> dict[str, object]:
         "base_url": server.base_url,
         "model": server.pin.name,
         "local": True,
+        "context_tokens": CONTEXT_TOKENS,
         "max_tokens": 1024,
         "timeout_s": 120.0,
     }
@@ -153,3 +159,24 @@ def serve_pair_forever(*, fast_port: int, accurate_port: int | None, threads: in
             while fast.process.poll() is None:
                 time.sleep(1.0)
     return 0
+
+
+def prompt_counts(base_url: str) -> tuple[int, int] | None:
+    """(prompt tokens the server read, prompt tokens it served from its cache) so far, from llama-server's
+    `/metrics` (`--metrics`); None when the server does not expose them."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        text = httpx.get(f"{root}/metrics", timeout=5.0).text
+    except httpx.HTTPError:
+        return None
+    values: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("llamacpp:prompt_tokens_total", "llamacpp:prompt_tokens_cached_total"):
+            try:
+                values[name] = float(value)
+            except ValueError:
+                return None
+    if len(values) != 2:
+        return None
+    return int(values["llamacpp:prompt_tokens_total"]), int(values["llamacpp:prompt_tokens_cached_total"])

@@ -121,3 +121,46 @@ async def test_a_patient_stream_reading_its_prompt_stops_at_its_first_token() ->
     with pytest.raises(asyncio.CancelledError):
         await eager.task  # type: ignore[misc]
     assert eager.cancelled
+
+
+def test_a_slow_models_line_is_shown_word_by_word_when_early_units_are_on() -> None:
+    from tandem.completion.inline.units import UnitContext, useful_unit
+
+    early = UnitContext(line_before="    return ", line_after="", multiline=False, early=True)
+    late = UnitContext(line_before="    return ", line_after="", multiline=False)
+    assert useful_unit("self._compu", False, early) == "self."
+    assert useful_unit("self._compute(a, b", False, early) == "self._compute(a,"
+    assert useful_unit("ab", False, early) is None  # too little to be worth a ghost
+    assert useful_unit("self._compute(a, b", False, late) is None
+    # A complete line is the unit either way.
+    assert useful_unit("x + 1\n    y", False, early) == useful_unit("x + 1\n    y", False, late) == "x + 1"
+
+
+def test_a_request_the_provider_refuses_alone_does_not_open_the_breaker() -> None:
+    from tandem.completion.providers.breaker import Breaker, kind_of
+    from tandem.completion.providers.errors import BadResponse, RequestRefused
+
+    too_long = RequestRefused("127.0.0.1 answered 400 Bad Request: request (17433 tokens) exceeds the context")
+    assert kind_of(too_long) is None
+    breaker = Breaker("local")
+    for _ in range(5):
+        assert breaker.failure(too_long, 0.0) is None
+    assert breaker.allows(0.0)
+    assert kind_of(BadResponse("stream truncated")) == "transient"
+
+
+async def test_an_edit_prompt_is_cut_to_the_smallest_model_window() -> None:
+    from tandem.completion.edit.prompt import EditPrompt
+    from tandem.completion.edit.window import fit_window
+
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(2000))
+
+    async def count(messages: tuple[tuple[str, str], ...]) -> int:
+        return sum(len(content) for _, content in messages) // 3
+
+    prompt = EditPrompt(path="a.py", text=text, first_line=3000, end_line=3003, instruction="add one", context={})
+    fitted, messages, over = await fit_window(prompt, answer_tokens=16384, count=count, window_tokens=8192)
+    assert not over and fitted.shown is not None
+    assert await count(messages) <= 8192 - 2048
+    whole, _, _ = await fit_window(prompt, answer_tokens=16384, count=count)
+    assert whole.shown is None  # the 128K window takes the whole file

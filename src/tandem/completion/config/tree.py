@@ -81,6 +81,9 @@ class ModelConfig:
     local: bool = False
     # Requests in flight to this model at once (0: no limit; a local model: 1 unless set).
     slots: int = 0
+    # The model's context window in tokens (0: 128K); a local server's is its `-c` (tandem local serve: 8192).
+    # Edit prompts are cut to fit the smallest window of the models an edit may ask.
+    context_tokens: int = 0
 
     @property
     def slot_count(self) -> int:
@@ -106,6 +109,9 @@ class CompletionConfig:
     prefix_chars: int = 6000
     suffix_chars: int = 2000
     max_lines: int = 12
+    # With a local model (`models.fast.local`), a single-line suggestion is shown word by word as it is
+    # written, not when its line is complete (a line at ~30 tokens/s takes longer than a key).
+    early_units: bool = True
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from tandem.cache.context import MAX_BUDGET_TOKENS
 from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.completion.config.tree import Config
 from tandem.completion.edit.answer import CheckedEdit
@@ -286,7 +287,7 @@ class EditFlow:
             language=request.language,
         )
         prompt, messages, over = await fit_window(
-            prompt, answer_tokens=self.config.edit.max_tokens, count=self._prompt_tokens
+            prompt, answer_tokens=self.config.edit.max_tokens, count=self._prompt_tokens, window_tokens=self._window()
         )
         record.prompt_chars = sum(len(content) for _, content in messages)
         record.shown_lines = list(prompt.shown) if prompt.shown is not None else None
@@ -474,11 +475,21 @@ class EditFlow:
 
     # -- steps ---------------------------------------------------------------------------------
 
+    def _window(self) -> int:
+        """The smallest context window (tokens) of the configured models: one prompt serves every attempt."""
+        windows = [
+            tier.config.context_tokens
+            for name in ("fast", "accurate")
+            if (tier := self.models.get(name)) is not None and tier.config.context_tokens
+        ]
+        return min(windows, default=MAX_BUDGET_TOKENS)
+
     def _context(self, request: EditRequest, decision: RouteDecision, inputs: EditInputs) -> dict[str, str]:
-        """Other files to show the model: the caller's extra files, then the route's reach, within limits."""
+        """Other files to show the model: the caller's extra files, then the route's reach, within limits (and
+        at most as many characters as the window has tokens: a third of it or less)."""
         f = decision.features
         limits = self.config.edit
-        budget = limits.context_chars
+        budget = min(limits.context_chars, self._window())
         context: dict[str, str] = {}
         reach = [*f.mentioned_files, *f.caller_files, *f.dependency_files]
         for index, path in enumerate([*inputs.extra_context, *reach]):

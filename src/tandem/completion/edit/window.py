@@ -23,11 +23,17 @@ def messages_of(prompt: EditPrompt) -> Messages:
 
 
 async def fit_window(
-    prompt: EditPrompt, *, answer_tokens: int, count: Callable[[Messages], Awaitable[int]]
+    prompt: EditPrompt,
+    *,
+    answer_tokens: int,
+    count: Callable[[Messages], Awaitable[int]],
+    window_tokens: int = MAX_BUDGET_TOKENS,
 ) -> tuple[EditPrompt, Messages, str]:
     """The prompt as it is sent, its messages, and why it cannot be ("" when it can). `count` gives a
-    prompt's tokens; it is asked only when they could be over the room (a token is at least a character)."""
-    room = MAX_BUDGET_TOKENS - min(answer_tokens, MAX_BUDGET_TOKENS // 4)
+    prompt's tokens; it is asked only when they could be over the room (a token is at least a character).
+    `window_tokens`: the smallest context window of the models that may be asked."""
+    window_tokens = min(window_tokens, MAX_BUDGET_TOKENS)
+    room = window_tokens - min(answer_tokens, window_tokens // 4)
 
     async def over(messages: Messages) -> int:
         if sum(len(content) for _, content in messages) <= room:
@@ -54,6 +60,6 @@ async def fit_window(
         prompt,
         messages,
         f"not sent to a model: the edit's prompt would be about {tokens:,} tokens, over the "
-        f"{MAX_BUDGET_TOKENS:,}-token window, and the selected lines with the other files shown do not fit "
+        f"{window_tokens:,}-token window, and the selected lines with the other files shown do not fit "
         "in it alone: select fewer lines",
     )

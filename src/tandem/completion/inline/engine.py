@@ -154,6 +154,7 @@ class Engine:
             line_after=request.line_after(),
             multiline=wants_multiline(request.line_before(), request.line_after(), settings.multiline),
             max_lines=settings.max_lines,
+            early=self._early_units(),
         )
         record.mode = "multi" if unit_ctx.multiline else "single"
         verdict = self.gate.document(request.uri)
@@ -215,6 +216,10 @@ class Engine:
         if stream is None:
             return self._refused(record, record.error)
         return await self._answer(request, record, ticket, _Reuse(stream, 0), unit_ctx, deferred=True)
+
+    def _early_units(self) -> bool:
+        tier = self.tiers.for_completion()
+        return tier is not None and tier.local and self.config.completion.early_units
 
     def _refused(self, record: TraceRecord, reason: str) -> CompletionResult:
         """Nothing of this document may be sent (the gate's reason names a rule, never content)."""

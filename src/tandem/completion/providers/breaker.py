@@ -29,6 +29,7 @@ from tandem.completion.providers.errors import (
     CompletionError,
     NotConfigured,
     RateLimited,
+    RequestRefused,
     describe,
 )
 
@@ -42,7 +43,7 @@ ANNOUNCE_AFTER = 3
 def kind_of(error: CompletionError) -> str | None:
     """'permanent', 'transient', or None for an error the breaker leaves to others (429: Retry-After; errors
     that are not the provider's)."""
-    if isinstance(error, RateLimited):
+    if isinstance(error, RateLimited | RequestRefused):
         return None
     if isinstance(error, NotConfigured) or (isinstance(error, BadResponse) and error.permanent):
         return "permanent"

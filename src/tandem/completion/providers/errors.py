@@ -52,6 +52,11 @@ class BadResponse(CompletionError):
         self.permanent = permanent
 
 
+class RequestRefused(BadResponse):
+    """The provider refused this one request (400, 413, 422: too long for its context, say) and would serve
+    another: not a sign that it is down, so the breaker leaves it alone."""
+
+
 class NotSent(CompletionError):
     """The prompt may not leave the machine (a private or secret-holding file); the reason names the rule."""
 

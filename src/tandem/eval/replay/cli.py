@@ -103,6 +103,14 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         "--fim-template", default="", metavar="NAME", help="with --provider fim: the model's FIM template (raw prompt)"
     )
     parser.add_argument(
+        "--read-first",
+        type=_positive(float),
+        default=None,
+        metavar="S",
+        help="after opening each file, wait up to S seconds for a completion at the cursor before typing (the "
+        "user reading the file; not counted as a key): a local model reads the file's prompt meanwhile",
+    )
+    parser.add_argument(
         "--local",
         action="store_true",
         help="the model at --base-url runs on this machine ([models.fast] local = true: stable prompts, one "
@@ -245,6 +253,7 @@ def run_replay(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         fim_template=args.fim_template,
         local=args.local,
+        warm_s=args.read_first or 0.0,
         trace_path=args.trace,
     )
     return _run(options, command="replay", as_json=args.json, show_progress=False)

@@ -59,6 +59,9 @@ class ReplayOptions:
     settings: Mapping[str, Any] = field(default_factory=dict)
     # A patient typist waits for every answer before the next key (tests: no race with the model).
     patient: bool = False
+    # Before typing in each file, wait up to this long for a completion at the cursor (the user reading the
+    # file; not counted as a key). 0: start typing at once.
+    warm_s: float = 0.0
 
 
 def default_trace_path() -> pathlib.Path:
@@ -153,6 +156,7 @@ async def replay(
     debounce_ms = round(CompletionConfig().debounce_ms * options.time_scale)
     init = _merge({"models": {"fast": model}, "completion": {"debounce_ms": debounce_ms}}, options.settings)
 
+    counts_before = await asyncio.to_thread(_server_counts, options)
     tally = Tally(planned_chars=sum(len(task.span) for task in tasks))
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tandem-replay-") as empty:
@@ -176,6 +180,7 @@ async def replay(
                     tally=tally,
                     stop_at=stop_at,
                     patient=options.patient,
+                    warm_s=options.warm_s,
                     progress=progress,
                 )
             # Every request's record first; then, once the server has exited, whatever else it wrote
@@ -186,7 +191,12 @@ async def replay(
             if sim is not None:
                 await asyncio.to_thread(sim.stop)
     trace = await asyncio.to_thread(_read_new_records, trace_path, offset)
+    counts_after = await asyncio.to_thread(_server_counts, options)
+    server_prompt = None
+    if counts_before is not None and counts_after is not None:
+        server_prompt = (counts_after[0] - counts_before[0], counts_after[1] - counts_before[1])
     return build_summary(
+        server_prompt_tokens=server_prompt,
         tally=tally,
         trace=trace,
         trace_path=trace_path,
@@ -195,3 +205,12 @@ async def replay(
         time_scale=options.time_scale,
         duration_s=time.perf_counter() - started,
     )
+
+
+def _server_counts(options: ReplayOptions) -> tuple[int, int] | None:
+    """A local llama-server's own prompt-token counters (read, served from its cache), if it exposes them."""
+    if not (options.local and options.base_url):
+        return None
+    from tandem.local.servers import prompt_counts
+
+    return prompt_counts(options.base_url)

@@ -80,6 +80,7 @@ async def type_span(
     stop_at: float | None = None,
     patient: bool = False,
     progress: Progress | None = None,
+    warm_s: float = 0.0,
 ) -> bool:
     """Type `task.span` back into its file; False if `stop_at` (event-loop time) came first. A `patient`
     typist waits for each answer before pausing for the next key, so no request races the model."""
@@ -89,6 +90,14 @@ async def type_span(
     at = 0
     previous = "\n"
     pending: Pending | None = None
+    if warm_s > 0:
+        # The user opens the file and reads it before typing: one completion at the cursor, waited for (up
+        # to `warm_s`) and not counted among the keys; a local model reads the file's prompt meanwhile.
+        first = client.request_inline(document)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(first.answered.wait(), warm_s)
+        if not first.answered.is_set():
+            client.cancel(first)
     while at < len(span):
         if stop_at is not None and loop.time() >= stop_at:
             break

@@ -80,6 +80,10 @@ class Summary:
     model_wait_ms: dict[str, float | None] = field(default_factory=dict)
     # Of the prompt tokens the provider reported, the share its prompt cache served.
     prompt_cache_reuse: float | None = None
+    # A local llama-server's own counts over the run (`--metrics`): prompt tokens it read, and those its
+    # prompt cache served.
+    server_prompt_read: int | None = None
+    server_prompt_cached: int | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -163,6 +167,7 @@ def build_summary(
     files: list[pathlib.Path],
     time_scale: float,
     duration_s: float,
+    server_prompt_tokens: tuple[int, int] | None = None,
 ) -> Summary:
     records = [r for r in trace.records if r.get("kind") == "inline"]
     hits, total = without_model_wait(trace.records)
@@ -221,6 +226,8 @@ def build_summary(
         duration_s=round(duration_s, 2),
         model_wait_ms={"p50": _ms(percentile(waits, 0.50)), "p95": _ms(percentile(waits, 0.95)), "count": len(waits)},
         prompt_cache_reuse=prompt_cache_share(trace.records),
+        server_prompt_read=server_prompt_tokens[0] if server_prompt_tokens else None,
+        server_prompt_cached=server_prompt_tokens[1] if server_prompt_tokens else None,
         notes=notes,
     )
 
@@ -261,7 +268,13 @@ def format_summary(summary: Summary) -> str:
         f"key to ghost, model waits:   p50 {_number(s.model_wait_ms.get('p50'), ' ms')}, p95 "
         f"{_number(s.model_wait_ms.get('p95'), ' ms')} ({s.model_wait_ms.get('count', 0)} keys that waited for a "
         "model, each file's first request left out)",
-        f"prompt-cache reuse:          {_percent(s.prompt_cache_reuse)} of the prompt tokens the provider reported",
+        f"prompt-cache reuse:          {_percent(s.prompt_cache_reuse)} of the prompt tokens the provider reported"
+        + (
+            f"; the server read {s.server_prompt_read:,} prompt tokens and served {s.server_prompt_cached:,} "
+            f"from its cache ({_percent(_fraction(s.server_prompt_cached, s.server_prompt_read + s.server_prompt_cached))})"  # noqa: E501
+            if s.server_prompt_read is not None and s.server_prompt_cached is not None
+            else ""
+        ),
         f"trace file:                  {s.trace_file} ({s.trace_records} records)",
     ]
     if s.provider.simulated:

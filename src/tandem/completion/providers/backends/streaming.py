@@ -37,6 +37,7 @@ from tandem.completion.providers.errors import (
     BadResponse,
     NotConfigured,
     RateLimited,
+    RequestRefused,
 )
 from tandem.completion.providers.http import parse_retry_after
 from tandem.completion.providers.sse import SseEvent, SseParser
@@ -192,6 +193,8 @@ async def stream_events(
 
 # Statuses that retrying cannot fix: a bad key, no permission, a wrong URL or model name.
 _PERMANENT_STATUS = frozenset({401, 403, 404})
+# Refusals of one request (a prompt over the model's context: llama.cpp answers 400), not of the provider.
+_REQUEST_STATUS = frozenset({400, 413, 422})
 
 
 @dataclass
@@ -218,6 +221,8 @@ async def check_status(response: httpx.Response, call: StreamCall, *, allow_retr
         words = f"{host} answered {status} {response.reason_phrase}{detail}"
         if status >= 500:
             raise BackendUnavailable(words)
+        if status in _REQUEST_STATUS:
+            raise RequestRefused(words)
         raise BadResponse(words, permanent=status in _PERMANENT_STATUS)
     if not 200 <= status < 300:
         raise BadResponse(f"{host} answered {status} {response.reason_phrase} instead of a stream")
