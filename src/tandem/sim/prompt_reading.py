@@ -58,11 +58,13 @@ def read_chat(messages: Sequence[Mapping[str, str]]) -> tuple[str, str] | None:
 def read_fim(prompt: str) -> tuple[str, str] | None:
     """(prefix, suffix) of a raw FIM prompt in one of the families' token layouts; None if in none."""
     for _family, begin, separator, end in _PSM_FAMILIES:
-        if prompt.startswith(begin) and prompt.endswith(end):
-            body = prompt[len(begin) : len(prompt) - len(end)]
+        if prompt.startswith(begin) and end and end in prompt:
+            # Text after the middle token is the middle's beginning, already written: the model continues
+            # it, so for the answer it belongs to the prefix.
+            body, _, begun = prompt[len(begin) :].rpartition(end)
             if separator in body:
                 before, _, after = body.rpartition(separator)
-                return before, after
+                return before + begun, after
     first, second = _CODESTRAL
     if prompt.startswith(first) and second in prompt:
         after, _, before = prompt[len(first) :].partition(second)

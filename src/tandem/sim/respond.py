@@ -90,6 +90,9 @@ async def respond(sim: SimState, ask: Ask, wire: WireFormat) -> Response:
     if fault is FaultKind.RESET:
         return _ResetResponse()
     assert answer is not None
+    if sim.local and ask.stream:
+        local = _stream_local(sim, ask, wire, answer, fault)
+        return StreamingResponse(local, media_type="text/event-stream", headers={"cache-control": "no-cache"})
     # Simulated provider prompt caching: reported in usage, and a shorter time to first token.
     cache = await sim.prompt_cache.observe(ask, prompt_tokens)
     pacer = sim.pacer_for(ask, cache=cache)
@@ -97,6 +100,18 @@ async def respond(sim: SimState, ask: Ask, wire: WireFormat) -> Response:
         events = _stream(sim, ask, wire, answer, cache, pacer, fault)
         return StreamingResponse(events, media_type="text/event-stream", headers={"cache-control": "no-cache"})
     return await _whole(sim, wire, answer, cache, pacer, fault)
+
+
+async def _stream_local(
+    sim: SimState, ask: Ask, wire: WireFormat, answer: Answer, fault: FaultKind | None
+) -> AsyncIterator[bytes]:
+    """A local server's stream: it waits for the one slot, then reads what of the prompt it does not hold
+    (`SimState.slot_hit`) before the first token. A client that goes away frees the slot."""
+    async with sim.slot:
+        cache = sim.slot_hit(ask)
+        pacer = sim.pacer_for(ask, cache=cache)
+        async for data in _stream(sim, ask, wire, answer, cache, pacer, fault):
+            yield data
 
 
 _BEFORE_ANSWER = frozenset({FaultKind.RATE_LIMITED, FaultKind.SERVER_ERROR, FaultKind.RESET})

@@ -23,6 +23,11 @@ class Profile:
     name: str
     tokens_per_s: float
     ttft_ms: float
+    # A server on the user's machine (llama.cpp's llama-server -np 1): it reads the prompt at this rate
+    # before the first token, keeps the last prompt it read (one slot: a new prompt costs only the tokens
+    # after its common prefix with the last one) and works on one request at a time. inf: a cloud model
+    # (time to first token `ttft_ms`, OpenAI-style prompt caching).
+    prompt_tokens_per_s: float = math.inf
 
     @property
     def model_id(self) -> str:
@@ -34,6 +39,11 @@ PROFILES: dict[str, Profile] = {
     for p in (
         Profile(name="spark", tokens_per_s=1000.0, ttft_ms=100.0),
         Profile(name="codex", tokens_per_s=65.0, ttft_ms=600.0),
+        # Qwen2.5-Coder 0.5B (Q4_K_M) in llama-server -t 1 on two shared cores, as measured there: generation
+        # 29-31 tokens/s, prompt reading 115-135 tokens/s, ~31 ms to the first token of a cached prompt.
+        Profile(name="llama-0.5b", tokens_per_s=30.0, ttft_ms=31.0, prompt_tokens_per_s=120.0),
+        # Qwen2.5-Coder 1.5B the same way: generation ~20 tokens/s, prompt reading ~56 tokens/s.
+        Profile(name="llama-1.5b", tokens_per_s=20.0, ttft_ms=50.0, prompt_tokens_per_s=56.0),
         # No pacing: for measuring what sits in front of the simulator (tandem's relay ceiling).
         Profile(name="instant", tokens_per_s=math.inf, ttft_ms=0.0),
     )
@@ -131,6 +141,7 @@ class SimSettings:
             name=base.name,
             tokens_per_s=base.tokens_per_s if self.tokens_per_s is None else self.tokens_per_s,
             ttft_ms=base.ttft_ms if self.ttft_ms is None else self.ttft_ms,
+            prompt_tokens_per_s=base.prompt_tokens_per_s,
         )
 
 

@@ -64,7 +64,37 @@ class SimState:
         self._counted: tuple[str, int] = ("", 0)
         # Simulated provider prompt caching (cached_tokens in usage, shorter TTFT): see prompt_cache.py.
         self.prompt_cache = PromptCache()
+        # A local server's one slot (`Profile.prompt_tokens_per_s`): one request at a time, and the tokens of
+        # the last prompt it read, whose common prefix with the next prompt it need not read again.
+        self._slot: asyncio.Lock | None = None
+        self._slot_tokens: list[int] = []
         encoding()  # load the tokenizer now, not on the first request
+
+    @property
+    def local(self) -> bool:
+        """This server plays a model on the user's machine (`Profile.prompt_tokens_per_s` is finite)."""
+        return self._profile.prompt_tokens_per_s != float("inf")
+
+    @property
+    def slot(self) -> asyncio.Lock:
+        if self._slot is None:
+            self._slot = asyncio.Lock()
+        return self._slot
+
+    def slot_hit(self, ask: Ask) -> PromptHit:
+        """Called holding `slot`: how much of `ask`'s prompt the slot holds from the last prompt it read; the
+        slot then holds this prompt (read whole: a request stopped while reading is counted as read)."""
+        tokens = encoding().encode(ask.prompt_text, disallowed_special=())
+        last = self._slot_tokens
+        common = 0
+        for a, b in zip(tokens, last, strict=False):
+            if a != b:
+                break
+            common += 1
+        # llama.cpp evaluates at least one token of every prompt.
+        common = min(common, max(len(tokens) - 1, 0))
+        self._slot_tokens = tokens
+        return PromptHit(prompt_tokens=len(tokens), cached_tokens=common)
 
     @property
     def profile(self) -> Profile:
@@ -169,6 +199,9 @@ class SimState:
         shortens the time to first token."""
         profile = self._profile
         ttft_ms = cache.ttft_ms(profile.ttft_ms) if cache is not None else profile.ttft_ms
+        if self.local:
+            uncached = cache.prompt_tokens - cache.cached_tokens if cache is not None else 0
+            ttft_ms = profile.ttft_ms + 1000.0 * uncached / profile.prompt_tokens_per_s
         pace = Pace(tokens_per_s=profile.tokens_per_s, ttft_ms=ttft_ms, jitter=self.settings.jitter)
         self._requests_seen += 1
         rng = random.Random(self.settings.seed * 1_000_003 + self._requests_seen)

@@ -64,7 +64,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--cps", type=_positive(float), default=6.0, metavar="CHARS_PER_S", help="typing speed (default 6)"
     )
     parser.add_argument(
-        "--profile", choices=("spark", "codex"), default="spark", help="speed profile of the built-in simulator"
+        "--profile",
+        choices=("spark", "codex", "llama-0.5b"),
+        default="spark",
+        help="speed profile of the built-in simulator (llama-0.5b: a local llama-server, one slot, prompt reading "
+        "at 120 tokens/s)",
     )
     parser.add_argument(
         "--error-rate",

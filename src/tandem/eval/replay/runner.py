@@ -10,6 +10,7 @@ be sped up: with a base URL only the typist and the debounce are.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import math
 import os
@@ -146,6 +147,10 @@ async def replay(
         "model": provider.model,
         "max_tokens": options.max_tokens,
     }
+    if sim is not None and _local_profile(options.profile):
+        # A simulated local server is asked as the real one is (`tandem local serve`'s settings).
+        model.update(provider="fim", fim_template="qwen2.5-coder", local=True)
+        provider = dataclasses.replace(provider, local=True)
     if options.api_key_env:
         model["api_key_env"] = options.api_key_env
     if options.fim_template:
@@ -214,3 +219,10 @@ def _server_counts(options: ReplayOptions) -> tuple[int, int] | None:
     from tandem.local.servers import prompt_counts
 
     return prompt_counts(options.base_url)
+
+
+def _local_profile(name: str) -> bool:
+    """Whether the simulator's profile `name` plays a local server (its prompt reading is paced)."""
+    from tandem.sim.settings import PROFILES
+
+    return not math.isinf(PROFILES[name].prompt_tokens_per_s)
