@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
-import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -20,17 +19,10 @@ from e2e_support import Session, serve
 from lsprotocol import types
 
 from tandem.local.pins import QWEN_05B
-from tandem.local.servers import LocalServer, chat_settings, model_settings, start
+from tandem.local.servers import LocalServer, chat_settings, free_port, model_settings, start
 from tandem.local.setup import model_file, server_binary
 
 pytestmark = pytest.mark.model
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +32,7 @@ def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalServer]:
         if os.environ.get("TANDEM_MODEL_TIER") == "required":
             pytest.fail(reason)
         pytest.skip(reason)
-    server = start(QWEN_05B, _free_port(), log_dir=tmp_path_factory.mktemp("llama"))
+    server = start(QWEN_05B, free_port(), log_dir=tmp_path_factory.mktemp("llama"))
     try:
         yield server
     finally:

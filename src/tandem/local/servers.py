@@ -16,6 +16,7 @@ import contextlib
 import os
 import pathlib
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +56,14 @@ class LocalServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 def server_command(pin: ModelPin, port: int, *, threads: int = 1, ctx: int | None = None) -> list[str]:

@@ -287,22 +287,23 @@ def run_demo(args: argparse.Namespace) -> int:
 
 # The local demo types at real speed: a model on this machine does not get faster with the clock.
 LOCAL_DEMO_SECONDS = 90.0
-LOCAL_DEMO_PORT = 8012
+LOCAL_DEMO_READ_S = 60.0
 
 
 def _run_local_demo(args: argparse.Namespace) -> int:
     """`tandem demo --local`: llama-server with the 0.5B, the server, and the replay at real speed."""
-    from tandem.local.servers import LocalServerError, model_settings, running_pair
+    from tandem.local.servers import LocalServerError, free_port, model_settings, running_pair
 
     seconds = args.seconds if args.seconds != DEMO_SECONDS else LOCAL_DEMO_SECONDS
     if not args.json:
         sys.stderr.write(
             "tandem demo: typing real standard-library code into `tandem serve` at real speed, with completions "
-            f"from Qwen2.5-Coder 0.5B on this machine (llama-server), for about {seconds:g} s; the first "
-            "request in each file reads its whole prompt (several seconds)\n"
+            f"from Qwen2.5-Coder 0.5B on this machine (llama-server), for about {seconds:g} s of typing; before "
+            "typing in a file the typist waits for the model's first suggestion there (it reads the file's prompt "
+            "first: 10-40 s on two cores)\n"
         )
     try:
-        with running_pair(fast_port=LOCAL_DEMO_PORT, accurate_port=None) as (fast, _):
+        with running_pair(fast_port=free_port(), accurate_port=None) as (fast, _):
             model = model_settings(fast)
             options = ReplayOptions(
                 sessions=DEMO_SESSIONS,
@@ -317,6 +318,9 @@ def _run_local_demo(args: argparse.Namespace) -> int:
                 max_tokens=int(str(model["max_tokens"])),
                 trace_path=args.trace,
                 budget_s=seconds,
+                # The user reads a file before typing in it; the server reads its prompt meanwhile (the first
+                # request in a file reads ~1,500 tokens: 10-40 s on two cores).
+                warm_s=LOCAL_DEMO_READ_S,
             )
             return _run(options, command="demo", as_json=args.json, show_progress=True)
     except LocalServerError as error:
