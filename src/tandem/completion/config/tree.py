@@ -95,6 +95,10 @@ class CompletionConfig:
     prefix_chars: int = 6000
     suffix_chars: int = 2000
     max_lines: int = 12
+    # While the fast model is down (its breaker open, or a 429's Retry-After), ask the accurate model for
+    # completions and next edits instead: it costs several times the price per token, so it is the user's
+    # choice, off by default (off: no suggestions until the fast model answers again, and the status says so).
+    fallback_to_accurate: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
