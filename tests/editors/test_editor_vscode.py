@@ -269,3 +269,16 @@ def test_a_missing_server_names_only_the_places_that_exist() -> None:
         r'tandem-lsp not installed\)","PATH \(no tandem executable\)"\]',
         stdout,
     )
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_server_path_changed_while_running_is_named_and_a_fix_takes_without_reload() -> None:
+    """Issue 36 item 6: tandem.serverPath changed in the user's settings (Open User Settings (JSON)) while
+    tandem runs, to a file that does not exist: the message names the setting and the file (it had searched
+    PATH instead: VS Code applies a machine-scoped setting changed in the user's settings not at all in a
+    remote window such as code-server); fixed and "tandem: Restart server": tandem runs from the setting
+    again, without reloading the window."""
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="server-path")
+    assert "serverPath changed to a missing file: the message names the setting and the file" in stdout
+    assert "serverPath fixed and tandem restarted: the status item is ready, no reload" in stdout

@@ -726,6 +726,97 @@ async function missingBinary() {
   step(`missing server reported: not found, how to install, looked in ${JSON.stringify(looked)}`);
 }
 
+/** The status item's text and its tooltip (aria-label), or undefined while it is not on screen. */
+async function statusItem() {
+  return page.evaluate(() => {
+    const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+    return item ? { text: item.textContent.trim(), label: item.getAttribute("aria-label") ?? "", error: Boolean(item.querySelector(".codicon-error")) } : undefined;
+  });
+}
+
+/** Waits for a notification toast whose text includes `words`; returns its text. */
+async function waitForToast(words) {
+  return (
+    await page.waitForFunction(
+      (wanted) =>
+        [...document.querySelectorAll(".notification-toast .notification-list-item-message")]
+          .map((el) => el.textContent)
+          .find((text) => text.includes(wanted)) ?? false,
+      { polling: 100 },
+      words,
+    )
+  ).jsonValue();
+}
+
+/**
+ * The user's settings replaced by `settings`, as a user edits them: "Preferences: Open User Settings (JSON)",
+ * select all, the new text, save (a write to the file from outside is not noticed by code-server).
+ */
+async function editUserSettings(settings) {
+  await runCommand(page, "Preferences: Open User Settings (JSON)");
+  await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("settings.json"), {
+    polling: 100,
+  });
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await chord(page, "Control", "KeyA");
+  await page.keyboard.press("Delete");
+  // One input event with the whole text: no auto-closed brackets or quotes are added.
+  await page.keyboard.sendCharacter(JSON.stringify(settings));
+  await chord(page, "Control", "KeyS");
+  await page.waitForFunction(() => !document.querySelector(".tab.active.dirty"), { polling: 100 });
+}
+
+/**
+ * Issue 36 item 6: tandem.serverPath changed while tandem runs, in the user's settings as a user does it
+ * (Preferences: Open User Settings (JSON)), to a file that does not exist: the message must name the
+ * setting and the file. Then the path is fixed there and "tandem: Restart server" run: tandem must run
+ * again (the status item ready), without reloading the window.
+ */
+async function serverPathScenario(settings, tandem) {
+  const missing = path.join(work, "moved-away", "tandem");
+  await editUserSettings({ ...settings, "tandem.serverPath": missing });
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
+      ),
+    { polling: 100 },
+  );
+  const shown = await waitForToast("tandem");
+  console.log(`[e2e] serverPath set to a missing file: the notification reads ${JSON.stringify(shown)}`);
+  await page.screenshot({ path: path.join(artifacts, "server-path-missing.png") });
+  if (!shown.includes(`tandem.serverPath points to ${missing}`)) {
+    fail(`the message does not name tandem.serverPath and ${missing}: ${JSON.stringify(shown)}`);
+  }
+  step("serverPath changed to a missing file: the message names the setting and the file");
+  await editUserSettings({ ...settings, "tandem.serverPath": tandem });
+  // The settings change alone may restart it; the user also runs "Restart server", as the message suggests.
+  await runCommand(page, "tandem: Restart server");
+  const ready = await (
+    await page.waitForFunction(
+      () => {
+        const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+        if (item?.querySelector(".codicon-sparkle")) {
+          return "ready";
+        }
+        return false;
+      },
+      { polling: 100 },
+    )
+  ).jsonValue();
+  await page.screenshot({ path: path.join(artifacts, "server-path-fixed.png") });
+  // The server that runs is the one the fixed setting names (not another tandem the search found on PATH).
+  const [outputLog] = filesNamed(path.join(dirs["user-data"], "logs"), "tandem.log");
+  const starts = readFileSync(outputLog, "utf8").split("\n").filter((line) => / found the server via /.test(line));
+  if (!starts.at(-1)?.endsWith(`found the server via tandem.serverPath: ${tandem}`)) {
+    fail(`after the fix and the restart the server was not started from tandem.serverPath: ${JSON.stringify(starts)}`);
+  }
+  step(`serverPath fixed and tandem restarted: the status item is ${ready}, no reload`);
+  if (only === "server-path") {
+    throw new OnlyThisScenario();
+  }
+}
+
 try {
   if (only === "missing-binary") {
     await missingBinary();
@@ -869,6 +960,10 @@ try {
     fail(`the tandem status item shows ${status}`);
   }
   step("tandem server running (status item ready)");
+
+  if (runs("server-path")) {
+    await serverPathScenario(settings, tandem);
+  }
 
   if (runs("autoclose")) {
     // Issue 28 item 1: `(` typed, VS Code auto-closes it, Tab takes tandem's suggestion without a stray `)`.
@@ -1584,33 +1679,7 @@ try {
     await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
     step("latency report shown with its plots");
 
-    // A wrong tandem.serverPath, set in the user's settings (every tandem setting is machine-scoped: a
-    // workspace's .vscode/settings.json cannot set it): the extension restarts the client, and the status
-    // item and a notification say what is wrong.
-    const missing = path.join(work, "no-such-dir", "tandem");
-    // code-server is a remote window: a machine-scoped setting changed while it runs is read from the
-    // remote's Machine settings (User settings are read at start).
-    const machineSettings = path.join(dirs["user-data"], "Machine", "settings.json");
-    mkdirSync(path.dirname(machineSettings), { recursive: true });
-    const machine = existsSync(machineSettings) ? JSON.parse(readFileSync(machineSettings, "utf8") || "{}") : {};
-    writeFileSync(machineSettings, JSON.stringify({ ...machine, "tandem.serverPath": missing }, null, 2));
-    await page.waitForFunction(
-      () =>
-        [...document.querySelectorAll(".statusbar-item")].some(
-          (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
-        ),
-      { polling: 100 },
-    );
-    await page.waitForFunction(
-      (file) =>
-        [...document.querySelectorAll(".notification-toast, .notifications-toasts .monaco-list-row")].some((el) =>
-          el.textContent.includes(`tandem.serverPath points to ${file}`),
-        ),
-      { polling: 100 },
-      missing,
-    );
-    await page.screenshot({ path: path.join(artifacts, "server-not-found.png") });
-    step("wrong tandem.serverPath reported");
+    // (A wrong tandem.serverPath, set while tandem runs, is the "server-path" scenario, run near the start.)
   }
 
   const ran = markersIn(dirs.workspace);
