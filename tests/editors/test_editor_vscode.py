@@ -282,3 +282,17 @@ def test_server_path_changed_while_running_is_named_and_a_fix_takes_without_relo
     stdout = _run_in_code_server(TANDEM_E2E_ONLY="server-path")
     assert "serverPath changed to a missing file: the message names the setting and the file" in stdout
     assert "serverPath fixed and tandem restarted: the status item is ready, no reload" in stdout
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_the_status_item_says_the_model_is_down_and_back() -> None:
+    """Issue 36 items 9 and 10 in VS Code: the fast simulator answers 500 to everything while the user types
+    in a comment: the status item reads "tandem ⚠ fast model unreachable" (it read "No suggestion … nothing
+    useful to add"); the fault cleared, the status item says "✓ back" and its tooltip that the model is
+    answering again (it was said only in the Output); the tooltip counts the day's spend in tokens, the
+    models having no prices (it read "$0.00 spent")."""
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="outage")
+    assert "model down: the status item says the fast model is unreachable" in stdout
+    assert "model back: the status item says so" in stdout
+    assert re.search(r'spend without prices: "[\d,]+ tokens spent" in the status tooltip', stdout)

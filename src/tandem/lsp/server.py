@@ -224,9 +224,12 @@ class TandemServer(LanguageServer):
         Sent after the response that it describes: a write scheduled now lands behind the response, which
         pygls sends from the request task's done-callback (one more pipe write before the answer would
         add ~2 ms to every keystroke). A request without a suggestion after another without one changes
-        nothing on screen, so it sends nothing."""
-        if status.source == "none" and status.state != "error" and self.last_status.source == "none":
-            return
+        nothing on screen, so it sends nothing (unless the one before was an error, or said something else:
+        the end of an outage must replace its warning)."""
+        last = self.last_status
+        if status.source == "none" and status.state != "error" and last.source == "none":
+            if last.state != "error" and last.text == status.text:
+                return
         self.last_status = status
         loop = asyncio.get_running_loop()
         loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())

@@ -748,6 +748,100 @@ async function waitForToast(words) {
   ).jsonValue();
 }
 
+/** The status item's text once it matches `pattern` (a RegExp source), typing one more key each second it
+ * does not (a key asks tandem again); fails after `keys` keys. */
+async function typeUntilStatus(pattern, keys, what) {
+  for (let i = 0; i < keys; i++) {
+    await page.keyboard.type(i % 2 === 0 ? "x" : "y");
+    try {
+      const text = await (
+        await page.waitForFunction(
+          (source) => {
+            const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+            const text = item?.textContent?.trim() ?? "";
+            return new RegExp(source).test(text) ? text : false;
+          },
+          { polling: 50, timeout: 1000 },
+          pattern,
+        )
+      ).jsonValue();
+      return text;
+    } catch (error) {
+      if (error?.name !== "TimeoutError") {
+        throw error;
+      }
+    }
+  }
+  fail(`the status item never showed ${what} in ${keys} keys`);
+}
+
+/** The status item's tooltip, as the user reads it: hover the item, read the hover. */
+async function statusTooltip() {
+  await page.mouse.move(0, 0);
+  const item = await page.waitForSelector("[id='tandem.tandem.status'], .statusbar-item[id*='tandem.status']");
+  await item.hover();
+  return (
+    await page.waitForFunction(
+      () => {
+        const hover = [...document.querySelectorAll(".monaco-hover, .workbench-hover, .custom-hover")].find((el) =>
+          el.textContent.includes("tandem") || el.textContent.includes("Today"),
+        );
+        return hover ? hover.textContent : false;
+      },
+      { polling: 100 },
+    )
+  ).jsonValue();
+}
+
+/**
+ * Issue 36 items 9 and 10 in the status item: the fast model goes down (the simulator answers 500 to every
+ * request) while the user types: the status item must say the model is unreachable, not that there is
+ * nothing to suggest; it comes back: the status item must say so ("✓ back"). Its tooltip counts the day's
+ * spend in tokens (the models here have no prices), never "$0.00".
+ */
+async function outageScenario(simUrl, example) {
+  await quickOpen(page, path.basename(example));
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await chord(page, "Control", "End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("# ");
+  const root = simUrl.replace(/\/v1$/, "");
+  const armed = await fetch(`${root}/_sim/faults`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ kind: "500" }),
+  });
+  if (!armed.ok) {
+    fail(`the simulator refused the fault: ${armed.status}`);
+  }
+  const down = await typeUntilStatus("unreachable", 60, "the model unreachable");
+  const downTip = await statusTooltip();
+  console.log(`[e2e] fast model down: the status item reads ${JSON.stringify(down)}; its tooltip ${JSON.stringify(downTip)}`);
+  await page.screenshot({ path: path.join(artifacts, "outage-status.png") });
+  if (down !== "tandem ⚠ fast model unreachable" || /nothing useful/.test(downTip)) {
+    fail(`while the model is down the status reads ${JSON.stringify(down)} / ${JSON.stringify(downTip)}`);
+  }
+  step("model down: the status item says the fast model is unreachable");
+  await fetch(`${root}/_sim/faults`, { method: "DELETE" });
+  const back = await typeUntilStatus("✓ back$", 60, "the model back");
+  const backTip = await statusTooltip();
+  console.log(`[e2e] fast model back: the status item reads ${JSON.stringify(back)}; its tooltip ${JSON.stringify(backTip)}`);
+  await page.screenshot({ path: path.join(artifacts, "outage-back.png") });
+  if (!/answering again/.test(backTip)) {
+    fail(`after the outage the tooltip does not say the model is answering again: ${JSON.stringify(backTip)}`);
+  }
+  step("model back: the status item says so");
+  const spend = /Today: ([^.]*)\./.exec(backTip)?.[1] ?? "";
+  if (!/^[\d,]+ tokens spent \(no model has a price/.test(spend) || backTip.includes("$")) {
+    fail(`the status tooltip does not count today's spend in tokens: ${JSON.stringify(backTip)}`);
+  }
+  step(`spend without prices: "${spend.split(" (")[0]}" in the status tooltip`);
+  if (only === "outage") {
+    throw new OnlyThisScenario();
+  }
+  await chord(page, "Control", "KeyZ");
+}
+
 /**
  * The user's settings replaced by `settings`, as a user edits them: "Preferences: Open User Settings (JSON)",
  * select all, the new text, save (a write to the file from outside is not noticed by code-server).
@@ -963,6 +1057,9 @@ try {
 
   if (runs("server-path")) {
     await serverPathScenario(settings, tandem);
+  }
+  if (runs("outage")) {
+    await outageScenario(simUrl, example);
   }
 
   if (runs("autoclose")) {
