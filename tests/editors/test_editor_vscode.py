@@ -296,3 +296,14 @@ def test_the_status_item_says_the_model_is_down_and_back() -> None:
     assert "model down: the status item says the fast model is unreachable" in stdout
     assert "model back: the status item says so" in stdout
     assert re.search(r'spend without prices: "[\d,]+ tokens spent" in the status tooltip', stdout)
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_a_tab_after_the_next_edit_chain_ends_leaves_the_line() -> None:
+    """Issue 36 item 12: `w` renamed `breadth`, Tab, Tab through the chain of next edits, and one Tab more
+    where the last edit left the cursor (mid-line): the saved file is the chain's result (that Tab had
+    indented mid-line: `return breadth   * h`); the status bar says there is no further next edit."""
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="chain-end")
+    assert "Tab after the chain's end: the file is as the chain left it" in stdout
+    assert 'status bar: "tandem: no further next edit (Tab again to indent)"' in stdout

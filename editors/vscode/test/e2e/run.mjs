@@ -481,6 +481,9 @@ const FAR_REGION_BELOW = 60;
 const AREA_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n';
 const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n';
 
+// Issue 36 item 12: the same rename (`w` -> `breadth`), to the chain's end and one Tab past it.
+const BREADTH_TRUTH = AREA_BEFORE.replaceAll("(w,", "(breadth,").replace("a w by", "a breadth by").replace("return w *", "return breadth *");
+
 // A rename whose new name (`s`) starts a word of the file (`same_area`): VS Code's word list offers it.
 const RENAME_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle; see same_area."""\n    scale = 1\n    return w * h * scale\n';
 const RENAME_TRUTH = RENAME_BEFORE.replace("area(w,", "area(s,").replace("a w by", "a s by").replace("return w *", "return s *");
@@ -843,6 +846,53 @@ async function outageScenario(simUrl, example) {
 }
 
 /**
+ * Issue 36 item 12: a chain of next edits to its end (`w` renamed `breadth` on the def line; Tab takes the
+ * docstring's, Tab the return line's) and one more Tab, as a user does who expects one more: it must leave
+ * the file as the chain left it (it inserted indentation where the last edit ended: `return breadth   * h`).
+ */
+async function chainEndScenario(simUrl, file) {
+  await setNextEditTruth(simUrl, { [path.basename(file)]: BREADTH_TRUTH });
+  await quickOpen(page, path.basename(file));
+  await chord(page, "Control", "Home");
+  for (let i = 0; i < "def area(w".length; i++) {
+    await page.keyboard.press("ArrowRight");
+  }
+  await page.keyboard.press("Backspace");
+  await page.keyboard.type("breadth");
+  await waitForNextEdit(page, '"""Area of a w by h', "breadth");
+  await closeWordList(page);
+  await page.keyboard.press("Tab");
+  await waitForNextEdit(page, "return w * h", "breadth");
+  await closeWordList(page);
+  await page.keyboard.press("Tab");
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((line) =>
+        line.textContent.replace(/\u00a0/g, " ").includes("return breadth * h"),
+      ),
+    { polling: 50 },
+  );
+  step("next-edit chain applied to its end");
+  // One Tab more, at once, where the last edit left the cursor (after `breadth`, mid-line).
+  await page.keyboard.press("Tab");
+  await chord(page, "Control", "KeyS");
+  await waitUntil(() => ![AREA_BEFORE, ""].includes(readFileSync(file, "utf8")), `${path.basename(file)} to be saved`);
+  const saved = readFileSync(file, "utf8");
+  await page.screenshot({ path: path.join(artifacts, "next-edit-chain-end.png") });
+  const status = await page.evaluate(() =>
+    [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.trim()).find((t) => t.startsWith("tandem: no further")) ?? "",
+  );
+  console.log(`[e2e] after the chain and one more Tab the return line reads ${JSON.stringify(saved.split("\n")[3])}; status bar: ${JSON.stringify(status)}`);
+  if (saved !== BREADTH_TRUTH) {
+    fail(`a Tab after the chain of next edits changed the file: ${JSON.stringify(saved)}`);
+  }
+  step("Tab after the chain's end: the file is as the chain left it");
+  if (only === "chain-end") {
+    throw new OnlyThisScenario();
+  }
+}
+
+/**
  * The user's settings replaced by `settings`, as a user edits them: "Preferences: Open User Settings (JSON)",
  * select all, the new text, save (a write to the file from outside is not noticed by code-server).
  */
@@ -991,6 +1041,8 @@ try {
   const area = path.join(dirs.workspace, "area.py");
   writeFileSync(area, AREA_BEFORE);
   writeFileSync(path.join(dirs.workspace, "rename.py"), RENAME_BEFORE);
+  const breadth = path.join(dirs.workspace, "breadth.py");
+  writeFileSync(breadth, AREA_BEFORE);
   const far = path.join(dirs.workspace, "far.py");
   writeFileSync(far, FAR_BEFORE);
   // The unopened-file edit: models.py is opened, views.py only ever changes on disk.
@@ -1060,6 +1112,9 @@ try {
   }
   if (runs("outage")) {
     await outageScenario(simUrl, example);
+  }
+  if (runs("chain-end")) {
+    await chainEndScenario(simUrl, breadth);
   }
 
   if (runs("autoclose")) {
