@@ -307,3 +307,14 @@ def test_a_tab_after_the_next_edit_chain_ends_leaves_the_line() -> None:
     stdout = _run_in_code_server(TANDEM_E2E_ONLY="chain-end")
     assert "Tab after the chain's end: the file is as the chain left it" in stdout
     assert 'status bar: "tandem: no further next edit (Tab again to indent)"' in stdout
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_a_multi_line_next_edit_shows_what_each_line_becomes() -> None:
+    """Issue 36 item 7: `w` renamed `width`; the next edit spans the docstring and the return line below it.
+    Each changed line shows its new text after its struck-through old text (it showed the first line and
+    "…(1 more lines)"); Tab applies it and the saved file is the truth."""
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="multi-line")
+    assert "multi-line next edit: each line shows what it becomes" in stdout
+    assert "multi-line next edit applied with Tab: the file equals the truth" in stdout

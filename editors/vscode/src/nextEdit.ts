@@ -9,6 +9,8 @@
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 
+import { lineParts } from "./nextEditView";
+
 export const ACCEPT_COMMAND = "tandem.acceptNextEdit";
 export const DISMISS_COMMAND = "tandem.dismissNextEdit";
 const METHOD = "textDocument/copilotInlineEdit";
@@ -160,21 +162,27 @@ export class NextEdits implements vscode.Disposable {
       return;
     }
     const { editor, edit, range } = shown;
-    const lines = edit.text.split("\n");
-    const added = lines.length > 1 ? `${lines[0]} ⏎ …(${lines.length - 1} more lines)` : lines[0];
-    editor.setDecorations(this.deleted, range.isEmpty ? [] : [range]);
-    editor.setDecorations(this.inserted, [
-      {
-        range: new vscode.Range(range.end, range.end),
-        renderOptions: {
-          after: {
-            contentText: added,
-            color: new vscode.ThemeColor("editorGhostText.foreground"),
-            backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+    // Line by line: each replaced line struck through, what it becomes after it (nextEditView).
+    const parts = lineParts(range.start, range.end, edit.text, (line) => editor.document.lineAt(line).text.length);
+    editor.setDecorations(
+      this.deleted,
+      parts.filter((p) => p.strikeTo > p.strikeFrom).map((p) => new vscode.Range(p.line, p.strikeFrom, p.line, p.strikeTo)),
+    );
+    editor.setDecorations(
+      this.inserted,
+      parts
+        .filter((p) => p.text !== "")
+        .map((p) => ({
+          range: new vscode.Range(p.line, p.strikeTo, p.line, p.strikeTo),
+          renderOptions: {
+            after: {
+              contentText: p.text,
+              color: new vscode.ThemeColor("editorGhostText.foreground"),
+              backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+            },
           },
-        },
-      },
-    ]);
+        })),
+    );
     const visible = editor.visibleRanges.some((span) => span.contains(range.start));
     if (visible || shown.jumped) {
       editor.setDecorations(this.marker, []);

@@ -484,6 +484,10 @@ const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."
 // Issue 36 item 12: the same rename (`w` -> `breadth`), to the chain's end and one Tab past it.
 const BREADTH_TRUTH = AREA_BEFORE.replaceAll("(w,", "(breadth,").replace("a w by", "a breadth by").replace("return w *", "return breadth *");
 
+// Issue 36 item 7: a rename whose next edit spans two lines (the docstring and the return line below it).
+const BOX_BEFORE = 'def box(w, h):\n    """A w by h box."""\n    return (w, h)\n';
+const BOX_TRUTH = BOX_BEFORE.replaceAll("w,", "width,").replace("A w by", "A width by");
+
 // A rename whose new name (`s`) starts a word of the file (`same_area`): VS Code's word list offers it.
 const RENAME_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle; see same_area."""\n    scale = 1\n    return w * h * scale\n';
 const RENAME_TRUTH = RENAME_BEFORE.replace("area(w,", "area(s,").replace("a w by", "a s by").replace("return w *", "return s *");
@@ -845,6 +849,68 @@ async function outageScenario(simUrl, example) {
   await chord(page, "Control", "KeyZ");
 }
 
+/** The text of every next-edit decoration drawn after the editor line that holds `lineText` (ghost parts). */
+async function nextEditTextOn(lineText) {
+  return page.evaluate((want) => {
+    const line = [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].find((row) =>
+      row.textContent.replace(/\u00a0/g, " ").includes(want),
+    );
+    if (!line) {
+      return null;
+    }
+    return [...line.querySelectorAll("span")]
+      .map((span) => getComputedStyle(span, "::after").content)
+      .filter((content) => content && content !== "none" && content !== "normal")
+      .map((content) => JSON.parse(content))
+      .join("");
+  }, lineText);
+}
+
+/**
+ * Issue 36 item 7: a next edit over two lines (`w` renamed `width` on the def line: the docstring and the
+ * return line below change together). Each changed line must show what it becomes (it showed the first line
+ * and "…(1 more lines)"); Tab applies it and the saved file is the truth.
+ */
+async function multiLineScenario(simUrl, file) {
+  await setNextEditTruth(simUrl, { [path.basename(file)]: BOX_TRUTH });
+  await quickOpen(page, path.basename(file));
+  await chord(page, "Control", "Home");
+  for (let i = 0; i < "def box(w".length; i++) {
+    await page.keyboard.press("ArrowRight");
+  }
+  await page.keyboard.type("idth");
+  // (The server sends the smallest range: from after `w` in the docstring to `(w` in the return line.)
+  await waitForNextEdit(page, '"""A w by h box', "idth by h box");
+  // (The whole edit is drawn in one render: both lines' decorations are there once the first is.)
+  const docstring = await nextEditTextOn('"""A w by h box');
+  const returned = await nextEditTextOn("return (w, h)");
+  await page.screenshot({ path: path.join(artifacts, "next-edit-multi-line.png") });
+  console.log(`[e2e] multi-line next edit: after the docstring ${JSON.stringify(docstring)}, after the return line ${JSON.stringify(returned)}`);
+  if (!docstring?.includes('idth by h box."""') || !returned?.includes("return (width") || /more lines/.test(docstring + returned)) {
+    fail(`a multi-line next edit does not show what each line becomes: ${JSON.stringify([docstring, returned])}`);
+  }
+  step("multi-line next edit: each line shows what it becomes");
+  await closeWordList(page);
+  await page.keyboard.press("Tab");
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((line) =>
+        line.textContent.replace(/\u00a0/g, " ").includes("return (width, h)"),
+      ),
+    { polling: 50 },
+  );
+  await chord(page, "Control", "KeyS");
+  await waitUntil(() => ![BOX_BEFORE, ""].includes(readFileSync(file, "utf8")), `${path.basename(file)} to be saved`);
+  const saved = readFileSync(file, "utf8");
+  if (saved !== BOX_TRUTH) {
+    fail(`after the multi-line next edit the file is ${JSON.stringify(saved)}`);
+  }
+  step("multi-line next edit applied with Tab: the file equals the truth");
+  if (only === "multi-line") {
+    throw new OnlyThisScenario();
+  }
+}
+
 /**
  * Issue 36 item 12: a chain of next edits to its end (`w` renamed `breadth` on the def line; Tab takes the
  * docstring's, Tab the return line's) and one more Tab, as a user does who expects one more: it must leave
@@ -1041,6 +1107,8 @@ try {
   const area = path.join(dirs.workspace, "area.py");
   writeFileSync(area, AREA_BEFORE);
   writeFileSync(path.join(dirs.workspace, "rename.py"), RENAME_BEFORE);
+  const box = path.join(dirs.workspace, "box.py");
+  writeFileSync(box, BOX_BEFORE);
   const breadth = path.join(dirs.workspace, "breadth.py");
   writeFileSync(breadth, AREA_BEFORE);
   const far = path.join(dirs.workspace, "far.py");
@@ -1112,6 +1180,9 @@ try {
   }
   if (runs("outage")) {
     await outageScenario(simUrl, example);
+  }
+  if (runs("multi-line")) {
+    await multiLineScenario(simUrl, box);
   }
   if (runs("chain-end")) {
     await chainEndScenario(simUrl, breadth);
