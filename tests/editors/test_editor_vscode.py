@@ -318,3 +318,15 @@ def test_a_multi_line_next_edit_shows_what_each_line_becomes() -> None:
     stdout = _run_in_code_server(TANDEM_E2E_ONLY="multi-line")
     assert "multi-line next edit: each line shows what it becomes" in stdout
     assert "multi-line next edit applied with Tab: the file equals the truth" in stdout
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(E2E_TIMEOUT_S + 120)
+def test_the_word_list_does_not_replace_the_ghost_text() -> None:
+    """Issue 36 item 8, with the extension's defaults: `_conv` typed where the buffer's only word so begun is
+    `_convert_for_comparison` and tandem suggests `_convert(a) == _convert(b)`. The ghost text stays on screen
+    and Tab inserts it (VS Code's list had preselected its word, hidden the ghost text and taken Tab; the
+    extension now defaults `editor.suggest.selectionMode` to `whenTriggerCharacter`)."""
+    stdout = _run_in_code_server(TANDEM_E2E_ONLY="word-list")
+    assert "word list and ghost text on _conv: the ghost text stays, Tab inserts it" in stdout
+    assert 'after Tab the line reads "    return _convert(a) == _convert(b)"' in stdout

@@ -484,6 +484,13 @@ const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."
 // Issue 36 item 12: the same rename (`w` -> `breadth`), to the chain's end and one Tab past it.
 const BREADTH_TRUTH = AREA_BEFORE.replaceAll("(w,", "(breadth,").replace("a w by", "a breadth by").replace("return w *", "return breadth *");
 
+// Issue 36 item 8: a name whose first letters start another word of the buffer (`_convert_for_comparison`):
+// VS Code's word list opens and preselects that word while tandem's ghost text says `_convert(a)`.
+const CONV_TYPED = "    return _conv";
+const CONV_TRUTH =
+  "def _convert_for_comparison(other):\n    return other\n\n\ndef compare(a, b):\n" +
+  "    return _convert(a) == _convert(b)\n\n\ndef _convert(value):\n    return value\n";
+
 // Issue 36 item 7: a rename whose next edit spans two lines (the docstring and the return line below it).
 const BOX_BEFORE = 'def box(w, h):\n    """A w by h box."""\n    return (w, h)\n';
 const BOX_TRUTH = BOX_BEFORE.replaceAll("w,", "width,").replace("A w by", "A width by");
@@ -912,6 +919,60 @@ async function multiLineScenario(simUrl, file) {
 }
 
 /**
+ * Issue 36 item 8, with the extension's defaults: the user types `_conv` (the last 4 keys of `return _conv`)
+ * where the buffer's only word starting so is `_convert_for_comparison` and the file's truth is
+ * `_convert(a) == _convert(b)`. tandem's ghost text must be on screen when the user stops typing and Tab
+ * must insert it (VS Code's word list had preselected its word, hidden the ghost text, and Tab inserted the
+ * list's word).
+ */
+async function wordListScenario(file, settings) {
+  await quickOpen(page, path.basename(file));
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await chord(page, "Control", "End");
+  await startGhostSampler(page, "ert(a) == _convert(b)");
+  await page.keyboard.type("conv", { delay: 40 });
+  // Until tandem's ghost text is on screen, or VS Code's list has a word selected that is not tandem's.
+  const seen = await (
+    await page.waitForFunction(
+      (source) => {
+        const ghost = new Function(`return (${source})()`)();
+        const row = document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused .label-name");
+        if (ghost.includes("ert(a) == _convert(b)")) {
+          return { ghost, list: row?.textContent ?? "" };
+        }
+        return false;
+      },
+      { polling: "raf", timeout: 5000 },
+      ghostOnScreen.toString(),
+    ).catch(() => undefined)
+  )?.jsonValue();
+  const sampled = await stopGhostSampler(page, { fromShown: true, more: 20 });
+  const list = await page.evaluate(
+    () => document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused .label-name")?.textContent ?? "",
+  );
+  await page.screenshot({ path: path.join(artifacts, "word-list-conv.png") });
+  console.log(
+    `[e2e] typed "_conv": ghost ${JSON.stringify(seen?.ghost ?? "")}, word list ${list ? `open on ${JSON.stringify(list)}` : "closed"}; ` +
+      `from the ghost's first frame: ${blankWords(sampled)}`,
+  );
+  await page.keyboard.press("Tab");
+  await chord(page, "Control", "KeyS");
+  const cut = readFileSync(file, "utf8");
+  await waitUntil(() => readFileSync(file, "utf8") !== cut, "the saved file");
+  const saved = readFileSync(file, "utf8");
+  const line = saved.split("\n").find((l) => l.startsWith("    return _conv")) ?? "";
+  console.log(`[e2e] after Tab the line reads ${JSON.stringify(line)}`);
+  if (!line.startsWith("    return _convert(a) == _convert(b)")) {
+    fail(`with the word list on _conv, Tab did not insert tandem's suggestion: ${JSON.stringify(line)}`);
+  }
+  if (sampled.blank > 0) {
+    fail(`the ghost text left the screen after it was shown (${blankWords(sampled)})`);
+  }
+  step("word list and ghost text on _conv: the ghost text stays, Tab inserts it");
+  throw new OnlyThisScenario();
+}
+
+/**
  * Issue 36 item 12: a chain of next edits to its end (`w` renamed `breadth` on the def line; Tab takes the
  * docstring's, Tab the return line's) and one more Tab, as a user does who expects one more: it must leave
  * the file as the chain left it (it inserted indentation where the last edit ended: `return breadth   * h`).
@@ -1081,9 +1142,19 @@ try {
     XDG_STATE_HOME: dirs["xdg-state"],
   };
 
+  // The "word-list" scenario's file: the simulator knows its end, the workspace holds it cut at `_conv`.
+  let simTruth = truthPath;
+  const conv = path.join(dirs.workspace, "conv.py");
+  if (only === "word-list") {
+    simTruth = path.join(work, "sim-truth");
+    mkdirSync(simTruth);
+    copyFileSync(truthPath, path.join(simTruth, path.basename(truthPath)));
+    writeFileSync(path.join(simTruth, "conv.py"), CONV_TRUTH);
+    writeFileSync(conv, CONV_TRUTH.slice(0, CONV_TRUTH.indexOf(CONV_TYPED) + CONV_TYPED.length - 4));
+  }
   sim = startAndWaitFor(
     python,
-    ["-P", "-m", "tandem.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? truthPath],
+    ["-P", "-m", "tandem.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? simTruth],
     { env: childEnv, cwd: repoRoot },
     /listening on (http:\/\/\S+)/,
     "tandem sim",
@@ -1183,6 +1254,9 @@ try {
   }
   if (runs("multi-line")) {
     await multiLineScenario(simUrl, box);
+  }
+  if (only === "word-list") {
+    await wordListScenario(conv, settings);
   }
   if (runs("chain-end")) {
     await chainEndScenario(simUrl, breadth);
