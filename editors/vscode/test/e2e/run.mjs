@@ -2023,6 +2023,18 @@ try {
   if (stamped.length > 0) {
     fail(`server lines with two timestamps: ${JSON.stringify(stamped)}`);
   }
+  // pygls' own records (a cancel for a request already answered, as VS Code sends while you type): a
+  // warning reads [warning], and no line of the server's carries a second timestamp (issue 36 item 11).
+  const pyglsLines = outputLines.filter((line) => / pygls\./.test(line));
+  const pyglsWrong = pyglsLines.filter((line) => /WARNING/.test(line) || /\[error\]/.test(line));
+  console.log(`[e2e] Output: ${pyglsLines.length} pygls line(s), e.g. ${JSON.stringify(pyglsLines.slice(0, 3))}`);
+  if (pyglsWrong.length > 0) {
+    fail(`pygls' records in the Output as errors or with their own level word and time: ${JSON.stringify(pyglsWrong.slice(0, 5))}`);
+  }
+  const doubleStamped = outputLines.filter((line) => /^\S+ \S+ \[\w+\] \d{4}-\d\d-\d\d \d\d:/.test(line));
+  if (doubleStamped.length > 0) {
+    fail(`Output lines with two timestamps: ${JSON.stringify(doubleStamped.slice(0, 5))}`);
+  }
   const errors = serverLines.filter((line) => /\[error\]/.test(line));
   console.log(`[e2e] Output: ${serverLines.length} server line(s), e.g. ${JSON.stringify(serverLines[0])}`);
   console.log(`[e2e] Output: ${errors.length} error line(s) from the server: ${JSON.stringify(errors)}`);
