@@ -149,7 +149,7 @@ async def test_edits_trip_the_breaker_and_then_leave_the_refusing_model_alone(tm
                         asked_by_first = provider.requests
                         editor.type(uri, SAMPLE)  # the user puts the text back for the second edit
                 records = [r for r in session.records() if r["kind"] == "edit"]
-                shown = [m.message for m in session.client.messages if "refuses" in m.message]
+                shown = [m.message for m in session.client.messages if "refuses tandem's requests" in m.message]
     finally:
         server.close()
     assert asked_by_first == 1  # the first edit asked the fast provider once, and its 401 opened the breaker
@@ -160,5 +160,5 @@ async def test_edits_trip_the_breaker_and_then_leave_the_refusing_model_alone(tm
     assert [a["tier"] for a in first_tries] == ["fast", "accurate"]
     assert "401" in first_tries[0]["error"]
     assert [a["tier"] for a in second_tries] == ["fast", "accurate"]
-    assert second_tries[0]["outcome"] == "unavailable" and "circuit open" in second_tries[0]["error"]
+    assert second_tries[0]["outcome"] == "unavailable" and "fast model refuses requests" in second_tries[0]["error"]
     assert len(shown) == 1, shown  # the outage is told once

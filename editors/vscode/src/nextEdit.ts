@@ -9,12 +9,18 @@
 import * as vscode from "vscode";
 import type { LanguageClient } from "vscode-languageclient/node";
 
+import { lineParts } from "./nextEditView";
+
 export const ACCEPT_COMMAND = "tandem.acceptNextEdit";
 export const DISMISS_COMMAND = "tandem.dismissNextEdit";
 const METHOD = "textDocument/copilotInlineEdit";
 const DID_SHOW = "textDocument/didShowInlineEdit";
 const DISMISSED = "tandem.nextEditDismissed";
 const VISIBLE_CONTEXT = "tandem.nextEditVisible";
+// Set from an accepted next edit until the user types or moves: Tab still belongs to the chain of next edits
+// (it takes the next one, or says there is none), never indents the middle of the line the edit left.
+const CHAIN_CONTEXT = "tandem.nextEditChain";
+const CHAIN_END_MESSAGE_MS = 3000;
 // Wait this long after the last change before asking (the server also waits for a pause in the typing).
 const DEBOUNCE_MS = 75;
 
@@ -49,10 +55,19 @@ export class NextEdits implements vscode.Disposable {
   private timer: NodeJS.Timeout | undefined;
   private pending: vscode.CancellationTokenSource | undefined;
   private applying = false;
+  private chain = false;
+  /** The request for the next edit under way, if any (Tab after an accept waits for it). */
+  private inflight: Promise<void> | undefined;
 
   constructor(private readonly client: () => LanguageClient | undefined) {
     this.subscriptions = [
       vscode.workspace.onDidChangeTextDocument((event) => this.onChange(event)),
+      vscode.window.onDidChangeTextEditorSelection((event) => {
+        // The user moved the cursor (keys or mouse): Tab is theirs again.
+        if (event.kind === vscode.TextEditorSelectionChangeKind.Keyboard || event.kind === vscode.TextEditorSelectionChangeKind.Mouse) {
+          this.setChain(false);
+        }
+      }),
       vscode.commands.registerCommand(ACCEPT_COMMAND, () => this.accept()),
       vscode.commands.registerCommand(DISMISS_COMMAND, () => this.dismiss()),
     ];
@@ -79,9 +94,27 @@ export class NextEdits implements vscode.Disposable {
     }
     this.clear();
     clearTimeout(this.timer);
+    if (!this.applying) {
+      this.setChain(false);
+    }
     // An accepted edit asks at once: the server is already working on the next one.
     const delay = this.applying ? 0 : DEBOUNCE_MS;
-    this.timer = setTimeout(() => void this.request(editor), delay);
+    this.timer = setTimeout(() => {
+      const asked = this.request(editor);
+      this.inflight = asked;
+      void asked.finally(() => {
+        if (this.inflight === asked) {
+          this.inflight = undefined;
+        }
+      });
+    }, delay);
+  }
+
+  private setChain(on: boolean): void {
+    if (this.chain !== on) {
+      this.chain = on;
+      void vscode.commands.executeCommand("setContext", CHAIN_CONTEXT, on);
+    }
   }
 
   private async request(editor: vscode.TextEditor): Promise<void> {
@@ -129,21 +162,27 @@ export class NextEdits implements vscode.Disposable {
       return;
     }
     const { editor, edit, range } = shown;
-    const lines = edit.text.split("\n");
-    const added = lines.length > 1 ? `${lines[0]} ⏎ …(${lines.length - 1} more lines)` : lines[0];
-    editor.setDecorations(this.deleted, range.isEmpty ? [] : [range]);
-    editor.setDecorations(this.inserted, [
-      {
-        range: new vscode.Range(range.end, range.end),
-        renderOptions: {
-          after: {
-            contentText: added,
-            color: new vscode.ThemeColor("editorGhostText.foreground"),
-            backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+    // Line by line: each replaced line struck through, what it becomes after it (nextEditView).
+    const parts = lineParts(range.start, range.end, edit.text, (line) => editor.document.lineAt(line).text.length);
+    editor.setDecorations(
+      this.deleted,
+      parts.filter((p) => p.strikeTo > p.strikeFrom).map((p) => new vscode.Range(p.line, p.strikeFrom, p.line, p.strikeTo)),
+    );
+    editor.setDecorations(
+      this.inserted,
+      parts
+        .filter((p) => p.text !== "")
+        .map((p) => ({
+          range: new vscode.Range(p.line, p.strikeTo, p.line, p.strikeTo),
+          renderOptions: {
+            after: {
+              contentText: p.text,
+              color: new vscode.ThemeColor("editorGhostText.foreground"),
+              backgroundColor: new vscode.ThemeColor("diffEditor.insertedTextBackground"),
+            },
           },
-        },
-      },
-    ]);
+        })),
+    );
     const visible = editor.visibleRanges.some((span) => span.contains(range.start));
     if (visible || shown.jumped) {
       editor.setDecorations(this.marker, []);
@@ -176,6 +215,16 @@ export class NextEdits implements vscode.Disposable {
 
   /** Tab: jump to an off-screen edit, or apply the one in view (only at the version it was made for). */
   async accept(): Promise<boolean> {
+    if (this.shown === undefined && this.chain) {
+      // Tab right after an accepted edit: the next one may still be on its way.
+      await this.inflight;
+      if (this.shown === undefined) {
+        // The chain has ended: say so, and leave the line as it is (the next Tab indents, as usual).
+        this.setChain(false);
+        vscode.window.setStatusBarMessage("tandem: no further next edit (Tab again to indent)", CHAIN_END_MESSAGE_MS);
+        return false;
+      }
+    }
     const shown = this.shown;
     const client = this.client();
     if (shown === undefined || client === undefined) {
@@ -216,6 +265,7 @@ export class NextEdits implements vscode.Disposable {
         ? range.start.translate(0, edit.text.length)
         : new vscode.Position(range.start.line + lines.length - 1, lines[lines.length - 1].length);
     editor.selection = new vscode.Selection(end, end);
+    this.setChain(true);
     if (edit.command !== undefined) {
       void client.sendRequest("workspace/executeCommand", {
         command: edit.command.command,

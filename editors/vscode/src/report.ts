@@ -123,6 +123,7 @@ export async function showLatencyReport(server: ServerCommand | undefined, docum
   }
   await documents.show(result.stdout);
   void vscode.window.showInformationMessage(
-    "tandem: for the report with plots, install the report extra where tandem runs: pip install 'tandem-lsp[report]'",
+    // tandem-lsp is not on PyPI: the extra is installed from the checkout tandem was installed from.
+    "tandem: for the report with plots, install the report extra where tandem runs, from your tandem checkout: pip install -e '.[report]'",
   );
 }

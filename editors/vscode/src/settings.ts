@@ -46,6 +46,7 @@ export const SETTING_MAP: readonly Mapping[] = [
   { setting: "completion.maxLines", path: ["completion", "max_lines"], kind: "int" },
   { setting: "completion.prefixChars", path: ["completion", "prefix_chars"], kind: "int" },
   { setting: "completion.suffixChars", path: ["completion", "suffix_chars"], kind: "int" },
+  { setting: "completion.fallbackToAccurate", path: ["completion", "fallback_to_accurate"], kind: "boolean" },
   { setting: "trace.path", path: ["trace", "path"], kind: "string" },
   { setting: "trace.enabled", path: ["trace", "enabled"], kind: "boolean" },
 ];

@@ -96,6 +96,7 @@ class Session:
         self.inline.configure(config)
         self.next_edits.configure(config)
         self.edits.flow.config = config
+        self.tiers.fallback = config.completion.fallback_to_accurate
         return self.tiers.configure(config.models)
 
     def on_notice(self, listener: Callable[[Notice], None]) -> None:

@@ -3,8 +3,10 @@
 VS Code's Output panel marks everything a server writes to stderr as an error and stamps each line with
 its own time: `tandem serve --log-to-client` sends each record instead as a `window/logMessage` whose
 type is the record's level (ERROR -> Error, WARNING -> Warning, INFO -> Info, DEBUG -> Debug, LSP 3.18),
-without a timestamp. Records written before the connection is up, from worker threads after it is gone, and
-pygls' own (which describe the messages being sent) go to stderr.
+without a timestamp. pygls' warnings and errors (a cancel for a request already answered, a notification
+of an unknown method) go the same way. Records written before the connection is up, from worker threads
+after it is gone, and pygls' debug records (which describe the messages being sent: sending them would
+describe themselves) go to stderr, without a timestamp of their own (VS Code stamps each line).
 """
 
 from __future__ import annotations
@@ -38,11 +40,12 @@ class ClientLogHandler(logging.Handler):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sending = threading.local()
         self._fallback = logging.StreamHandler(sys.stderr)
-        self._fallback.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self._fallback.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
         self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.name.startswith("pygls") or getattr(self._sending, "active", False):
+        pygls_detail = record.name.startswith("pygls") and record.levelno < logging.WARNING
+        if pygls_detail or getattr(self._sending, "active", False):
             self._fallback.emit(record)
             return
         try:

@@ -38,6 +38,8 @@ from tandem.lsp.stdio import MessageLoop
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
+# How long after a model's outage ends the status keeps saying so ("✓ back"), beside the notification.
+RECOVERY_SHOWN_S = 30.0
 # Requests that leave a trace record, by method.
 _TRACED_REQUESTS = {types.TEXT_DOCUMENT_INLINE_COMPLETION: "inline", types.TEXT_DOCUMENT_COMPLETION: "completion"}
 
@@ -144,6 +146,7 @@ class TandemServer(LanguageServer):
     started_requests: set[Any]
     # The last `tandem/status` sent.
     last_status: Status
+    recovery: tuple[str, float] | None
 
     def __init__(self, *, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> None:
         super().__init__("tandem", VERSION, protocol_cls=TandemProtocol)
@@ -159,6 +162,8 @@ class TandemServer(LanguageServer):
         self.shown_notices = set()
         self.started_requests = set()
         self.last_status = Status.ready()
+        # A model's recovery just announced: (its message, until when statuses say it; monotonic seconds).
+        self.recovery: tuple[str, float] | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
@@ -219,9 +224,12 @@ class TandemServer(LanguageServer):
         Sent after the response that it describes: a write scheduled now lands behind the response, which
         pygls sends from the request task's done-callback (one more pipe write before the answer would
         add ~2 ms to every keystroke). A request without a suggestion after another without one changes
-        nothing on screen, so it sends nothing."""
-        if status.source == "none" and status.state != "error" and self.last_status.source == "none":
-            return
+        nothing on screen, so it sends nothing (unless the one before was an error, or said something else:
+        the end of an outage must replace its warning)."""
+        last = self.last_status
+        if status.source == "none" and status.state != "error" and last.source == "none":
+            if last.state != "error" and last.text == status.text:
+                return
         self.last_status = status
         loop = asyncio.get_running_loop()
         loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
@@ -230,11 +238,23 @@ class TandemServer(LanguageServer):
         """A model's outage or recovery (completion.breaker decides it is news): window/showMessage, and
         window/logMessage for clients that show only the log (Helix without a plugin)."""
         kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
+        # The end of an outage is said in the status too, for the statuses of the next RECOVERY_SHOWN_S.
+        self.recovery = (notice.message, time.monotonic() + RECOVERY_SHOWN_S) if notice.recovered else None
         self.window_show_message(types.ShowMessageParams(type=kind, message=notice.message))
         # With `--log-to-client` the tiers' log line of the notice is already a window/logMessage (VS Code's
         # Output showed it twice).
         if not any(isinstance(handler, ClientLogHandler) for handler in logging.getLogger().handlers):
             self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
+
+    def with_recovery(self, status: Status) -> Status:
+        """`status`, saying that a model is answering again when its outage ended moments ago."""
+        if self.recovery is None:
+            return status
+        message, until = self.recovery
+        if time.monotonic() > until:
+            self.recovery = None
+            return status
+        return status.after_recovery(message)
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """window/showMessage, once per distinct message."""

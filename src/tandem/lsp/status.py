@@ -57,8 +57,21 @@ def live_words(live: LiveFigures) -> str:
     budget = (
         f"; {live.budget_tokens_left:,} prefetch tokens left this minute" if live.budget_tokens_left is not None else ""
     )
-    spend = f" Today: ${live.spend_today_usd:.2f} spent." if live.spend_today_usd is not None else ""
-    return f"Last {minutes}: {share}{errors}{budget}.{spend}"
+    return f"Last {minutes}: {share}{errors}{budget}.{spend_words(live)}"
+
+
+def spend_words(live: LiveFigures) -> str:
+    """Today's spend: money where a model has a price, else tokens (no price is not "$0.00")."""
+    tokens = live.spend_today_tokens
+    counted = f"{tokens:,} tokens" if tokens is not None else ""
+    if live.spend_today_usd is not None:
+        return f" Today: ${live.spend_today_usd:.2f} spent" + (f" ({counted})." if counted else ".")
+    if counted:
+        return (
+            f" Today: {counted} spent (no model has a price: set price_input_per_mtok and "
+            "price_output_per_mtok in [models.*] to see money)."
+        )
+    return ""
 
 
 def fit(text: str, chars: int = TEXT_CHARS) -> str:
@@ -98,8 +111,12 @@ class Status:
     recent_errors: int = 0
     # Prefetch tokens still allowed this minute.
     budget_tokens_left: int | None = None
-    # Today's spend on every model, USD at the models' configured prices (`[budget]` counts it).
+    # Today's spend on every model, USD at the models' configured prices (`[budget]` counts it; None when
+    # no model has a price), and tokens in and out.
     spend_today_usd: float | None = None
+    spend_today_tokens: int | None = None
+    # Why the accurate model answered although a fast one is configured ("" when it did not).
+    stand_in: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -124,7 +141,13 @@ class Status:
             recent_errors=live.errors,
             budget_tokens_left=live.budget_tokens_left,
             spend_today_usd=live.spend_today_usd,
+            spend_today_tokens=live.spend_today_tokens,
         )
+
+    def after_recovery(self, message: str) -> Status:
+        """This status while a model's outage has just ended: said in the status bar too ("back"), not only
+        in a notification the user may have missed."""
+        return replace(self, text=fit(f"{self.text} ✓ back"), tooltip=f"{message} {self.tooltip}")
 
     @staticmethod
     def _of_result(result: CompletionResult) -> Status:
@@ -138,8 +161,8 @@ class Status:
             return Status(
                 state="error",
                 text=fit(f"tandem ⚠ {kind}"),
-                tooltip=f"The last suggestion failed: {result.error}. tandem keeps serving; the next request "
-                "tries again.",
+                tooltip=f"No suggestion: {result.error}. tandem keeps serving; suggestions come back when the "
+                "model answers.",
                 latency_ms=latency_ms,
                 route=route,
                 model=model,
@@ -161,10 +184,14 @@ class Status:
         # A new request names its model's role; an answer read from a stream already running (typed
         # through, or started by an earlier keystroke) is "reused"; the completion cache's is "cached".
         shown = SOURCE_TEXT.get(result.source) or route or "model"
+        # The accurate model standing in for a fast one that is down: said where the user looks, with why.
+        standing_in = " (fast down)" if result.stand_in else ""
+        why = f" Why the accurate model: {result.stand_in}." if result.stand_in else ""
         return Status(
             state="ready",
-            text=fit(f"tandem {latency_words(latency_ms)} {shown}"),
-            tooltip=f"Last suggestion in {latency_words(latency_ms)}, from {where}.",
+            text=fit(f"tandem {latency_words(latency_ms)} {shown}{standing_in}"),
+            tooltip=f"Last suggestion in {latency_words(latency_ms)}, from {where}.{why}",
+            stand_in=result.stand_in,
             latency_ms=latency_ms,
             route=route,
             model=model,

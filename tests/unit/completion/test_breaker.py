@@ -64,7 +64,7 @@ def test_a_single_blip_is_not_news() -> None:
     assert breaker.success() is None
 
 
-async def test_the_accurate_tier_serves_completions_while_the_fast_one_is_held_off() -> None:
+async def test_the_accurate_tier_serves_completions_while_the_fast_one_is_held_off_only_if_chosen() -> None:
     import httpx
 
     from tandem.completion.config.tree import ModelConfig, ModelsConfig
@@ -81,7 +81,11 @@ async def test_the_accurate_tier_serves_completions_while_the_fast_one_is_held_o
         assert fast is not None and accurate is not None
         assert tiers.for_completion() is fast
         fast.breaker.failure(BadResponse("answered 401", permanent=True), now_s=time.perf_counter())
-        assert fast.holding_off() and tiers.for_completion() is accurate
+        # Off by default ([completion] fallback_to_accurate): the held-off fast model, which answers with why.
+        assert fast.holding_off() and tiers.for_completion() is fast
+        assert fast.hold_reason().startswith("fast model refuses requests: bad response from provider: answered 401")
+        tiers.fallback = True
+        assert tiers.for_completion() is accurate
         accurate.breaker.failure(BadResponse("answered 403", permanent=True), now_s=time.perf_counter())
         assert tiers.for_completion() is fast  # both held off: the fast one, which answers empty
         # A configuration change starts the model afresh.
@@ -179,3 +183,17 @@ async def test_any_change_of_settings_asks_a_held_off_provider_again_at_once() -
         recovered = fast.breaker.success()
         assert recovered is not None and recovered.recovered
         await tiers.aclose()
+
+
+def test_a_long_outage_is_probed_every_few_seconds() -> None:
+    """Issue 36 item 9: after a long outage (connection refused for minutes) the provider is asked again
+    within seconds, never a minute later: the first key after it returns gets a suggestion soon."""
+    breaker = Breaker("fast model", rng=random.Random(3))
+    now = 0.0
+    for _ in range(40):
+        breaker.failure(BackendUnavailable("connection refused"), now_s=now)
+        wait = breaker.remaining_s(now)
+        assert wait <= 5.0, wait
+        now += wait
+    assert not breaker.allows(now - 0.01) and breaker.allows(now)
+    assert "connection refused" in breaker.last_error

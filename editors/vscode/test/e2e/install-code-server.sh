@@ -37,6 +37,16 @@ if [[ ! -s "$cache/$RIPGREP_ASSET" ]]; then
   rm -rf "$staging"
 fi
 
+# node-gyp compiles code-server's native modules (argon2, ...) against Node's headers and downloads them
+# unless npm's nodedir names an installation that has them: the running node's, when it has its headers
+# (Debian's nodejs: /usr/include/node) and nodedir is not set already.
+if [[ -z "${npm_config_nodedir:-}" ]] && [[ "$(npm config get nodedir 2>/dev/null)" =~ ^(|undefined|null)$ ]]; then
+  node_prefix="$(dirname "$(dirname "$(command -v node)")")"
+  if [[ -f "$node_prefix/include/node/node.h" ]]; then
+    export npm_config_nodedir="$node_prefix"
+  fi
+fi
+
 cd "$dir"
 [[ -f package.json ]] || echo '{"name": "tandem-e2e-tools", "private": true}' > package.json
 npm_config_unsafe_perm=true npm_config_yes=true npm install --no-audit --no-fund --foreground-scripts \

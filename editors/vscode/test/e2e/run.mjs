@@ -38,7 +38,11 @@
 //                        edit), "blank-frames" (item 6: a figure, frames without ghost text over 100
 //                        keys), "missing-binary" (item 7: no tandem to be found; the message names only
 //                        the places looked in that exist) (default: every scenario; blank-frames and
-//                        missing-binary only when named)
+//                        missing-binary only when named); only when named too, issue 36: "server-path"
+//                        (item 6: tandem.serverPath changed in the user's settings while tandem runs),
+//                        "outage" (items 9, 10: the status item while the fast model is down and back),
+//                        "multi-line" (item 7: a next edit over two lines), "chain-end" (item 12: Tab after
+//                        the last next edit), "word-list" (item 8: `_conv`, the word list and the ghost text)
 
 import { execFileSync, spawn } from "node:child_process";
 import {
@@ -481,6 +485,20 @@ const FAR_REGION_BELOW = 60;
 const AREA_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle."""\n    scale = 1\n    return w * h * scale\n';
 const AREA_TRUTH = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    scale = 1\n    return width * h * scale\n';
 
+// Issue 36 item 12: the same rename (`w` -> `breadth`), to the chain's end and one Tab past it.
+const BREADTH_TRUTH = AREA_BEFORE.replaceAll("(w,", "(breadth,").replace("a w by", "a breadth by").replace("return w *", "return breadth *");
+
+// Issue 36 item 8: a name whose first letters start another word of the buffer (`_convert_for_comparison`):
+// VS Code's word list opens and preselects that word while tandem's ghost text says `_convert(a)`.
+const CONV_TYPED = "    return _conv";
+const CONV_TRUTH =
+  "def _convert_for_comparison(other):\n    return other\n\n\ndef compare(a, b):\n" +
+  "    return _convert(a) == _convert(b)\n\n\ndef _convert(value):\n    return value\n";
+
+// Issue 36 item 7: a rename whose next edit spans two lines (the docstring and the return line below it).
+const BOX_BEFORE = 'def box(w, h):\n    """A w by h box."""\n    return (w, h)\n';
+const BOX_TRUTH = BOX_BEFORE.replaceAll("w,", "width,").replace("A w by", "A width by");
+
 // A rename whose new name (`s`) starts a word of the file (`same_area`): VS Code's word list offers it.
 const RENAME_BEFORE = 'def area(w, h):\n    """Area of a w by h rectangle; see same_area."""\n    scale = 1\n    return w * h * scale\n';
 const RENAME_TRUTH = RENAME_BEFORE.replace("area(w,", "area(s,").replace("a w by", "a s by").replace("return w *", "return s *");
@@ -726,6 +744,354 @@ async function missingBinary() {
   step(`missing server reported: not found, how to install, looked in ${JSON.stringify(looked)}`);
 }
 
+/** The status item's text and its tooltip (aria-label), or undefined while it is not on screen. */
+async function statusItem() {
+  return page.evaluate(() => {
+    const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+    return item ? { text: item.textContent.trim(), label: item.getAttribute("aria-label") ?? "", error: Boolean(item.querySelector(".codicon-error")) } : undefined;
+  });
+}
+
+/** Waits for a notification toast whose text includes `words`; returns its text. */
+async function waitForToast(words) {
+  return (
+    await page.waitForFunction(
+      (wanted) =>
+        [...document.querySelectorAll(".notification-toast .notification-list-item-message")]
+          .map((el) => el.textContent)
+          .find((text) => text.includes(wanted)) ?? false,
+      { polling: 100 },
+      words,
+    )
+  ).jsonValue();
+}
+
+/** The status item's text once it matches `pattern` (a RegExp source), typing one more key each second it
+ * does not (a key asks tandem again); fails after `keys` keys. */
+async function typeUntilStatus(pattern, keys, what) {
+  for (let i = 0; i < keys; i++) {
+    await page.keyboard.type(i % 2 === 0 ? "x" : "y");
+    try {
+      const text = await (
+        await page.waitForFunction(
+          (source) => {
+            const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+            const text = item?.textContent?.trim() ?? "";
+            return new RegExp(source).test(text) ? text : false;
+          },
+          { polling: 50, timeout: 1000 },
+          pattern,
+        )
+      ).jsonValue();
+      return text;
+    } catch (error) {
+      if (error?.name !== "TimeoutError") {
+        throw error;
+      }
+    }
+  }
+  fail(`the status item never showed ${what} in ${keys} keys`);
+}
+
+/** The status item's tooltip, as the user reads it: hover the item, read the hover. */
+async function statusTooltip() {
+  await page.mouse.move(0, 0);
+  const item = await page.waitForSelector("[id='tandem.tandem.status'], .statusbar-item[id*='tandem.status']");
+  await item.hover();
+  return (
+    await page.waitForFunction(
+      () => {
+        const hover = [...document.querySelectorAll(".monaco-hover, .workbench-hover, .custom-hover")].find((el) =>
+          el.textContent.includes("tandem") || el.textContent.includes("Today"),
+        );
+        return hover ? hover.textContent : false;
+      },
+      { polling: 100 },
+    )
+  ).jsonValue();
+}
+
+/**
+ * Issue 36 items 9 and 10 in the status item: the fast model goes down (the simulator answers 500 to every
+ * request) while the user types: the status item must say the model is unreachable, not that there is
+ * nothing to suggest; it comes back: the status item must say so ("✓ back"). Its tooltip counts the day's
+ * spend in tokens (the models here have no prices), never "$0.00".
+ */
+async function outageScenario(simUrl, example) {
+  await quickOpen(page, path.basename(example));
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await chord(page, "Control", "End");
+  await page.keyboard.press("Enter");
+  await page.keyboard.type("# ");
+  const root = simUrl.replace(/\/v1$/, "");
+  const armed = await fetch(`${root}/_sim/faults`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ kind: "500" }),
+  });
+  if (!armed.ok) {
+    fail(`the simulator refused the fault: ${armed.status}`);
+  }
+  const down = await typeUntilStatus("unreachable", 60, "the model unreachable");
+  const downTip = await statusTooltip();
+  console.log(`[e2e] fast model down: the status item reads ${JSON.stringify(down)}; its tooltip ${JSON.stringify(downTip)}`);
+  await page.screenshot({ path: path.join(artifacts, "outage-status.png") });
+  if (down !== "tandem ⚠ fast model unreachable" || /nothing useful/.test(downTip)) {
+    fail(`while the model is down the status reads ${JSON.stringify(down)} / ${JSON.stringify(downTip)}`);
+  }
+  step("model down: the status item says the fast model is unreachable");
+  await fetch(`${root}/_sim/faults`, { method: "DELETE" });
+  const back = await typeUntilStatus("✓ back$", 60, "the model back");
+  const backTip = await statusTooltip();
+  console.log(`[e2e] fast model back: the status item reads ${JSON.stringify(back)}; its tooltip ${JSON.stringify(backTip)}`);
+  await page.screenshot({ path: path.join(artifacts, "outage-back.png") });
+  if (!/answering again/.test(backTip)) {
+    fail(`after the outage the tooltip does not say the model is answering again: ${JSON.stringify(backTip)}`);
+  }
+  step("model back: the status item says so");
+  const spend = /Today: ([^.]*)\./.exec(backTip)?.[1] ?? "";
+  if (!/^[\d,]+ tokens spent \(no model has a price/.test(spend) || backTip.includes("$")) {
+    fail(`the status tooltip does not count today's spend in tokens: ${JSON.stringify(backTip)}`);
+  }
+  step(`spend without prices: "${spend.split(" (")[0]}" in the status tooltip`);
+  if (only === "outage") {
+    throw new OnlyThisScenario();
+  }
+  await chord(page, "Control", "KeyZ");
+}
+
+/** The text of every next-edit decoration drawn after the editor line that holds `lineText` (ghost parts). */
+async function nextEditTextOn(lineText) {
+  return page.evaluate((want) => {
+    const line = [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].find((row) =>
+      row.textContent.replace(/\u00a0/g, " ").includes(want),
+    );
+    if (!line) {
+      return null;
+    }
+    return [...line.querySelectorAll("span")]
+      .map((span) => getComputedStyle(span, "::after").content)
+      .filter((content) => content && content !== "none" && content !== "normal")
+      .map((content) => JSON.parse(content))
+      .join("");
+  }, lineText);
+}
+
+/**
+ * Issue 36 item 7: a next edit over two lines (`w` renamed `width` on the def line: the docstring and the
+ * return line below change together). Each changed line must show what it becomes (it showed the first line
+ * and "…(1 more lines)"); Tab applies it and the saved file is the truth.
+ */
+async function multiLineScenario(simUrl, file) {
+  await setNextEditTruth(simUrl, { [path.basename(file)]: BOX_TRUTH });
+  await quickOpen(page, path.basename(file));
+  await chord(page, "Control", "Home");
+  for (let i = 0; i < "def box(w".length; i++) {
+    await page.keyboard.press("ArrowRight");
+  }
+  await page.keyboard.type("idth");
+  // (The server sends the smallest range: from after `w` in the docstring to `(w` in the return line.)
+  await waitForNextEdit(page, '"""A w by h box', "idth by h box");
+  // (The whole edit is drawn in one render: both lines' decorations are there once the first is.)
+  const docstring = await nextEditTextOn('"""A w by h box');
+  const returned = await nextEditTextOn("return (w, h)");
+  await page.screenshot({ path: path.join(artifacts, "next-edit-multi-line.png") });
+  console.log(`[e2e] multi-line next edit: after the docstring ${JSON.stringify(docstring)}, after the return line ${JSON.stringify(returned)}`);
+  if (!docstring?.includes('idth by h box."""') || !returned?.includes("return (width") || /more lines/.test(docstring + returned)) {
+    fail(`a multi-line next edit does not show what each line becomes: ${JSON.stringify([docstring, returned])}`);
+  }
+  step("multi-line next edit: each line shows what it becomes");
+  await closeWordList(page);
+  await page.keyboard.press("Tab");
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((line) =>
+        line.textContent.replace(/\u00a0/g, " ").includes("return (width, h)"),
+      ),
+    { polling: 50 },
+  );
+  await chord(page, "Control", "KeyS");
+  await waitUntil(() => ![BOX_BEFORE, ""].includes(readFileSync(file, "utf8")), `${path.basename(file)} to be saved`);
+  const saved = readFileSync(file, "utf8");
+  if (saved !== BOX_TRUTH) {
+    fail(`after the multi-line next edit the file is ${JSON.stringify(saved)}`);
+  }
+  step("multi-line next edit applied with Tab: the file equals the truth");
+  if (only === "multi-line") {
+    throw new OnlyThisScenario();
+  }
+}
+
+/**
+ * Issue 36 item 8, with the extension's defaults: the user types `_conv` (the last 4 keys of `return _conv`)
+ * where the buffer's only word starting so is `_convert_for_comparison` and the file's truth is
+ * `_convert(a) == _convert(b)`. tandem's ghost text must be on screen when the user stops typing and Tab
+ * must insert it (VS Code's word list had preselected its word, hidden the ghost text, and Tab inserted the
+ * list's word).
+ */
+async function wordListScenario(file, settings) {
+  await quickOpen(page, path.basename(file));
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await chord(page, "Control", "End");
+  await startGhostSampler(page, "ert(a) == _convert(b)");
+  await page.keyboard.type("conv", { delay: 40 });
+  // Until tandem's ghost text is on screen, or VS Code's list has a word selected that is not tandem's.
+  const seen = await (
+    await page.waitForFunction(
+      (source) => {
+        const ghost = new Function(`return (${source})()`)();
+        const row = document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused .label-name");
+        if (ghost.includes("ert(a) == _convert(b)")) {
+          return { ghost, list: row?.textContent ?? "" };
+        }
+        return false;
+      },
+      { polling: "raf", timeout: 5000 },
+      ghostOnScreen.toString(),
+    ).catch(() => undefined)
+  )?.jsonValue();
+  const sampled = await stopGhostSampler(page, { fromShown: true, more: 20 });
+  const list = await page.evaluate(
+    () => document.querySelector(".editor-widget.suggest-widget.visible .monaco-list-row.focused .label-name")?.textContent ?? "",
+  );
+  await page.screenshot({ path: path.join(artifacts, "word-list-conv.png") });
+  console.log(
+    `[e2e] typed "_conv": ghost ${JSON.stringify(seen?.ghost ?? "")}, word list ${list ? `open on ${JSON.stringify(list)}` : "closed"}; ` +
+      `from the ghost's first frame: ${blankWords(sampled)}`,
+  );
+  await page.keyboard.press("Tab");
+  await chord(page, "Control", "KeyS");
+  const cut = readFileSync(file, "utf8");
+  await waitUntil(() => readFileSync(file, "utf8") !== cut, "the saved file");
+  const saved = readFileSync(file, "utf8");
+  const line = saved.split("\n").find((l) => l.startsWith("    return _conv")) ?? "";
+  console.log(`[e2e] after Tab the line reads ${JSON.stringify(line)}`);
+  if (!line.startsWith("    return _convert(a) == _convert(b)")) {
+    fail(`with the word list on _conv, Tab did not insert tandem's suggestion: ${JSON.stringify(line)}`);
+  }
+  if (sampled.blank > 0) {
+    fail(`the ghost text left the screen after it was shown (${blankWords(sampled)})`);
+  }
+  step("word list and ghost text on _conv: the ghost text stays, Tab inserts it");
+  throw new OnlyThisScenario();
+}
+
+/**
+ * Issue 36 item 12: a chain of next edits to its end (`w` renamed `breadth` on the def line; Tab takes the
+ * docstring's, Tab the return line's) and one more Tab, as a user does who expects one more: it must leave
+ * the file as the chain left it (it inserted indentation where the last edit ended: `return breadth   * h`).
+ */
+async function chainEndScenario(simUrl, file) {
+  await setNextEditTruth(simUrl, { [path.basename(file)]: BREADTH_TRUTH });
+  await quickOpen(page, path.basename(file));
+  await chord(page, "Control", "Home");
+  for (let i = 0; i < "def area(w".length; i++) {
+    await page.keyboard.press("ArrowRight");
+  }
+  await page.keyboard.press("Backspace");
+  await page.keyboard.type("breadth");
+  await waitForNextEdit(page, '"""Area of a w by h', "breadth");
+  await closeWordList(page);
+  await page.keyboard.press("Tab");
+  await waitForNextEdit(page, "return w * h", "breadth");
+  await closeWordList(page);
+  await page.keyboard.press("Tab");
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")].some((line) =>
+        line.textContent.replace(/\u00a0/g, " ").includes("return breadth * h"),
+      ),
+    { polling: 50 },
+  );
+  step("next-edit chain applied to its end");
+  // One Tab more, at once, where the last edit left the cursor (after `breadth`, mid-line).
+  await page.keyboard.press("Tab");
+  await chord(page, "Control", "KeyS");
+  await waitUntil(() => ![AREA_BEFORE, ""].includes(readFileSync(file, "utf8")), `${path.basename(file)} to be saved`);
+  const saved = readFileSync(file, "utf8");
+  await page.screenshot({ path: path.join(artifacts, "next-edit-chain-end.png") });
+  const status = await page.evaluate(() =>
+    [...document.querySelectorAll(".statusbar-item")].map((el) => el.textContent.trim()).find((t) => t.startsWith("tandem: no further")) ?? "",
+  );
+  console.log(`[e2e] after the chain and one more Tab the return line reads ${JSON.stringify(saved.split("\n")[3])}; status bar: ${JSON.stringify(status)}`);
+  if (saved !== BREADTH_TRUTH) {
+    fail(`a Tab after the chain of next edits changed the file: ${JSON.stringify(saved)}`);
+  }
+  step("Tab after the chain's end: the file is as the chain left it");
+  if (only === "chain-end") {
+    throw new OnlyThisScenario();
+  }
+}
+
+/**
+ * The user's settings replaced by `settings`, as a user edits them: "Preferences: Open User Settings (JSON)",
+ * select all, the new text, save (a write to the file from outside is not noticed by code-server).
+ */
+async function editUserSettings(settings) {
+  await runCommand(page, "Preferences: Open User Settings (JSON)");
+  await page.waitForFunction(() => document.querySelector(".tab.active")?.textContent?.includes("settings.json"), {
+    polling: 100,
+  });
+  await page.click(".editor-instance .monaco-editor .view-lines");
+  await chord(page, "Control", "KeyA");
+  await page.keyboard.press("Delete");
+  // One input event with the whole text: no auto-closed brackets or quotes are added.
+  await page.keyboard.sendCharacter(JSON.stringify(settings));
+  await chord(page, "Control", "KeyS");
+  await page.waitForFunction(() => !document.querySelector(".tab.active.dirty"), { polling: 100 });
+}
+
+/**
+ * Issue 36 item 6: tandem.serverPath changed while tandem runs, in the user's settings as a user does it
+ * (Preferences: Open User Settings (JSON)), to a file that does not exist: the message must name the
+ * setting and the file. Then the path is fixed there and "tandem: Restart server" run: tandem must run
+ * again (the status item ready), without reloading the window.
+ */
+async function serverPathScenario(settings, tandem) {
+  const missing = path.join(work, "moved-away", "tandem");
+  await editUserSettings({ ...settings, "tandem.serverPath": missing });
+  await page.waitForFunction(
+    () =>
+      [...document.querySelectorAll(".statusbar-item")].some(
+        (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
+      ),
+    { polling: 100 },
+  );
+  const shown = await waitForToast("tandem");
+  console.log(`[e2e] serverPath set to a missing file: the notification reads ${JSON.stringify(shown)}`);
+  await page.screenshot({ path: path.join(artifacts, "server-path-missing.png") });
+  if (!shown.includes(`tandem.serverPath points to ${missing}`)) {
+    fail(`the message does not name tandem.serverPath and ${missing}: ${JSON.stringify(shown)}`);
+  }
+  step("serverPath changed to a missing file: the message names the setting and the file");
+  await editUserSettings({ ...settings, "tandem.serverPath": tandem });
+  // The settings change alone may restart it; the user also runs "Restart server", as the message suggests.
+  await runCommand(page, "tandem: Restart server");
+  const ready = await (
+    await page.waitForFunction(
+      () => {
+        const item = [...document.querySelectorAll(".statusbar-item")].find((el) => /tandem\.status/.test(el.id));
+        if (item?.querySelector(".codicon-sparkle")) {
+          return "ready";
+        }
+        return false;
+      },
+      { polling: 100 },
+    )
+  ).jsonValue();
+  await page.screenshot({ path: path.join(artifacts, "server-path-fixed.png") });
+  // The server that runs is the one the fixed setting names (not another tandem the search found on PATH).
+  const [outputLog] = filesNamed(path.join(dirs["user-data"], "logs"), "tandem.log");
+  const starts = readFileSync(outputLog, "utf8").split("\n").filter((line) => / found the server via /.test(line));
+  if (!starts.at(-1)?.endsWith(`found the server via tandem.serverPath: ${tandem}`)) {
+    fail(`after the fix and the restart the server was not started from tandem.serverPath: ${JSON.stringify(starts)}`);
+  }
+  step(`serverPath fixed and tandem restarted: the status item is ${ready}, no reload`);
+  if (only === "server-path") {
+    throw new OnlyThisScenario();
+  }
+}
+
 try {
   if (only === "missing-binary") {
     await missingBinary();
@@ -780,9 +1146,19 @@ try {
     XDG_STATE_HOME: dirs["xdg-state"],
   };
 
+  // The "word-list" scenario's file: the simulator knows its end, the workspace holds it cut at `_conv`.
+  let simTruth = truthPath;
+  const conv = path.join(dirs.workspace, "conv.py");
+  if (only === "word-list") {
+    simTruth = path.join(work, "sim-truth");
+    mkdirSync(simTruth);
+    copyFileSync(truthPath, path.join(simTruth, path.basename(truthPath)));
+    writeFileSync(path.join(simTruth, "conv.py"), CONV_TRUTH);
+    writeFileSync(conv, CONV_TRUTH.slice(0, CONV_TRUTH.indexOf(CONV_TYPED) + CONV_TYPED.length - 4));
+  }
   sim = startAndWaitFor(
     python,
-    ["-P", "-m", "tandem.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? truthPath],
+    ["-P", "-m", "tandem.sim", "--port", "0", "--profile", "spark", "--truth", env.TANDEM_E2E_SIM_TRUTH ?? simTruth],
     { env: childEnv, cwd: repoRoot },
     /listening on (http:\/\/\S+)/,
     "tandem sim",
@@ -806,6 +1182,10 @@ try {
   const area = path.join(dirs.workspace, "area.py");
   writeFileSync(area, AREA_BEFORE);
   writeFileSync(path.join(dirs.workspace, "rename.py"), RENAME_BEFORE);
+  const box = path.join(dirs.workspace, "box.py");
+  writeFileSync(box, BOX_BEFORE);
+  const breadth = path.join(dirs.workspace, "breadth.py");
+  writeFileSync(breadth, AREA_BEFORE);
   const far = path.join(dirs.workspace, "far.py");
   writeFileSync(far, FAR_BEFORE);
   // The unopened-file edit: models.py is opened, views.py only ever changes on disk.
@@ -869,6 +1249,22 @@ try {
     fail(`the tandem status item shows ${status}`);
   }
   step("tandem server running (status item ready)");
+
+  if (only === "server-path") {
+    await serverPathScenario(settings, tandem);
+  }
+  if (only === "outage") {
+    await outageScenario(simUrl, example);
+  }
+  if (only === "multi-line") {
+    await multiLineScenario(simUrl, box);
+  }
+  if (only === "word-list") {
+    await wordListScenario(conv, settings);
+  }
+  if (only === "chain-end") {
+    await chainEndScenario(simUrl, breadth);
+  }
 
   if (runs("autoclose")) {
     // Issue 28 item 1: `(` typed, VS Code auto-closes it, Tab takes tandem's suggestion without a stray `)`.
@@ -1584,33 +1980,7 @@ try {
     await page.screenshot({ path: path.join(artifacts, "latency-report.png") });
     step("latency report shown with its plots");
 
-    // A wrong tandem.serverPath, set in the user's settings (every tandem setting is machine-scoped: a
-    // workspace's .vscode/settings.json cannot set it): the extension restarts the client, and the status
-    // item and a notification say what is wrong.
-    const missing = path.join(work, "no-such-dir", "tandem");
-    // code-server is a remote window: a machine-scoped setting changed while it runs is read from the
-    // remote's Machine settings (User settings are read at start).
-    const machineSettings = path.join(dirs["user-data"], "Machine", "settings.json");
-    mkdirSync(path.dirname(machineSettings), { recursive: true });
-    const machine = existsSync(machineSettings) ? JSON.parse(readFileSync(machineSettings, "utf8") || "{}") : {};
-    writeFileSync(machineSettings, JSON.stringify({ ...machine, "tandem.serverPath": missing }, null, 2));
-    await page.waitForFunction(
-      () =>
-        [...document.querySelectorAll(".statusbar-item")].some(
-          (el) => /tandem\.status/.test(el.id) && el.querySelector(".codicon-error"),
-        ),
-      { polling: 100 },
-    );
-    await page.waitForFunction(
-      (file) =>
-        [...document.querySelectorAll(".notification-toast, .notifications-toasts .monaco-list-row")].some((el) =>
-          el.textContent.includes(`tandem.serverPath points to ${file}`),
-        ),
-      { polling: 100 },
-      missing,
-    );
-    await page.screenshot({ path: path.join(artifacts, "server-not-found.png") });
-    step("wrong tandem.serverPath reported");
+    // (A wrong tandem.serverPath, set while tandem runs, is the "server-path" scenario, run near the start.)
   }
 
   const ran = markersIn(dirs.workspace);
@@ -1652,6 +2022,18 @@ try {
   const stamped = serverLines.filter((line) => /\d{4}-\d\d-\d\d.*\d{4}-\d\d-\d\d/.test(line));
   if (stamped.length > 0) {
     fail(`server lines with two timestamps: ${JSON.stringify(stamped)}`);
+  }
+  // pygls' own records (a cancel for a request already answered, as VS Code sends while you type): a
+  // warning reads [warning], and no line of the server's carries a second timestamp (issue 36 item 11).
+  const pyglsLines = outputLines.filter((line) => / pygls\./.test(line));
+  const pyglsWrong = pyglsLines.filter((line) => /WARNING/.test(line) || /\[error\]/.test(line));
+  console.log(`[e2e] Output: ${pyglsLines.length} pygls line(s), e.g. ${JSON.stringify(pyglsLines.slice(0, 3))}`);
+  if (pyglsWrong.length > 0) {
+    fail(`pygls' records in the Output as errors or with their own level word and time: ${JSON.stringify(pyglsWrong.slice(0, 5))}`);
+  }
+  const doubleStamped = outputLines.filter((line) => /^\S+ \S+ \[\w+\] \d{4}-\d\d-\d\d \d\d:/.test(line));
+  if (doubleStamped.length > 0) {
+    fail(`Output lines with two timestamps: ${JSON.stringify(doubleStamped.slice(0, 5))}`);
   }
   const errors = serverLines.filter((line) => /\[error\]/.test(line));
   console.log(`[e2e] Output: ${serverLines.length} server line(s), e.g. ${JSON.stringify(serverLines[0])}`);

@@ -112,6 +112,10 @@ class CompletionConfig:
     # With a local model (`models.fast.local`), a single-line suggestion is shown word by word as it is
     # written, not when its line is complete (a line at ~30 tokens/s takes longer than a key).
     early_units: bool = True
+    # While the fast model is down (its breaker open, or a 429's Retry-After), ask the accurate model for
+    # completions and next edits instead: it costs several times the price per token, so it is the user's
+    # choice, off by default (off: no suggestions until the fast model answers again, and the status says so).
+    fallback_to_accurate: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

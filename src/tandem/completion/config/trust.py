@@ -66,6 +66,8 @@ RULES: dict[str, Rule] = {
     "completion.suffix_chars": _AT_MOST,
     "completion.max_lines": _AT_MOST,
     "completion.early_units": _FREE,
+    # Turning it on spends the accurate model's money on keystrokes.
+    "completion.fallback_to_accurate": _ONLY_OFF,
     "context.encoding": _FREE,
     "context.budget_tokens": _AT_MOST,
     "context.suffix_share": _FREE,

@@ -55,6 +55,14 @@ _FOLLOWING_LINES = 3
 _CHARS_PER_TOKEN = 4
 
 
+def _priced(tier: Tier | None) -> bool:
+    """Whether a configured model has a price (without one its spend is known in tokens only)."""
+    if tier is None:
+        return False
+    config = tier.config
+    return config.price_input_per_mtok > 0 or config.price_output_per_mtok > 0
+
+
 @dataclass(frozen=True)
 class _Reuse:
     """Where a request's answer comes from without a new model call."""
@@ -120,8 +128,15 @@ class Engine:
     def live_figures(self) -> LiveFigures:
         """The last minutes in figures, and the prefetch budget left, for the status display."""
         left = max(self._budget.per_minute - self._budget.spent(), 0)
-        today = sum(tier["usd"] for tier in self.spend.today().values())
-        return dataclasses.replace(self.live.figures(), budget_tokens_left=left, spend_today_usd=today)
+        spent = self.spend.today().values()
+        usd = sum(tier["usd"] for tier in spent)
+        priced = usd > 0 or any(_priced(self.tiers.get(name)) for name in ("fast", "accurate"))
+        return dataclasses.replace(
+            self.live.figures(),
+            budget_tokens_left=left,
+            spend_today_usd=usd if priced else None,
+            spend_today_tokens=int(sum(tier["tokens"] for tier in spent)),
+        )
 
     # -- the request path ----------------------------------------------------------------------
 
@@ -190,11 +205,18 @@ class Engine:
             self.tracer.write(record)
             return CompletionResult.empty(notice=NO_MODEL_NOTICE, trace_id=record.id)
         record.model, record.tier = tier.label, tier.name
-        record.route_reasons = ["completion: inline completions use the fast model"]
+        record.route_reasons = [f"completion: {self.tiers.stand_in_reason(tier)}"]
         if tier.holding_off():
+            # Said in the status (the model is unreachable), not as "no suggestion here".
             record.outcome, record.error = "error", tier.hold_reason()
             self.tracer.write(record)
-            return CompletionResult.empty(trace_id=record.id)
+            return CompletionResult(
+                trace_id=record.id,
+                waited_ms=(time.perf_counter_ns() - record.received_ns) / 1e6,
+                tier=tier.name,
+                model=tier.label,
+                error=record.error,
+            )
         if not self.spend.allows("completion", tier.name):
             record.outcome, record.error = "skipped", "the day's spend reached its [budget] limit"
             self.tracer.write(record)
@@ -392,7 +414,15 @@ class Engine:
             tier=record.tier or ("cache" if record.source != "model" else ""),
             model=record.model,
             error=record.error,
+            stand_in=self._stand_in(record.tier),
         )
+
+    def _stand_in(self, tier_name: str) -> str:
+        """Why the accurate model answered a completion while a fast one is configured ("" otherwise)."""
+        tier = self.tiers.get(tier_name) if tier_name == "accurate" else None
+        if tier is None or self.tiers.get("fast") is None:
+            return ""
+        return self.tiers.stand_in_reason(tier)
 
     async def _first_unit(
         self, stream: Stream, typed: int, unit_ctx: UnitContext, ticket: Ticket, record: TraceRecord

@@ -74,6 +74,9 @@ class CompletionResult:
     tier: str = ""
     model: str = ""
     error: str = ""
+    # Why the accurate model answered although a fast one is configured ("" when it did not): the fast
+    # one is down and `[completion] fallback_to_accurate` is on.
+    stand_in: str = ""
 
     @staticmethod
     def empty(*, notice: str = "", trace_id: str = "") -> CompletionResult:

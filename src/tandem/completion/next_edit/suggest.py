@@ -212,7 +212,11 @@ class NextEdits:
         if tier is None:
             return done("not-configured")
         record.model, record.tier = tier.label, tier.name
-        record.route_reasons = ["next edit: the fast model rewrites the region around the cursor"]
+        record.route_reasons = [
+            "next edit: the fast model rewrites the region around the cursor"
+            if tier.name == "fast"
+            else f"next edit: {self.tiers.stand_in_reason(tier)}"
+        ]
         if tier.holding_off():
             return done("error", tier.hold_reason())
         generation = self._generations.get(request.uri)

@@ -36,7 +36,11 @@ from tandem.completion.providers.errors import (
 PERMANENT_BACKOFF_S = 60.0
 PERMANENT_MAX_S = 900.0
 TRANSIENT_BASE_S = 0.5
-TRANSIENT_MAX_S = 60.0
+# The longest a provider that cannot be reached is left alone: while it is down one probe goes out at most
+# this often (a key after the back-off asks it; the other keys wait for that probe's outcome), so the first
+# suggestion after it comes back is at most this late. (It was 60 s: users waited a minute after the model
+# returned.)
+TRANSIENT_MAX_S = 5.0
 ANNOUNCE_AFTER = 3
 
 
@@ -85,6 +89,8 @@ class Breaker:
     announced: bool = False
     # A request is trying the provider again after a back-off; others wait for its outcome.
     probing: bool = False
+    # The last failure, in the user's words (`errors.describe`).
+    last_error: str = ""
 
     def allows(self, now_s: float) -> bool:
         return now_s >= self.open_until_s and not (self.failures and self.probing)
@@ -101,6 +107,7 @@ class Breaker:
     def success(self) -> Notice | None:
         was_announced = self.announced
         self.failures, self.kind, self.open_until_s, self.announced = 0, None, 0.0, False
+        self.last_error = ""
         if was_announced:
             return Notice(f"tandem: {self.model} is answering again.", recovered=True)
         return None
@@ -110,7 +117,7 @@ class Breaker:
         if kind is None:
             return None
         self.failures = self.failures + 1 if self.kind == kind else 1
-        self.kind = kind
+        self.kind, self.last_error = kind, describe(error)
         if kind == "permanent":
             backoff_s = min(PERMANENT_BACKOFF_S * 2 ** (self.failures - 1), PERMANENT_MAX_S)
         elif self.failures == 1:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -69,9 +70,20 @@ class Tier:
         return now < self.not_before_s or not self.breaker.allows(now)
 
     def hold_reason(self) -> str:
-        if not self.breaker.allows(time.perf_counter()):
-            return f"circuit open: {self.breaker.kind} errors from the provider"
-        return "rate limited: waiting out the provider's Retry-After"
+        """Why this tier is not asked now, in the user's words: the first part (before ":") is short
+        enough for a status bar ("fast model unreachable")."""
+        now = time.perf_counter()
+        if not self.breaker.allows(now):
+            wait_s = self.breaker.remaining_s(now)
+            next_try = f"next try in {wait_s:.0f} s" if wait_s >= 1 else "trying again"
+            if self.breaker.kind == "permanent":
+                return (
+                    f"{self.name} model refuses requests: {self.breaker.last_error}; {next_try} "
+                    "(at once after a settings change)"
+                )
+            return f"{self.name} model unreachable: {self.breaker.last_error}; {next_try}"
+        left_s = self.not_before_s - now
+        return f"{self.name} model rate limited: waiting out the provider's Retry-After ({left_s:.0f} s)"
 
     def _notify(self, notice: Notice | None) -> None:
         if notice is not None:
@@ -178,6 +190,9 @@ class Tiers:
         self._closing: set[asyncio.Task[None]] = set()
         # Where a model's outage and recovery are announced (the LSP layer: showMessage and logMessage).
         self.listener: Callable[[Notice], None] | None = None
+        # `[completion] fallback_to_accurate`: the accurate model serves completions while the fast one is
+        # held off (set by the session from the configuration).
+        self.fallback = False
         # A superseded request's response still tells whether its provider works (httpx keeps the
         # transport in a private attribute; another transport simply reports nothing).
         transport = getattr(client, "_transport", None)
@@ -204,7 +219,9 @@ class Tiers:
             except CompletionError as error:
                 problems.append(f"models.{name}: {describe(error)}")
                 continue
-            self._tiers[name] = Tier(name, model, backend, describe_model(model), on_notice=self._announce)
+            self._tiers[name] = Tier(
+                name, model, backend, describe_model(model), on_notice=functools.partial(self._announce, name)
+            )
         return problems
 
     def _abandoned(self, response: httpx.Response) -> None:
@@ -217,7 +234,20 @@ class Tiers:
             if url.startswith(tier.config.base_url.rstrip("/")):
                 tier._notify(tier.breaker.failure(error, time.perf_counter()))
 
-    def _announce(self, notice: Notice) -> None:
+    def _announce(self, name: str, notice: Notice) -> None:
+        if name == "fast" and not notice.recovered and (accurate := self._tiers.get("accurate")) is not None:
+            # What happens to completions meanwhile, and the setting that decides it.
+            if self.fallback:
+                meanwhile = (
+                    f" Meanwhile completions and next edits use the accurate model ({accurate.label}), at its "
+                    "prices ([completion] fallback_to_accurate = true)."
+                )
+            else:
+                meanwhile = (
+                    " No completions until then ([completion] fallback_to_accurate = true would use the accurate "
+                    f"model, {accurate.label}, meanwhile, at its prices)."
+                )
+            notice = Notice(notice.message + meanwhile, recovered=False)
         if self.listener is not None:
             self.listener(notice)
 
@@ -225,12 +255,32 @@ class Tiers:
         return self._tiers.get(name)
 
     def for_completion(self) -> Tier | None:
-        """Inline completions use the fast model; the accurate one stands in when it is all there is, or
-        while the fast one is held off (its breaker open, or a 429) and the accurate one is not."""
+        """Inline completions and next edits use the fast model; the accurate one serves them when it is all
+        there is, or, only with `fallback` on (`[completion] fallback_to_accurate`: it costs several times
+        the fast model's price per token), while the fast one is held off (its breaker open, or a 429) and
+        the accurate one is not. Off, a held-off fast model is returned and its callers answer with why."""
         fast, accurate = self._tiers.get("fast"), self._tiers.get("accurate")
-        if fast is not None and fast.holding_off() and accurate is not None and not accurate.holding_off():
+        if (
+            self.fallback
+            and fast is not None
+            and fast.holding_off()
+            and accurate is not None
+            and not accurate.holding_off()
+        ):
             return accurate
         return fast or accurate
+
+    def stand_in_reason(self, tier: Tier) -> str:
+        """Why `tier` serves completions (the trace's route reason and the status' words)."""
+        fast = self._tiers.get("fast")
+        if tier.name == "fast":
+            return "the fast model serves completions"
+        if fast is None:
+            return "no fast model is configured: the accurate model serves completions"
+        return (
+            f"the fast model is held off ({fast.hold_reason()}): the accurate model stands in, at its prices "
+            "([completion] fallback_to_accurate = true)"
+        )
 
     def __bool__(self) -> bool:
         return bool(self._tiers)

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -293,8 +296,9 @@ async def _run_strategy(
     )
     trace.unlink(missing_ok=True)  # the summary reads this run's records only
     client = ReplayClient(trace_path=trace)
+    model = getattr(sim, "model", None) or {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}
     options = {
-        "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}},
+        "models": {"fast": model},
         "next_edit": {**(settings or {}), "prefetch_on_accept": strategy.endswith("+prefetch")},
         # Unless a budget is asked for: measure what next edits spend, not what a budget lets them spend.
         "prefetch": {"tokens_per_minute": tokens_per_minute or 100_000_000},
@@ -365,7 +369,11 @@ def run_next_edits(args: argparse.Namespace) -> int:
         "commits_scanned": looked,
         "min_changes": max(2, args.min_changes),
         "tasks": len(tasks),
-        "simulated": "model output comes from tandem sim (spark profile, real speed), answering from the commit",
+        "simulated": (
+            f"no: model output comes from {args.model} at {args.base_url}"
+            if args.base_url
+            else "model output comes from tandem sim (spark profile, real speed), answering from the commit"
+        ),
         "typing": f"{args.cps:g} chars/s x time scale {args.time_scale:g}",
         "baseline": {"later_keys_typed": baseline_keys, "keys_saved": 0},
         "next_edit_settings": settings,
@@ -378,7 +386,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
             # A simulator of its own for each strategy: one shared would start the second with the first's
             # prompts in its cache (the same states, asked again: a time to first token of ~40 ms against
             # ~110) and its random draws where the first left them.
-            with start_in_thread(SimSettings(profile="spark", seed=args.seed, error_rate=args.error_rate)) as sim:
+            with _model_for(args) as sim:
                 tally = asyncio.run(
                     _run_strategy(
                         strategy,
@@ -401,6 +409,35 @@ def run_next_edits(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render(results))
     return 0
+
+
+@dataclass(frozen=True)
+class _RealModel:
+    """A real model in the simulator's place (`--base-url`): it is told no truth; `model` is its settings."""
+
+    base_url: str
+    model: dict[str, Any]
+
+    def set_next_edit_truth(self, files: dict[str, str]) -> None:
+        del files  # a real model predicts; nothing is told it
+
+
+@contextlib.contextmanager
+def _model_for(args: argparse.Namespace) -> Iterator[Any]:
+    """The simulator, or with `--base-url` the real model the user named (a simulator of its own per
+    strategy: one shared would start the second with the first's prompts in its cache)."""
+    if not args.base_url:
+        with start_in_thread(SimSettings(profile="spark", seed=args.seed, error_rate=args.error_rate)) as sim:
+            yield sim
+        return
+    model: dict[str, Any] = {"provider": args.provider, "base_url": args.base_url, "model": args.model}
+    if args.fim_template:
+        model["fim_template"] = args.fim_template
+    if args.local:
+        model["local"] = True
+    if args.api_key_env:
+        model["api_key_env"] = args.api_key_env
+    yield _RealModel(args.base_url, model)
 
 
 def _settings(pairs: list[str]) -> dict[str, Any]:

@@ -64,7 +64,7 @@ async def _complete(
     result = await engine.complete(request)
     if result.notice:
         ls.notify_user(result.notice)
-    ls.send_status(Status.of_completion(result, engine.live_figures()))
+    ls.send_status(ls.with_recovery(Status.of_completion(result, engine.live_figures())))
     return request, result
 
 
