@@ -205,7 +205,7 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
 def render(results: dict[str, Any]) -> str:
     lines = [
         f"next edits on {results['repo']}: {results['tasks']} tasks from {results['commits_scanned']} commits "
-        f"(SIMULATED model: {results['simulated']}; typing {results['typing']})",
+        f"({results['simulated']}; typing {results['typing']})",
         f"  baseline (no next edits): {results['baseline']['later_keys_typed']} key presses for the later changes",
     ]
     if results.get("next_edit_settings"):

@@ -370,9 +370,9 @@ def run_next_edits(args: argparse.Namespace) -> int:
         "min_changes": max(2, args.min_changes),
         "tasks": len(tasks),
         "simulated": (
-            f"no: model output comes from {args.model} at {args.base_url}"
+            f"a real model: {args.model} at {args.base_url}, nothing simulated"
             if args.base_url
-            else "model output comes from tandem sim (spark profile, real speed), answering from the commit"
+            else "SIMULATED model: output comes from tandem sim (spark profile, real speed), answering from the commit"
         ),
         "typing": f"{args.cps:g} chars/s x time scale {args.time_scale:g}",
         "baseline": {"later_keys_typed": baseline_keys, "keys_saved": 0},
