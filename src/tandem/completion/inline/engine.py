@@ -294,6 +294,8 @@ class Engine:
     ) -> Stream | None:
         """Build the prompt for `request` and start its model stream in the background; None (the reason in
         `record.error`) when the gate refuses the prompt."""
+        if tier.local:
+            return self._start_local(request, tier, record, prefetch=prefetch)
         settings = self.config.completion
         window = None
         if self.workspace is not None:
@@ -303,8 +305,6 @@ class Engine:
             else:
                 window = self.workspace.window(request.uri, request.line, request.character)
         snippet_paths: tuple[str, ...] = ()
-        if tier.local:
-            return self._start_local(request, tier, record, prefetch=prefetch)
         if window is not None:
             prefix, suffix, context = window.prefix, window.suffix, window.snippet_text
             snippet_paths = tuple(dict.fromkeys(s.path for s in window.snippets))
