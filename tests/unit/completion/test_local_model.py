@@ -164,3 +164,21 @@ async def test_an_edit_prompt_is_cut_to_the_smallest_model_window() -> None:
     assert await count(messages) <= 8192 - 2048
     whole, _, _ = await fit_window(prompt, answer_tokens=16384, count=count)
     assert whole.shown is None  # the 128K window takes the whole file
+
+
+def test_a_block_that_copies_the_prompts_numbered_view_is_read_as_code() -> None:
+    from tandem.completion.edit.parse import EditTarget, parse_answer
+
+    text = "def add(a, b):\n    return a + b\n\n\nprint(add(2, 3))\n"
+    # Qwen2.5-Coder 1.5B's answer in llama.cpp to "Rename the function add to plus.", as it came.
+    answer = (
+        "<<<<<<< SEARCH\ncalc.py lines 1-5\n    1| def add(a, b):\n    2|     return a + b\n    3| \n    4| \n"
+        "    5| print(add(2, 3))\n=======\ncalc.py lines 1-5\n    1| def plus(a, b):\n    2|     return a + b\n"
+        "    3| \n    4| \n    5| print(plus(2, 3))\n>>>>>>> REPLACE"
+    )
+    [edit] = parse_answer(answer, EditTarget(originals={"calc.py": text}, primary="calc.py"))
+    assert text[: edit.start] + edit.new_text + text[edit.end :] == text.replace("add", "plus")
+    # Code that merely looks numbered in part is left as it is.
+    plain = "<<<<<<< SEARCH\n    return a + b\n=======\n    return a + b  # 1| sum\n>>>>>>> REPLACE"
+    [kept] = parse_answer(plain, EditTarget(originals={"calc.py": text}, primary="calc.py"))
+    assert kept.new_text.endswith("# 1| sum\n")

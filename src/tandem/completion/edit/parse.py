@@ -149,7 +149,22 @@ def _read_block(lines: list[str], i: int, block: int) -> tuple[str, str, int]:
 
 
 def _joined(lines: list[str]) -> str:
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in _unnumbered(lines))
+
+
+# The prompt shows the selected lines as `{number:>5}| {line}` under a `path lines a-b` header
+# (`completion.edit.prompt`); a small model copies that view into its blocks (Qwen2.5-Coder 1.5B in
+# llama.cpp did, for every block).
+_NUMBERED = re.compile(r"^ *\d+\| ?")
+_VIEW_HEADER = re.compile(r"^\S*\s*lines \d+-\d+( of \d+)?\s*$")
+
+
+def _unnumbered(lines: list[str]) -> list[str]:
+    """A block's lines without the prompt's numbered view, when every line of it is in that view."""
+    body = lines[1:] if lines and _VIEW_HEADER.match(lines[0]) else lines
+    if body and all(_NUMBERED.match(line) for line in body):
+        return [_NUMBERED.sub("", line, count=1) for line in body]
+    return lines
 
 
 def _block_edit(path: str, label: str, search: str, replace: str, target: EditTarget, block: int) -> FileEdit:
