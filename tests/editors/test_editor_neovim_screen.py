@@ -15,6 +15,7 @@ import pathlib
 import re
 import subprocess
 import textwrap
+from typing import Any
 
 import hostile_repo
 import pytest
@@ -251,3 +252,121 @@ def test_the_readme_statusline_leaves_editing_when_the_edit_is_done(tmp_path: pa
     assert "error" not in results, results.get("error")
     assert "editing" not in results["status_after"], results
     assert results["status_after"].endswith("tandem"), results
+
+
+def _run_steps(
+    tmp_path: pathlib.Path,
+    path: pathlib.Path,
+    steps: list[dict[str, Any]],
+    *,
+    models: dict[str, Any],
+    init_lua: list[str] | None = None,
+    setup: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Open `path` in the inner Neovim (the README's statusline, tandem set up with `models`), run `steps`
+    (screen.lua: send keys, wait for the screen or the editor, record), and return the records."""
+    result_path = tmp_path / "result.json"
+    server_log = tmp_path / "server.log"
+    spec = {
+        "result_path": str(result_path),
+        "nvim": NVIM,
+        "plugin": str(PLUGIN),
+        "path": str(path),
+        "steps": steps,
+        "init_lua": init_lua or [],
+        "artifacts": str(ROOT / "artifacts" / "neovim"),
+        "server_log": str(server_log),
+        "setup": {
+            "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(server_log)],
+            "init_options": {"models": models},
+            **(setup or {}),
+        },
+    }
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {
+        **os.environ,
+        "TANDEM_TEST_SPEC": str(spec_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
+        cwd=path.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
+    assert "error" not in results, results.get("error")
+    records: dict[str, Any] = results["records"]
+    return records
+
+
+# The inner Neovim shows a suggestion (checked over its socket, beside what the screen shows).
+VISIBLE = "require('tandem').is_visible()"
+SUGGESTION = "require('tandem').suggestion()"
+
+
+def _sim_fast(sim: Any) -> dict[str, Any]:
+    return {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
+
+
+def test_a_crlf_file_gets_no_carriage_return_from_a_suggestion(tmp_path: pathlib.Path) -> None:
+    """Issue 36 item 1: in a file with CRLF line ends (Neovim's fileformat=dos) the ghost showed `…:^M`
+    and Tab wrote a carriage return into the line. The truth is the file with CRLF line ends, as the server
+    sees it; the ghost reads without `^M`, and the file written after Tab is the truth's bytes."""
+    if NVIM is None:
+        pytest.skip(NVIM_MISSING)
+    truth_lf = pathlib.Path(textwrap.__file__).read_text(encoding="utf-8")
+    truth_text = truth_lf.replace("\n", "\r\n")
+    truth = tmp_path / "truth" / "textwrap.py"
+    truth.parent.mkdir()
+    truth.write_bytes(truth_text.encode())
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".git").mkdir()
+    cuts = choose_cuts(truth_lf)
+    # The block cut: `:` typed after a `def`, the suggestion is the body on the lines below.
+    block = cuts["block"]
+    path = work / "crlf_block.py"
+    path.write_bytes(truth_lf[: block.typed_at].replace("\n", "\r\n").encode())
+    body = truth_lf[block.end :].split("\n")[1]
+    # The line cut: a character typed mid-line, the suggestion is the rest of the line (single-line mode).
+    line = cuts["line"]
+    line_path = work / "crlf_line.py"
+    line_path.write_bytes(truth_lf[: line.typed_at].replace("\n", "\r\n").encode())
+    rest = _rest_of_line(truth_lf, line.end)
+    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
+        records = _run_steps(
+            tmp_path,
+            path,
+            [
+                {"wait_eval": "vim.bo.fileformat == 'dos'"},
+                {"send": "GA:"},
+                {"wait": body.strip()[:30]},
+                {"wait_eval": VISIBLE, "record": "block_ghost", "eval": SUGGESTION},
+                {"send": "\t\x1b:w\r"},
+                {"wait_eval": "not vim.bo.modified and vim.fn.mode() == 'n'"},
+                {"send": f":e {line_path.name}\r"},
+                {"wait_eval": f"vim.fn.expand('%:t') == '{line_path.name}' and vim.bo.fileformat == 'dos'"},
+                {"send": "GA" + line.typed(truth_lf)},
+                {"wait_eval": VISIBLE, "record": "line_ghost", "eval": SUGGESTION},
+                {"send": "\t\x1b:w\r"},
+                {"wait_eval": "not vim.bo.modified and vim.fn.mode() == 'n'"},
+            ],
+            models=_sim_fast(sim),
+        )
+    assert records["line_ghost"]["eval"] == rest
+    assert truth_lf[block.end :].startswith(records["block_ghost"]["eval"]), records["block_ghost"]["eval"]
+    for name, file, cut in (("block_ghost", path, block), ("line_ghost", line_path, line)):
+        assert "^M" not in "\n".join(records[name]["screen"]), records[name]["screen"]
+        written = file.read_bytes()
+        # CRLF line ends only: no carriage return inside a line.
+        assert b"\r" not in written.replace(b"\r\n", b""), written[-300:]
+        head = truth_lf[: cut.end].replace("\n", "\r\n").encode()
+        assert written.startswith(head) and len(written) > len(head) + 2, written[-300:]
+        assert truth_text.encode().startswith(written), written[-300:]

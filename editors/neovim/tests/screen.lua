@@ -23,11 +23,15 @@ local ok, err = pcall(function()
     "vim.o.laststatus = 2",
     -- The README's statusline, as written there (unless the spec says the user has none).
     spec.statusline == false and "" or [[vim.o.statusline = "%f %= %{v:lua.require'tandem'.statusline()}"]],
+    -- What else the user's init holds (an auto-pair mapping, options), before tandem's setup.
+    table.concat(spec.init_lua or {}, "\n"),
     "require('tandem').setup(vim.json.decode(" .. string.format("%q", vim.json.encode(spec.setup)) .. "))",
   }, inner_init)
   local buf = vim.api.nvim_get_current_buf()
+  -- The inner Neovim listens on a socket: steps read its buffer, cursor and drawn cells from it.
+  local address = vim.fn.tempname() .. ".sock"
   local chan = vim.fn.jobstart(
-    { spec.nvim, "--clean", "--cmd", "set rtp^=" .. spec.plugin, "-u", inner_init, spec.path },
+    { spec.nvim, "--clean", "--listen", address, "--cmd", "set rtp^=" .. spec.plugin, "-u", inner_init, spec.path },
     { term = true, env = { TERM = "xterm-256color" } }
   )
   assert(chan > 0, "the inner Neovim did not start")
@@ -73,6 +77,51 @@ local ok, err = pcall(function()
     return log:find("tandem serving", 1, true) ~= nil
   end)
   results.status_before = vim.trim(statusline())
+  if spec.steps then
+    -- Keys in; screen, buffer, cursor and file out, step by step (each step waits for what it names).
+    local rpc = vim.fn.sockconnect("pipe", address, { rpc = true })
+    assert(rpc > 0, "cannot reach the inner Neovim at " .. address)
+    local function inner(expr)
+      return vim.rpcrequest(rpc, "nvim_exec_lua", "return " .. expr, {})
+    end
+    results.records = {}
+    for index, step in ipairs(spec.steps) do
+      local what = string.format("step %d %s", index, vim.inspect(step))
+      if step.send then
+        vim.api.nvim_chan_send(chan, step.send)
+      elseif step.wait then
+        wait(what, step.timeout_ms or 30000, function()
+          return table.concat(screen(), "\n"):find(step.wait, 1, true) ~= nil
+        end)
+      elseif step.wait_gone then
+        wait(what, step.timeout_ms or 10000, function()
+          return table.concat(screen(), "\n"):find(step.wait_gone, 1, true) == nil
+        end)
+      elseif step.wait_eval then
+        wait(what, step.timeout_ms or 30000, function()
+          return inner(step.wait_eval) == true
+        end)
+      end
+      if step.record then
+        results.records[step.record] = {
+          screen = screen(),
+          buffer = inner("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"),
+          cursor = inner("vim.api.nvim_win_get_cursor(0)"),
+          mode = inner("vim.api.nvim_get_mode().mode"),
+          window = inner("{ vim.fn.line('w0'), vim.fn.line('w$') }"),
+          statusline = vim.trim(statusline()),
+          eval = step.eval and inner(step.eval) or nil,
+        }
+        if spec.artifacts then
+          vim.fn.mkdir(spec.artifacts, "p")
+          vim.fn.writefile(screen(), spec.artifacts .. "/neovim-screen-" .. step.record .. ".txt")
+        end
+      end
+    end
+    vim.fn.chanclose(rpc)
+    vim.api.nvim_chan_send(chan, "\27:qa!\r")
+    return
+  end
   if spec.before_keys then
     -- Normal-mode keys first (`Gzb`: the last line on the window's bottom row), seen on screen.
     vim.api.nvim_chan_send(chan, spec.before_keys)

@@ -90,7 +90,9 @@ local function render(bufnr)
       hl_group = { cfg.next_edit.hl_delete, STRIKE },
     })
   end
-  local lines = vim.split(edit.text, "\n", { plain = true })
+  -- Line breaks as apply_text_edits reads them ('\r\n' in a CRLF file): no `^M` drawn.
+  local text = edit.text:gsub("\r\n?", "\n")
+  local lines = vim.split(text, "\n", { plain = true })
   if start.line == finish.line and start_col == end_col and #lines == 1 then
     -- Text inserted within a line reads right where it goes.
     vim.api.nvim_buf_set_extmark(bufnr, ns, finish.line, end_col, {
@@ -103,7 +105,7 @@ local function render(bufnr)
     -- (`return self._split(texts = self._munge_whitespace(s))`).
     local first = vim.api.nvim_buf_get_lines(bufnr, start.line, start.line + 1, false)[1] or ""
     local last = vim.api.nvim_buf_get_lines(bufnr, finish.line, finish.line + 1, false)[1] or ""
-    local after = first:sub(1, start_col) .. edit.text .. last:sub(end_col + 1)
+    local after = first:sub(1, start_col) .. text .. last:sub(end_col + 1)
     local below = {}
     local tabstop = string.rep(" ", vim.bo[bufnr].tabstop > 0 and vim.bo[bufnr].tabstop or 8)
     for _, line in ipairs(vim.split(after, "\n", { plain = true })) do
@@ -204,7 +206,7 @@ function M.accept(bufnr)
   end
   M.clear(bufnr)
   vim.lsp.util.apply_text_edits({ { range = edit.range, newText = edit.text } }, bufnr, client.offset_encoding)
-  local lines = vim.split(edit.text, "\n", { plain = true })
+  local lines = vim.split((edit.text:gsub("\r\n?", "\n")), "\n", { plain = true })
   local row = start.line + #lines - 1
   local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
   local col = #lines == 1 and byte_col(bufnr, start, client.offset_encoding) + #lines[1] or #lines[#lines]
