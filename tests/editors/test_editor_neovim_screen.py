@@ -370,3 +370,40 @@ def test_a_crlf_file_gets_no_carriage_return_from_a_suggestion(tmp_path: pathlib
         head = truth_lf[: cut.end].replace("\n", "\r\n").encode()
         assert written.startswith(head) and len(written) > len(head) + 2, written[-300:]
         assert truth_text.encode().startswith(written), written[-300:]
+
+
+def test_the_next_edit_keys_with_no_next_edit_type_nothing(tmp_path: pathlib.Path) -> None:
+    """Issue 36 item 2: `<M-l>` (accept the next edit) with none shown typed into the buffer (`y = 2l`): the
+    key was fed back, and Neovim reads an unmapped Alt key in insert mode as <Esc> and the letter, so insert
+    mode ended and what the user typed next became commands. With no next edit, `<M-l>` and `<M-h>` do
+    nothing: in insert mode what is typed after them is inserted after what was typed before; in normal mode
+    the cursor stays where it was."""
+    if NVIM is None:
+        pytest.skip(NVIM_MISSING)
+    path = tmp_path / "keys.py"
+    path.write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    no_next_edit = "require('tandem.next_edit').shown(0) == nil"
+    # Alt-l and Alt-h as a terminal sends them.
+    alt_l, alt_h = "\x1bl", "\x1bh"
+    with start_in_thread(SimSettings(profile="spark")) as sim:
+        records = _run_steps(
+            tmp_path,
+            path,
+            [
+                {"send": "Go"},
+                {"send": "y = 2"},
+                {"wait_eval": f"vim.fn.getline('.') == 'y = 2' and {no_next_edit}"},
+                {"send": alt_l + "Z"},
+                {"wait_eval": "vim.fn.getline('.'):find('Z') ~= nil or vim.fn.mode() ~= 'i'", "record": "insert"},
+                {"send": "\x1b0"},
+                {"wait_eval": f"vim.fn.mode() == 'n' and vim.fn.col('.') == 1 and {no_next_edit}"},
+                {"send": alt_h + alt_l + "x"},
+                {"wait_eval": "#vim.fn.getline('.') < 6", "record": "normal", "eval": no_next_edit},
+            ],
+            models=_sim_fast(sim),
+        )
+    assert (records["insert"]["mode"], records["insert"]["buffer"]) == ("i", "x = 1\ny = 2Z"), records["insert"]
+    assert records["normal"]["eval"] is True, records["normal"]
+    # `x` at the line's start, and the cursor still there: the keys before it did not move it.
+    assert (records["normal"]["buffer"], records["normal"]["cursor"]) == ("x = 1\n = 2Z", [2, 0]), records["normal"]

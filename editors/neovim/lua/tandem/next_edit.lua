@@ -255,15 +255,16 @@ function M.attach(bufnr)
       buffers[bufnr] = nil
     end,
   })
+  -- With no next edit the keys do nothing. They are not fed back as the inline keys are (keymaps.lua):
+  -- Neovim reads an unmapped Alt key (the defaults) as <Esc> and the letter, so insert mode ended and the
+  -- user's next keys ran as commands.
   local keys = cfg.next_edit.keymaps
   for _, mode in ipairs({ "n", "i" }) do
     for name, action in pairs({ accept = M.accept, dismiss = M.dismiss }) do
       local key = keys[name]
       if key then
         vim.keymap.set(mode, key, function()
-          if not action(bufnr) then
-            vim.api.nvim_feedkeys(vim.keycode(key), "n", false)
-          end
+          action(bufnr)
         end, { buffer = bufnr, silent = true, desc = "tandem: " .. name .. " the next edit" })
       end
     end
