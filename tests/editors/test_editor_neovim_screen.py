@@ -19,7 +19,17 @@ from typing import Any
 
 import hostile_repo
 import pytest
-from test_editor_neovim import NVIM, NVIM_MISSING, PLUGIN, ROOT, _rest_of_line, choose_cuts, choose_edit_targets
+from test_editor_neovim import (
+    NEXT_EDIT_BEFORE,
+    NEXT_EDIT_FAR_TRUTH,
+    NVIM,
+    NVIM_MISSING,
+    PLUGIN,
+    ROOT,
+    _rest_of_line,
+    choose_cuts,
+    choose_edit_targets,
+)
 
 from tandem.sim.runner import SimSettings, start_in_thread
 
@@ -383,7 +393,7 @@ def test_the_next_edit_keys_with_no_next_edit_type_nothing(tmp_path: pathlib.Pat
     path = tmp_path / "keys.py"
     path.write_text("x = 1\n", encoding="utf-8")
     (tmp_path / ".git").mkdir()
-    no_next_edit = "require('tandem.next_edit').shown(0) == nil"
+    no_next_edit = "require('tandem.next_edit').shown(vim.api.nvim_get_current_buf()) == nil"
     # Alt-l and Alt-h as a terminal sends them.
     alt_l, alt_h = "\x1bl", "\x1bh"
     with start_in_thread(SimSettings(profile="spark")) as sim:
@@ -407,3 +417,66 @@ def test_the_next_edit_keys_with_no_next_edit_type_nothing(tmp_path: pathlib.Pat
     assert records["normal"]["eval"] is True, records["normal"]
     # `x` at the line's start, and the cursor still there: the keys before it did not move it.
     assert (records["normal"]["buffer"], records["normal"]["cursor"]) == ("x = 1\n = 2Z", [2, 0]), records["normal"]
+
+
+def _window_rows(screen: list[str], name: str) -> list[str]:
+    """The rows of the file's window below an empty one: between the empty window's statusline and the
+    file's."""
+    top = next((i for i, row in enumerate(screen) if row.startswith("[No Name]")), None)
+    end = next((i for i, row in enumerate(screen) if row.startswith(name)), None)
+    assert top is not None and end is not None, screen
+    return screen[top + 1 : end]
+
+
+def test_a_next_edit_jumped_to_is_drawn_whole_before_it_is_applied(tmp_path: pathlib.Path) -> None:
+    """Issue 36 item 3: after `<M-l>` jumped to a next edit below the window, its first line was on the
+    window's bottom row and the line it becomes (a virtual line below) under the window; the next `<M-l>`
+    applied text never drawn. Here, in a window of three rows: after the jump the struck line and the
+    line below it are both in the window. Shrunk to one row, `<M-l>` applies nothing and says why; grown
+    again, the edit is drawn whole and `<M-l>` applies it."""
+    if NVIM is None:
+        pytest.skip(NVIM_MISSING)
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "next_far.py"
+    path.write_text(NEXT_EDIT_BEFORE, encoding="utf-8")
+    alt_l = "\x1bl"
+    replaced = "    return size * h * scale"
+    edit_shown = "require('tandem.next_edit').shown(vim.api.nvim_get_current_buf()) ~= nil"
+    with start_in_thread(SimSettings(profile="spark")) as sim:
+        sim.set_next_edit_truth({path.name: NEXT_EDIT_FAR_TRUTH})
+        records = _run_steps(
+            tmp_path,
+            path,
+            [
+                # The file in a window of three rows, below an empty window.
+                {"send": ":new | wincmd j | resize 3\r"},
+                {"wait_eval": "vim.api.nvim_win_get_height(0) == 3"},
+                # `w` on the def line becomes `size`; the docstring's `w` is the first next edit (on screen).
+                {"send": "gg0f(ls" + "size" + "\x1b"},
+                {"wait_eval": edit_shown},
+                {"send": alt_l},
+                {"wait": "next edit at line 4", "record": "hint"},
+                {"send": alt_l},
+                {"wait_eval": "vim.fn.line('.') == 4"},
+                {"wait": replaced, "record": "jumped"},
+                {"send": ":resize 1\r"},
+                {"wait_eval": "vim.api.nvim_win_get_height(0) == 1"},
+                {"send": alt_l},
+                {"wait": "next edit taller than the window", "record": "too_tall"},
+                {"send": ":resize 3\r"},
+                {"wait_eval": "vim.api.nvim_win_get_height(0) == 3"},
+                # Drawn whole again (the empty window above shows nothing): now the key applies it.
+                {"wait": replaced, "record": "in_view_again"},
+                {"send": alt_l},
+                {"wait_eval": "vim.fn.getline(4) == '" + replaced + "'", "record": "applied"},
+            ],
+            models=_sim_fast(sim),
+        )
+    before = NEXT_EDIT_FAR_TRUTH.replace(replaced, "    return w * h * scale").rstrip("\n")
+    jumped = _window_rows(records["jumped"]["screen"], path.name)
+    assert len(jumped) == 3 and "return w * h * scale" in jumped[-2] and jumped[-1].rstrip() == replaced, jumped
+    assert records["jumped"]["buffer"] == before
+    assert records["too_tall"]["buffer"] == before, records["too_tall"]
+    assert records["in_view_again"]["buffer"] == before
+    assert replaced in _window_rows(records["in_view_again"]["screen"], path.name)
+    assert records["applied"]["buffer"] == NEXT_EDIT_FAR_TRUTH.rstrip("\n")
