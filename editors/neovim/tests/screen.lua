@@ -6,6 +6,9 @@
 --   TANDEM_TEST_SPEC=spec.json nvim --headless --clean -c 'luafile THIS'
 --
 -- spec.json: { result_path, nvim, plugin, setup (for require("tandem").setup), path (the file to open),
+-- steps (each one of: send = keys for the terminal, run = Lua for the inner Neovim, wait = text on the
+-- screen, wait_gone, wait_eval = a Lua expression the inner Neovim must find true; record = a name to keep
+-- the screen, buffer, cursor, mode and `eval` under), init_lua (lines of the user's init before setup),
 -- keys (typed in insert mode at its end), ghost (text the ghost must show), server_log, artifacts } or, for a
 -- plugin with no server to run, expect_on_screen (text the screen must show after the file opens).
 
@@ -73,14 +76,21 @@ local ok, err = pcall(function()
   -- The server is up once its log has its first line (not read from the statusline, which is the thing
   -- under test).
   wait("the tandem server to start", 60000, function()
+    if spec.server_log == nil then
+      return true -- the server's own command, with no log file: the steps wait for the client instead
+    end
     local log = vim.fn.filereadable(spec.server_log) == 1 and table.concat(vim.fn.readfile(spec.server_log), "\n") or ""
     return log:find("tandem serving", 1, true) ~= nil
   end)
   results.status_before = vim.trim(statusline())
   if spec.steps then
     -- Keys in; screen, buffer, cursor and file out, step by step (each step waits for what it names).
-    local rpc = vim.fn.sockconnect("pipe", address, { rpc = true })
-    assert(rpc > 0, "cannot reach the inner Neovim at " .. address)
+    local rpc = 0
+    wait("the inner Neovim's socket", 30000, function()
+      local ok, chan_id = pcall(vim.fn.sockconnect, "pipe", address, { rpc = true })
+      rpc = ok and chan_id or 0
+      return rpc > 0
+    end)
     local function inner(expr)
       return vim.rpcrequest(rpc, "nvim_exec_lua", "return " .. expr, {})
     end
@@ -89,6 +99,9 @@ local ok, err = pcall(function()
       local what = string.format("step %d %s", index, vim.inspect(step))
       if step.send then
         vim.api.nvim_chan_send(chan, step.send)
+      elseif step.run then
+        -- Lua run in the inner Neovim (what a plugin or the user's config would call).
+        vim.rpcrequest(rpc, "nvim_exec_lua", step.run, {})
       elseif step.wait then
         wait(what, step.timeout_ms or 30000, function()
           return table.concat(screen(), "\n"):find(step.wait, 1, true) ~= nil

@@ -27,7 +27,7 @@ local function check_server(cfg)
   if path == "" then
     vim.health.error("cannot find `" .. exe .. "` (cmd = " .. vim.inspect(cfg.cmd) .. ")", {
       "install tandem: pip install tandem-lsp (or pip install -e . in a checkout)",
-      "or point setup{ cmd = { '/path/to/tandem', 'serve' } } at it",
+      "or point setup{ cmd = { '/path/to/tandem', 'serve', '--log-to-client' } } at it",
     })
     return
   end
