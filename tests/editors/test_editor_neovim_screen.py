@@ -26,6 +26,7 @@ from test_editor_neovim import (
     NVIM_MISSING,
     PLUGIN,
     ROOT,
+    _def_line_with_arguments,
     _rest_of_line,
     choose_cuts,
     choose_edit_targets,
@@ -576,3 +577,69 @@ def test_a_request_already_answered_is_not_cancelled(tmp_path: pathlib.Path) -> 
     log = (tmp_path / "server.log").read_text(errors="replace")
     assert "tandem serving" in log
     assert "unknown message id" not in log, log[-2000:]
+
+
+# The cells of the cursor's screen row in the inner Neovim, as drawn: [text, attributes] each.
+CURSOR_ROW_CELLS = (
+    "(function() local row = vim.fn.win_screenpos(0)[1] + vim.fn.winline() - 2; local cells = {};"
+    " for col = 0, vim.o.columns - 1 do local cell = vim.api.nvim__inspect_cell(1, row, col);"
+    " cells[#cells + 1] = { cell[1], cell[2] } end; return cells end)()"
+)
+
+
+def test_the_ghost_between_autopaired_brackets_is_drawn_as_a_ghost(tmp_path: pathlib.Path) -> None:
+    """Issue 36 item 4: with an auto-pair mapping, `(` gives `()` with the cursor between, and Neovim's
+    matchparen highlights the pair (MatchParen: bold, underlined in the default scheme). The ghost drawn
+    between them took MatchParen's look and read as typed text. Every cell of the ghost on the screen is in
+    TandemGhost's look: italic, its grey, neither bold nor underlined."""
+    if NVIM is None:
+        pytest.skip(NVIM_MISSING)
+    truth_text = pathlib.Path(textwrap.__file__).read_text(encoding="utf-8")
+    truth = tmp_path / "truth" / "textwrap.py"
+    truth.parent.mkdir()
+    truth.write_text(truth_text, encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / ".git").mkdir()
+    line, at = _def_line_with_arguments(truth_text)
+    path = work / "pairs_textwrap.py"
+    path.write_text(truth_text[:at], encoding="utf-8")
+    inside = line[line.index("(") + 1 : line.rindex(")")]
+    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
+        records = _run_steps(
+            tmp_path,
+            path,
+            [
+                {"send": "GA("},
+                {"wait_eval": VISIBLE + " and vim.fn.getline('.'):sub(-2) == '()'"},
+                {"wait": line[: line.index("(") + 1] + inside},
+                # The inner Neovim's grid holds the drawn row (the terminal's copy may lag it or lead it).
+                {
+                    "wait_eval": "table.concat(vim.tbl_map(function(c) return c[1] end, "
+                    + CURSOR_ROW_CELLS
+                    + ")):find("
+                    + json.dumps(line[: line.index("(") + 1] + inside)
+                    + ", 1, true) ~= nil",
+                    "record": "ghost",
+                    "eval": CURSOR_ROW_CELLS,
+                },
+            ],
+            models=_sim_fast(sim),
+            # nvim-autopairs' and mini.pairs' mapping, as the Neovim scenarios have it.
+            # MatchParen as the report saw it (bold and underlined, as colour schemes often draw it).
+            init_lua=[
+                'vim.keymap.set("i", "(", "()<C-g>U<Left>")',
+                'vim.api.nvim_set_hl(0, "MatchParen", { bold = true, underline = true })',
+            ],
+        )
+    cells = records["ghost"]["eval"]
+    text = "".join(cell[0] for cell in cells)
+    start = text.index(line[: line.index("(") + 1]) + line.index("(") + 1
+    ghost = cells[start : start + len(inside)]
+    assert "".join(cell[0] for cell in ghost) == inside, text
+    # matchparen is on: the `(` before the ghost is drawn as MatchParen.
+    assert cells[start - 1][1].get("bold") and cells[start - 1][1].get("underline"), cells[start - 1]
+    looks = {json.dumps(cell[1], sort_keys=True) for cell in ghost}
+    for look in map(json.loads, looks):
+        assert look.get("italic") is True and not look.get("bold") and not look.get("underline"), (looks, text)
+        assert look.get("foreground") == 0x7F848E, (looks, text)  # TandemGhost's grey

@@ -22,14 +22,14 @@ end
 
 local ok, err = pcall(function()
   local inner_init = vim.fn.tempname() .. ".lua"
-  vim.fn.writefile({
+  -- What else the user's init holds (an auto-pair mapping, options) goes before tandem's setup.
+  vim.fn.writefile(vim.list_extend({
     "vim.o.laststatus = 2",
     -- The README's statusline, as written there (unless the spec says the user has none).
     spec.statusline == false and "" or [[vim.o.statusline = "%f %= %{v:lua.require'tandem'.statusline()}"]],
-    -- What else the user's init holds (an auto-pair mapping, options), before tandem's setup.
-    table.concat(spec.init_lua or {}, "\n"),
+  }, vim.list_extend(vim.deepcopy(spec.init_lua or {}), {
     "require('tandem').setup(vim.json.decode(" .. string.format("%q", vim.json.encode(spec.setup)) .. "))",
-  }, inner_init)
+  })), inner_init)
   local buf = vim.api.nvim_get_current_buf()
   -- The inner Neovim listens on a socket: steps read its buffer, cursor and drawn cells from it.
   local address = vim.fn.tempname() .. ".sock"
