@@ -14,6 +14,7 @@ import os
 import pathlib
 import re
 import subprocess
+import sys
 import textwrap
 from typing import Any
 
@@ -317,6 +318,13 @@ def _run_steps(
     records: dict[str, Any] = results["records"]
     return records
 
+
+# Clears the simulator's armed faults (its control API): the model answers again.
+CLEAR_FAULTS = """
+import sys, urllib.request
+request = urllib.request.Request(sys.argv[1] + "/_sim/faults", method="DELETE")
+urllib.request.urlopen(request, timeout=30).read()
+"""
 
 # The inner Neovim shows a suggestion (checked over its socket, beside what the screen shows).
 VISIBLE = "require('tandem').is_visible()"
@@ -643,3 +651,50 @@ def test_the_ghost_between_autopaired_brackets_is_drawn_as_a_ghost(tmp_path: pat
     for look in map(json.loads, looks):
         assert look.get("italic") is True and not look.get("bold") and not look.get("underline"), (looks, text)
         assert look.get("foreground") == 0x7F848E, (looks, text)  # TandemGhost's grey
+
+
+# Types `x` in the inner Neovim every 200 ms (a user typing on), until `_G.stop_typing` is set.
+TYPE_ON = (
+    "_G.stop_typing = false; local timer = vim.uv.new_timer(); timer:start(0, 200, vim.schedule_wrap(function()"
+    " if _G.stop_typing then timer:stop(); timer:close(); return end;"
+    " vim.api.nvim_feedkeys('x', 't', false) end))"
+)
+
+
+def test_the_statusline_warning_goes_when_the_model_answers_again(tmp_path: pathlib.Path) -> None:
+    """Issue 36 item 9: after one outage of the model the README's statusline kept `⚠` for good. The
+    model answers 500 while the user types until the outage is announced (`⚠` shown), then answers again:
+    once a suggestion comes, the statusline is the server's text without `⚠`."""
+    if NVIM is None:
+        pytest.skip(NVIM_MISSING)
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "outage.py"
+    path.write_text("x = 1\n", encoding="utf-8")
+    status = "require('tandem.status').get()"
+    with start_in_thread(SimSettings(profile="spark")) as sim:
+        sim.arm_fault("500", 1000)
+        clear = [sys.executable, "-c", CLEAR_FAULTS, sim.root_url]
+        records = _run_steps(
+            tmp_path,
+            path,
+            [
+                {"send": "GA = "},
+                {"wait_eval": "vim.fn.mode() == 'i'"},
+                {"run": TYPE_ON},
+                {"wait_eval": f"{status}.message ~= nil", "timeout_ms": 30000},
+                {"wait": "⚠", "record": "outage"},
+                {"shell": clear},
+                {
+                    "wait_eval": f"{status}.server ~= nil and {status}.server.state == 'ready'"
+                    f" and ({status}.server.latency_ms or 0) > 0",
+                    "timeout_ms": 40000,
+                },
+                {"run": "_G.stop_typing = true"},
+                {"wait_eval": "true", "record": "recovered", "eval": "require('tandem').statusline()"},
+            ],
+            models=_sim_fast(sim),
+            # Room for the outage's message (two rows at this width) without a hit-enter prompt.
+            init_lua=["vim.o.cmdheight = 4"],
+        )
+    assert "⚠" in records["outage"]["statusline"], records["outage"]["statusline"]
+    assert re.fullmatch(r"tandem \d+ ms \w+", records["recovered"]["eval"]), records["recovered"]["eval"]

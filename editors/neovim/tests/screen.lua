@@ -6,7 +6,8 @@
 --   TANDEM_TEST_SPEC=spec.json nvim --headless --clean -c 'luafile THIS'
 --
 -- spec.json: { result_path, nvim, plugin, setup (for require("tandem").setup), path (the file to open),
--- steps (each one of: send = keys for the terminal, run = Lua for the inner Neovim, wait = text on the
+-- steps (each one of: send = keys for the terminal, run = Lua for the inner Neovim, shell = a command to
+-- run, wait = text on the
 -- screen, wait_gone, wait_eval = a Lua expression the inner Neovim must find true; record = a name to keep
 -- the screen, buffer, cursor, mode and `eval` under), init_lua (lines of the user's init before setup),
 -- keys (typed in insert mode at its end), ghost (text the ghost must show), server_log, artifacts } or, for a
@@ -99,6 +100,10 @@ local ok, err = pcall(function()
       local what = string.format("step %d %s", index, vim.inspect(step))
       if step.send then
         vim.api.nvim_chan_send(chan, step.send)
+      elseif step.shell then
+        -- A command run to its end (the simulator's control API: arm or clear a fault).
+        local done = vim.system(step.shell):wait()
+        assert(done.code == 0, what .. ": " .. tostring(done.stderr))
       elseif step.run then
         -- Lua run in the inner Neovim (what a plugin or the user's config would call).
         vim.rpcrequest(rpc, "nvim_exec_lua", step.run, {})
