@@ -698,3 +698,41 @@ def test_the_statusline_warning_goes_when_the_model_answers_again(tmp_path: path
         )
     assert "⚠" in records["outage"]["statusline"], records["outage"]["statusline"]
     assert re.fullmatch(r"tandem \d+ ms \w+", records["recovered"]["eval"]), records["recovered"]["eval"]
+
+
+def test_the_readmes_next_edit_step_in_neovim(tmp_path: pathlib.Path) -> None:
+    """Issue 36 item 13 in the real editor: the README's next-edit block run as written (its port made the
+    simulator's), then its keys: the cursor on the `w` of `def area(w, h)`, `cwwidth`, Esc. The next edit
+    is drawn (struck text, the lines as they will read), and Alt-l leaves the file as the README's truth."""
+    if NVIM is None:
+        pytest.skip(NVIM_MISSING)
+    readme = (PLUGIN / "README.md").read_text(encoding="utf-8")
+    [block] = [b for b in re.findall(r"```sh\n(.*?)```", readme, re.S) if "_sim/next-edit-truth" in b]
+    work = tmp_path / "project"
+    work.mkdir()
+    (work / ".git").mkdir()
+    truth = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    return width * h\n'
+    with start_in_thread(SimSettings(profile="spark")) as sim:
+        port = sim.base_url.split(":")[2].split("/")[0]
+        script = textwrap.dedent(block).replace("8123", port).replace("path/to/some/project", str(work))
+        subprocess.run(["bash", "-euo", "pipefail", "-c", script], check=True, capture_output=True, timeout=60)
+        path = work / "area.py"
+        records = _run_steps(
+            tmp_path,
+            path,
+            [
+                {"wait_eval": "require('tandem.client').get(vim.api.nvim_get_current_buf()) ~= nil"},
+                {"send": "gg0fw"},
+                {"wait_eval": "vim.fn.col('.') == 10"},
+                {"send": "cwwidth\x1b"},
+                {"wait": "    return width * h", "record": "shown"},
+                {"send": "\x1bl"},
+                {"wait_eval": "vim.fn.getline(3) == '    return width * h'", "record": "applied"},
+                {"send": ":w\r"},
+                {"wait_eval": "not vim.bo.modified"},
+            ],
+            models=_sim_fast(sim),
+        )
+    shown = [row.rstrip() for row in records["shown"]["screen"]]
+    assert '    """Area of a width by h rectangle."""' in shown and "    return w * h" in shown, shown
+    assert path.read_text(encoding="utf-8") == truth
