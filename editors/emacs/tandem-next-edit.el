@@ -18,6 +18,7 @@
 
 (require 'eglot)
 (require 'jsonrpc)
+(declare-function tandem--quietly "tandem" (function &rest args))
 
 (defgroup tandem-next-edit nil
   "Next-edit suggestions from tandem."
@@ -142,7 +143,8 @@ Then ask for the next one."
      ((not (equal (plist-get (plist-get edit :textDocument) :version) eglot--versioned-identifier))
       (message "tandem: the buffer changed since that edit was suggested; dropped"))
      (t
-      (eglot--apply-text-edits
+      (tandem--quietly
+       #'eglot--apply-text-edits
        (vector (list :range (plist-get edit :range) :newText (plist-get edit :text)))
        (plist-get (plist-get edit :textDocument) :version))
       (tandem-next-edit--goto-end edit)

@@ -171,12 +171,30 @@ sent one."
   "Whether SERVER is tandem (the name it gave when it started)."
   (equal (plist-get (eglot--server-info server) :name) "tandem"))
 
+(defun tandem--quietly (function &rest args)
+  "Call FUNCTION with ARGS without eglot's lines about applying edits.
+eglot echoes \"[eglot] applying 1 edits to `file'...done\" (a progress
+reporter) for every edit it applies and \"[eglot] Edit successful!\" after
+a workspace edit: one per accepted next edit, and two beside tandem's own
+message, which already says what changed.  Its questions and warnings stay."
+  (let ((eglot-message (symbol-function 'eglot--message)))
+    ;; The reporter is made as usual; what it would echo is dropped (`progress-reporter-update' is
+    ;; inlined where it is called, so the function it calls is the one replaced).
+    (cl-letf (((symbol-function 'progress-reporter-do-update) #'ignore)
+              ((symbol-function 'progress-reporter-done) #'ignore)
+              ((symbol-function 'eglot--message)
+               (lambda (format &rest format-args)
+                 (unless (equal format "Edit successful!")
+                   (apply eglot-message format format-args)))))
+      (apply function args))))
+
 (cl-defmethod eglot-handle-request :around
   (server (_method (eql workspace/applyEdit)) &rest _)
   "Apply SERVER's edit as `tandem-confirm-edits' says if it is tandem.
 Other servers' edits are applied as eglot does."
-  (let ((eglot-confirm-server-initiated-edits
-         (if (tandem--server-p server) tandem-confirm-edits eglot-confirm-server-initiated-edits)))
+  (if (tandem--server-p server)
+      (let ((eglot-confirm-server-initiated-edits tandem-confirm-edits))
+        (tandem--quietly #'cl-call-next-method))
     (cl-call-next-method)))
 
 (cl-defmethod eglot-handle-notification :around

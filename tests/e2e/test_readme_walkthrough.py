@@ -110,8 +110,8 @@ def readme_simulator(block: str, sub: Substitutions, cwd: pathlib.Path) -> Itera
         yield
 
 
-def _truth_project(tmp_path: pathlib.Path) -> tuple[pathlib.Path, str]:
-    project = tmp_path / "project"
+def _truth_project(tmp_path: pathlib.Path, name: str = "project") -> tuple[pathlib.Path, str]:
+    project = tmp_path / name
     project.mkdir()
     truth = pathlib.Path(textwrap.__file__).read_text(encoding="utf-8")
     (project / "textwrap.py").write_text(truth, encoding="utf-8")
@@ -243,3 +243,63 @@ async def test_the_readmes_two_simulators_and_edit_truth_give_the_first_edit(
     assert result["applied"] is True, result
     assert result["message"].startswith("tandem: ") and "textwrap.py (+1 -0 lines)" in result["message"], result
     assert editor_side.texts[uri] == after
+
+
+def _read(path: pathlib.Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("editor", ["neovim", "emacs"])
+async def test_the_readmes_next_edit_step_gives_a_next_edit(tmp_path: pathlib.Path, editor: str) -> None:
+    """Issue 36 item 13: with the simulator a newcomer saw no next edit, because it predicts one only from
+    a next-edit truth no README gave. The README's block (a small file and its truth) is run as written in
+    the project; the change it describes (`w` -> `width` on the def line) is made, and the next edit asked
+    for is the rest of the rename, as the README says."""
+    text = _readme(editor)
+    project, _ = _truth_project(tmp_path, "workspace")  # where `serve` runs the server: the project's root
+    sub = Substitutions(project)
+    block = _block_with(text, "sh", "_sim/next-edit-truth")
+    printed = [line[2:] for line in block.splitlines() if line.startswith("# {")]
+    commands = "\n".join(line for line in block.splitlines() if not line.startswith("#"))
+    options: dict[str, Any] | None = None
+    user = ""
+    if editor == "neovim":
+        options, client = _lua_fast(text), "neovim"
+    else:
+        user, client = _user_config(text), "eglot"
+    with readme_simulator(_block_with(text, "sh", "tandem sim "), sub, tmp_path), shell(sub(commands), tmp_path) as run:
+        out, _ = run.communicate(timeout=60)
+        assert run.returncode == 0 and [out.strip()] == printed, (out, printed)
+        before = _read(project / "area.py")
+        assert before.startswith("def area(w, h):\n")
+        options = json.loads(sub(json.dumps(options))) if options is not None else None
+        async with serve(tmp_path, client, options=options, user_config=sub(user)) as session:
+            uri = session.open("area.py", before)
+            # The README's change: the `w` of `def area(w, h)` becomes `width`.
+            session.client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(
+                                start=types.Position(line=0, character=9), end=types.Position(line=0, character=10)
+                            ),
+                            text="width",
+                        )
+                    ],
+                )
+            )
+            result = await session.client.protocol.send_request_async(
+                "textDocument/copilotInlineEdit",
+                {"textDocument": {"uri": uri, "version": 2}, "position": {"line": 0, "character": 13}},
+            )
+    edits = result.edits if hasattr(result, "edits") else result["edits"]
+    assert len(edits) == 1, result
+    edit = edits[0]
+    changed = before.replace("def area(w,", "def area(width,")
+    lines = changed.split("\n")
+    start, end = edit.range.start, edit.range.end
+    offset = sum(len(line) + 1 for line in lines[: start.line]) + start.character
+    stop = sum(len(line) + 1 for line in lines[: end.line]) + end.character
+    # The rest of the rename, as the README's truth has it (the docstring and the return line).
+    assert changed[:offset] + edit.text + changed[stop:] == before.replace("w", "width"), edit

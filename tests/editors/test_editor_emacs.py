@@ -495,3 +495,17 @@ def test_a_next_edit_off_screen_is_pointed_to_and_the_first_press_goes_there(ema
     assert shown["jumped_to"] == line
     assert shown["inserted"] == ["idth"], shown
     assert record["after"] == FAR_TRUTH
+
+
+def test_edits_and_next_edits_echo_only_tandems_own_lines(emacs_run: EmacsRun) -> None:
+    """Issue 36 item 11: eglot echoed "[eglot] applying 1 edits to `file'...done" for every accepted next
+    edit and, beside tandem's message about an edit, that line and "[eglot] Edit successful!". Over the
+    whole run (three edits, three chains of next edits): none of eglot's lines about applying, and each
+    edit's message once."""
+    messages = emacs_run.results["messages"]
+    for name in ("edit", "code_action", "next_edit", "next_edit_far"):
+        emacs_run.scenario(name)
+    assert "[eglot] applying" not in messages and "Edit successful" not in messages, messages[-3000:]
+    for name in ("edit", "code_action", "unopened"):
+        message = emacs_run.scenario(name)["result"]["message"]
+        assert messages.count(message) == 1, (message, messages[-3000:])

@@ -6,6 +6,10 @@
 --   TANDEM_TEST_SPEC=spec.json nvim --headless --clean -c 'luafile THIS'
 --
 -- spec.json: { result_path, nvim, plugin, setup (for require("tandem").setup), path (the file to open),
+-- steps (each one of: send = keys for the terminal, run = Lua for the inner Neovim, shell = a command to
+-- run, wait = text on the
+-- screen, wait_gone, wait_eval = a Lua expression the inner Neovim must find true; record = a name to keep
+-- the screen, buffer, cursor, mode and `eval` under), init_lua (lines of the user's init before setup),
 -- keys (typed in insert mode at its end), ghost (text the ghost must show), server_log, artifacts } or, for a
 -- plugin with no server to run, expect_on_screen (text the screen must show after the file opens).
 
@@ -19,15 +23,19 @@ end
 
 local ok, err = pcall(function()
   local inner_init = vim.fn.tempname() .. ".lua"
-  vim.fn.writefile({
+  -- What else the user's init holds (an auto-pair mapping, options) goes before tandem's setup.
+  vim.fn.writefile(vim.list_extend({
     "vim.o.laststatus = 2",
     -- The README's statusline, as written there (unless the spec says the user has none).
     spec.statusline == false and "" or [[vim.o.statusline = "%f %= %{v:lua.require'tandem'.statusline()}"]],
+  }, vim.list_extend(vim.deepcopy(spec.init_lua or {}), {
     "require('tandem').setup(vim.json.decode(" .. string.format("%q", vim.json.encode(spec.setup)) .. "))",
-  }, inner_init)
+  })), inner_init)
   local buf = vim.api.nvim_get_current_buf()
+  -- The inner Neovim listens on a socket: steps read its buffer, cursor and drawn cells from it.
+  local address = vim.fn.tempname() .. ".sock"
   local chan = vim.fn.jobstart(
-    { spec.nvim, "--clean", "--cmd", "set rtp^=" .. spec.plugin, "-u", inner_init, spec.path },
+    { spec.nvim, "--clean", "--listen", address, "--cmd", "set rtp^=" .. spec.plugin, "-u", inner_init, spec.path },
     { term = true, env = { TERM = "xterm-256color" } }
   )
   assert(chan > 0, "the inner Neovim did not start")
@@ -69,10 +77,69 @@ local ok, err = pcall(function()
   -- The server is up once its log has its first line (not read from the statusline, which is the thing
   -- under test).
   wait("the tandem server to start", 60000, function()
+    if spec.server_log == nil then
+      return true -- the server's own command, with no log file: the steps wait for the client instead
+    end
     local log = vim.fn.filereadable(spec.server_log) == 1 and table.concat(vim.fn.readfile(spec.server_log), "\n") or ""
     return log:find("tandem serving", 1, true) ~= nil
   end)
   results.status_before = vim.trim(statusline())
+  if spec.steps then
+    -- Keys in; screen, buffer, cursor and file out, step by step (each step waits for what it names).
+    local rpc = 0
+    wait("the inner Neovim's socket", 30000, function()
+      local ok, chan_id = pcall(vim.fn.sockconnect, "pipe", address, { rpc = true })
+      rpc = ok and chan_id or 0
+      return rpc > 0
+    end)
+    local function inner(expr)
+      return vim.rpcrequest(rpc, "nvim_exec_lua", "return " .. expr, {})
+    end
+    results.records = {}
+    for index, step in ipairs(spec.steps) do
+      local what = string.format("step %d %s", index, vim.inspect(step))
+      if step.send then
+        vim.api.nvim_chan_send(chan, step.send)
+      elseif step.shell then
+        -- A command run to its end (the simulator's control API: arm or clear a fault).
+        local done = vim.system(step.shell):wait()
+        assert(done.code == 0, what .. ": " .. tostring(done.stderr))
+      elseif step.run then
+        -- Lua run in the inner Neovim (what a plugin or the user's config would call).
+        vim.rpcrequest(rpc, "nvim_exec_lua", step.run, {})
+      elseif step.wait then
+        wait(what, step.timeout_ms or 30000, function()
+          return table.concat(screen(), "\n"):find(step.wait, 1, true) ~= nil
+        end)
+      elseif step.wait_gone then
+        wait(what, step.timeout_ms or 10000, function()
+          return table.concat(screen(), "\n"):find(step.wait_gone, 1, true) == nil
+        end)
+      elseif step.wait_eval then
+        wait(what, step.timeout_ms or 30000, function()
+          return inner(step.wait_eval) == true
+        end)
+      end
+      if step.record then
+        results.records[step.record] = {
+          screen = screen(),
+          buffer = inner("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"),
+          cursor = inner("vim.api.nvim_win_get_cursor(0)"),
+          mode = inner("vim.api.nvim_get_mode().mode"),
+          window = inner("{ vim.fn.line('w0'), vim.fn.line('w$') }"),
+          statusline = vim.trim(statusline()),
+          eval = step.eval and inner(step.eval) or nil,
+        }
+        if spec.artifacts then
+          vim.fn.mkdir(spec.artifacts, "p")
+          vim.fn.writefile(screen(), spec.artifacts .. "/neovim-screen-" .. step.record .. ".txt")
+        end
+      end
+    end
+    vim.fn.chanclose(rpc)
+    vim.api.nvim_chan_send(chan, "\27:qa!\r")
+    return
+  end
   if spec.before_keys then
     -- Normal-mode keys first (`Gzb`: the last line on the window's bottom row), seen on screen.
     vim.api.nvim_chan_send(chan, spec.before_keys)

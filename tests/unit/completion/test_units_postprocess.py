@@ -24,6 +24,18 @@ def test_at_the_end_of_a_complete_line_single_line_answers_with_the_next_line() 
     assert useful_unit("\nnext_line()\n", False, closing) == ""
 
 
+def test_a_unit_never_ends_in_the_carriage_return_of_a_crlf_line_end() -> None:
+    """Issue 36 item 1: a model shown a CRLF file writes CRLF; the '\r' belongs to the line end, and an
+    editor inserting `:\r` before its own line end wrote `:\r\r\n`."""
+    ctx = UnitContext(line_before="x = ", line_after="", multiline=False)
+    assert useful_unit("foo(1)\r\nbar", False, ctx) == "foo(1)"
+    end_of_line = UnitContext(line_before="    # Add the two before.", line_after="", multiline=False)
+    assert useful_unit("\r\n    return a + b\r\n", False, end_of_line) == "\r\n    return a + b"
+    assert useful_unit("\r\n    ret", False, end_of_line) is None
+    block = UnitContext(line_before="def f(x):", line_after="", multiline=True)
+    assert useful_unit("\r\n    y = x\r\n    return y\r\ndef g", False, block) == "\r\n    y = x\r\n    return y"
+
+
 def test_block_ends_at_dedent() -> None:
     ctx = UnitContext(line_before="def f(x):", line_after="", multiline=True)
     assert useful_unit("\n    y = x\n    ret", False, ctx) is None

@@ -181,10 +181,14 @@ function M.inline_completion(client, bufnr, invoked, handler)
   return ok and id or nil
 end
 
+--- Cancel request `id` if its answer has not arrived yet. Neovim's `cancel_request` sends `$/cancelRequest`
+--- even for a request already answered (its handler not yet run); the server then logged a warning per
+--- keystroke, which Neovim's lsp.log kept as an ERROR line (it logs a server's stderr at that level).
 ---@param client vim.lsp.Client
 ---@param id integer|nil
 function M.cancel(client, id)
-  if id then
+  local request = id and client.requests[id]
+  if request and request.type == "pending" then
     client:cancel_request(id)
   end
 end

@@ -35,7 +35,9 @@ local M = {}
 
 ---@type tandem.Config
 M.defaults = {
-  cmd = { "tandem", "serve" },
+  -- The server's log as window/logMessage at each line's level: Neovim's lsp.log records a server's
+  -- stderr as ERROR, every routine line included.
+  cmd = { "tandem", "serve", "--log-to-client" },
   cmd_env = nil,
   root_markers = { "tandem.toml", ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   filetypes = nil,

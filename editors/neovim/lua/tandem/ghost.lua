@@ -76,7 +76,9 @@ function M.show(bufnr, row, col, text, hl_group, kept)
         virt_text = { { piece.text, hl_group } },
         virt_text_pos = "inline",
         virt_lines = index == 1 and #virt_lines > 0 and virt_lines or nil,
-        hl_mode = "combine",
+        -- Only the ghost's own highlight: with "combine" it took that of the text it stands before, and
+        -- between auto-paired brackets that is MatchParen (bold, underlined): the ghost read as typed text.
+        hl_mode = "replace",
         -- Text the user types at the cursor goes before the ghost text, not after it.
         right_gravity = true,
       })

@@ -26,8 +26,8 @@ local function check_server(cfg)
   local path = vim.fn.exepath(exe)
   if path == "" then
     vim.health.error("cannot find `" .. exe .. "` (cmd = " .. vim.inspect(cfg.cmd) .. ")", {
-      "install tandem: pip install tandem-lsp (or pip install -e . in a checkout)",
-      "or point setup{ cmd = { '/path/to/tandem', 'serve' } } at it",
+      "install tandem from a checkout of its repository: cd tandem && pip install . (it is not on PyPI)",
+      "or point setup{ cmd = { '/path/to/tandem', 'serve', '--log-to-client' } } at it",
     })
     return
   end

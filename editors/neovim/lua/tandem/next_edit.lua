@@ -25,6 +25,7 @@ local STRIKE = "TandemNextEditStrike"
 ---@field edit table|nil       the item shown: { text, textDocument = { uri, version }, range, command }
 ---@field client_id integer|nil
 ---@field jumped boolean       the accept key has moved the cursor to an off-screen edit
+---@field below integer        virtual lines drawn below the edit's last line (the lines as they will read)
 
 ---@type table<integer, tandem.NextEditState>
 local buffers = {}
@@ -55,10 +56,44 @@ local function on_screen(row)
   return row + 1 >= vim.fn.line("w0") and row + 1 <= vim.fn.line("w$")
 end
 
+--- Screen rows the edit takes in `win` with `top_row` (0-based) at the top: its lines, anything drawn
+--- between them, and the virtual lines below its last line (which nvim_win_text_height counts with the
+--- line after).
+local function rows_needed(win, top_row, finish_row, below)
+  return vim.api.nvim_win_text_height(win, { start_row = top_row, end_row = finish_row }).all + below
+end
+
+--- Whether the whole edit (struck text and the lines below it) is drawn in `win` now.
+local function fits(win, edit, below)
+  local top_row = vim.fn.line("w0", win) - 1
+  local start_row, finish_row = edit.range.start.line, edit.range["end"].line
+  return start_row >= top_row
+    and finish_row + 1 <= vim.fn.line("w$", win)
+    and rows_needed(win, top_row, finish_row, below) <= vim.api.nvim_win_get_height(win)
+end
+
+--- Scroll `win` down (never past the edit's first line, where the cursor is) until the whole edit is drawn;
+--- whether it is. Jumping to an edit below the window put its first line on the bottom row and the
+--- replacement below the window, where a second press applied it unseen.
+local function scroll_to_fit(win, edit, below)
+  local start_row, finish_row = edit.range.start.line, edit.range["end"].line
+  local top_row = math.min(vim.fn.line("w0", win) - 1, start_row)
+  local height = vim.api.nvim_win_get_height(win)
+  while top_row < start_row and rows_needed(win, top_row, finish_row, below) > height do
+    top_row = top_row + 1
+  end
+  vim.api.nvim_win_call(win, function()
+    local view = vim.fn.winsaveview()
+    view.topline, view.topfill = top_row + 1, 0
+    vim.fn.winrestview(view)
+  end)
+  return fits(win, edit, below)
+end
+
 --- Hide the shown edit (nothing is sent).
 function M.clear(bufnr)
   local s = state(bufnr)
-  s.edit, s.jumped = nil, false
+  s.edit, s.jumped, s.below = nil, false, 0
   if vim.api.nvim_buf_is_valid(bufnr) then
     vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
   end
@@ -77,6 +112,7 @@ local function render(bufnr)
     return
   end
   vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
+  s.below = 0
   local encoding = client.offset_encoding
   local start, finish = edit.range.start, edit.range["end"]
   local start_col, end_col = byte_col(bufnr, start, encoding), byte_col(bufnr, finish, encoding)
@@ -90,7 +126,9 @@ local function render(bufnr)
       hl_group = { cfg.next_edit.hl_delete, STRIKE },
     })
   end
-  local lines = vim.split(edit.text, "\n", { plain = true })
+  -- Line breaks as apply_text_edits reads them ('\r\n' in a CRLF file): no `^M` drawn.
+  local text = edit.text:gsub("\r\n?", "\n")
+  local lines = vim.split(text, "\n", { plain = true })
   if start.line == finish.line and start_col == end_col and #lines == 1 then
     -- Text inserted within a line reads right where it goes.
     vim.api.nvim_buf_set_extmark(bufnr, ns, finish.line, end_col, {
@@ -103,7 +141,7 @@ local function render(bufnr)
     -- (`return self._split(texts = self._munge_whitespace(s))`).
     local first = vim.api.nvim_buf_get_lines(bufnr, start.line, start.line + 1, false)[1] or ""
     local last = vim.api.nvim_buf_get_lines(bufnr, finish.line, finish.line + 1, false)[1] or ""
-    local after = first:sub(1, start_col) .. edit.text .. last:sub(end_col + 1)
+    local after = first:sub(1, start_col) .. text .. last:sub(end_col + 1)
     local below = {}
     local tabstop = string.rep(" ", vim.bo[bufnr].tabstop > 0 and vim.bo[bufnr].tabstop or 8)
     for _, line in ipairs(vim.split(after, "\n", { plain = true })) do
@@ -111,6 +149,7 @@ local function render(bufnr)
       below[#below + 1] = { { (line:gsub("\t", tabstop)), cfg.next_edit.hl_insert } }
     end
     vim.api.nvim_buf_set_extmark(bufnr, ns, finish.line, 0, { virt_lines = below })
+    s.below = #below
   end
   if not on_screen(start.line) then
     local row = vim.api.nvim_win_get_cursor(0)[1] - 1
@@ -196,15 +235,25 @@ function M.accept(bufnr)
     return false
   end
   local start = edit.range.start
-  if not on_screen(start.line) and not s.jumped then
-    vim.api.nvim_win_set_cursor(0, { start.line + 1, byte_col(bufnr, start, client.offset_encoding) })
-    s.jumped = true
-    render(bufnr)
+  local win = vim.api.nvim_get_current_win()
+  -- Only an edit drawn whole is applied: the first press on one that is not brings it into view (the
+  -- cursor on its first line, the window scrolled so that the lines below it fit); a press on one that
+  -- still cannot be drawn whole (taller than the window) applies nothing and says so.
+  if not fits(win, edit, s.below or 0) then
+    if not s.jumped then
+      vim.api.nvim_win_set_cursor(win, { start.line + 1, byte_col(bufnr, start, client.offset_encoding) })
+      s.jumped = true
+      render(bufnr)
+      scroll_to_fit(win, edit, s.below or 0)
+    elseif not scroll_to_fit(win, edit, s.below or 0) then
+      -- Short: a message wider than the screen stops Neovim at a hit-enter prompt.
+      vim.notify("tandem: next edit taller than the window", vim.log.levels.WARN)
+    end
     return true
   end
   M.clear(bufnr)
   vim.lsp.util.apply_text_edits({ { range = edit.range, newText = edit.text } }, bufnr, client.offset_encoding)
-  local lines = vim.split(edit.text, "\n", { plain = true })
+  local lines = vim.split((edit.text:gsub("\r\n?", "\n")), "\n", { plain = true })
   local row = start.line + #lines - 1
   local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ""
   local col = #lines == 1 and byte_col(bufnr, start, client.offset_encoding) + #lines[1] or #lines[#lines]
@@ -253,15 +302,16 @@ function M.attach(bufnr)
       buffers[bufnr] = nil
     end,
   })
+  -- With no next edit the keys do nothing. They are not fed back as the inline keys are (keymaps.lua):
+  -- Neovim reads an unmapped Alt key (the defaults) as <Esc> and the letter, so insert mode ended and the
+  -- user's next keys ran as commands.
   local keys = cfg.next_edit.keymaps
   for _, mode in ipairs({ "n", "i" }) do
     for name, action in pairs({ accept = M.accept, dismiss = M.dismiss }) do
       local key = keys[name]
       if key then
         vim.keymap.set(mode, key, function()
-          if not action(bufnr) then
-            vim.api.nvim_feedkeys(vim.keycode(key), "n", false)
-          end
+          action(bufnr)
         end, { buffer = bufnr, silent = true, desc = "tandem: " .. name .. " the next edit" })
       end
     end

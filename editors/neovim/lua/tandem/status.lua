@@ -46,7 +46,10 @@ function M.from_server(payload)
   if type(payload) ~= "table" then
     return
   end
-  M.update({ server = payload })
+  -- A request the server answered without a failure: the last problem (an outage, a refused request) is
+  -- over, and the statusline's `⚠` with it (it stayed for good after one outage); `:messages` keeps it.
+  local over = payload.state == "ready" and vim.NIL or nil
+  M.update({ server = payload, message = over })
 end
 
 --- A short text for 'statusline': the server's own `text` (`tandem 42 ms fast`, `tandem 3 ms cached`,

@@ -114,16 +114,18 @@ local function show(bufnr, shown)
   ghost.show(bufnr, shown.row, shown.col, shown.text, cfg and cfg.hl_group or "TandemGhost", kept)
 end
 
---- Plain text of an InlineCompletionItem's insertText (a snippet keeps its placeholders' defaults).
+--- Plain text of an InlineCompletionItem's insertText (a snippet keeps its placeholders' defaults), with
+--- its line breaks as '\n'. In a CRLF file (fileformat=dos) the server's text breaks lines with '\r\n';
+--- the buffer's lines hold no '\r' (Neovim writes the line ends), so a '\r' left in drew `:^M` and was
+--- written into the line. `vim.lsp.util.apply_text_edits` reads line breaks the same way.
 ---@param insert string|table
 ---@return string
 local function insert_text(insert)
-  if type(insert) == "string" then
-    return insert
+  local text = type(insert) == "string" and insert or insert.value or ""
+  if type(insert) ~= "string" then
+    text = text:gsub("%${%d+:([^}]*)}", "%1"):gsub("%${%d+}", ""):gsub("%$%d+", "")
   end
-  local text = insert.value or ""
-  text = text:gsub("%${%d+:([^}]*)}", "%1"):gsub("%${%d+}", ""):gsub("%$%d+", "")
-  return text
+  return (text:gsub("\r\n?", "\n"))
 end
 
 --- Show the first item of an inline completion answer, if it still fits where the cursor is.

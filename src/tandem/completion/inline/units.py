@@ -5,6 +5,9 @@ the block's indentation, a blank line after content, or `max_lines`). At the end
 is complete (its text starts with a newline), single-line mode answers with the next line instead, so the
 suggestion for it appears without the user pressing Enter first. `useful_unit` returns None while the
 stream has not yet decided the unit, so the caller waits for more text.
+
+Lines end in '\n' or '\r\n' (a model shown a CRLF file writes CRLF): a unit never ends in the '\r' of a
+line break, which is the line end's and not the line's (an editor inserting it wrote `...:\r\r\n`).
 """
 
 from __future__ import annotations
@@ -46,10 +49,10 @@ def useful_unit(text: str, done: bool, ctx: UnitContext) -> str | None:
     """The prefix of `text` to show now, or None if more of the stream is needed to decide."""
     if not ctx.multiline:
         end = text.find("\n")
-        if end == 0 and not ctx.line_after.strip():
+        if text[: max(end, 0)] in ("", "\r") and end >= 0 and not ctx.line_after.strip():
             return _next_line(text, done)
         if end >= 0:
-            return text[:end]
+            return text[:end].removesuffix("")
         if done:
             return text
         return _words(text) if ctx.early else None
@@ -73,10 +76,10 @@ def _words(text: str) -> str | None:
 
 def _next_line(text: str, done: bool) -> str | None:
     """The line after a complete one: the newline, any blank lines, and the first line with content."""
-    start = len(text) - len(text.lstrip("\n \t"))
+    start = len(text) - len(text.lstrip("\r\n \t"))
     end = text.find("\n", start)
     if end >= 0:
-        return text[:end]
+        return text[:end].removesuffix("\r")
     return text if done else None
 
 
