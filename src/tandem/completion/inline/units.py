@@ -52,7 +52,8 @@ def useful_unit(text: str, done: bool, ctx: UnitContext) -> str | None:
         if text[: max(end, 0)] in ("", "\r") and end >= 0 and not ctx.line_after.strip():
             return _next_line(text, done)
         if end >= 0:
-            return text[:end].removesuffix("")
+            return text[:end].removesuffix("
+")
         if done:
             return text
         return _words(text) if ctx.early else None
