@@ -52,8 +52,7 @@ def useful_unit(text: str, done: bool, ctx: UnitContext) -> str | None:
         if text[: max(end, 0)] in ("", "\r") and end >= 0 and not ctx.line_after.strip():
             return _next_line(text, done)
         if end >= 0:
-            return text[:end].removesuffix("
-")
+            return text[:end].removesuffix("\r")
         if done:
             return text
         return _words(text) if ctx.early else None
