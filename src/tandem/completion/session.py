@@ -129,3 +129,4 @@ class Session:
         await asyncio.gather(self.next_edits.aclose(), self.inline.aclose())
         await self.tiers.aclose()
         self.tracer.close()
+        self.spend.close()

@@ -144,3 +144,19 @@ def test_every_setting_has_a_rule() -> None:
     assert len(names) > 40
     unruled = [name for name in names if rule_for(name).why == "is not known to be harmless"]
     assert unruled == []
+
+
+@pytest.mark.parametrize("name", ["spend.sqlite3", "spend.sqlite3-wal", "spend.json"])
+@pytest.mark.parametrize("trusted", [False, True])
+def test_no_trace_path_may_name_tandems_own_state_files(tmp_path: pathlib.Path, name: str, trusted: bool) -> None:
+    # A trace over the day's spend, rotated at a tiny size, would wipe it (and the daily limit with it).
+    state = tmp_path / "home" / ".local" / "state" / "tandem"
+    user = f'trusted_workspaces = ["{tmp_path / "repo"}"]\n' if trusted else ""
+    workspace = f'[trace]\npath = "{state / name}"\nmax_mb = 0.000001\n'
+    config, problems = _sources(tmp_path, user, workspace).resolve()
+    assert config.trace.path == "" and "trace.path" in [p.key for p in problems]
+    # Nor the user's own settings (judged against the same state directory: HOME is the same).
+    (tmp_path / "u").mkdir()
+    (tmp_path / "u" / "home").symlink_to(tmp_path / "home")
+    config, problems = _sources(tmp_path / "u", f'[trace]\npath = "{state / name}"\n', "").resolve()
+    assert config.trace.path == "" and [p.key for p in problems] == ["trace.path"]

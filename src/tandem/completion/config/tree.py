@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import pathlib
 import types
 import typing
 from collections.abc import Mapping
@@ -41,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
 from tandem.completion.config.trust import untrusted_values
+from tandem.completion.machine.state import is_state_file
 from tandem.completion.routing.router import RouterThresholds
 
 Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
@@ -236,6 +238,10 @@ class NextEditConfig:
     prefetch_on_accept: bool = True
 
 
+# The most rotated trace files kept (`trace.keep`).
+MAX_TRACE_KEEP = 100
+
+
 @dataclass(frozen=True, kw_only=True)
 class TraceConfig:
     # Empty: the user state dir ($XDG_STATE_HOME/tandem/trace.jsonl).
@@ -356,7 +362,13 @@ def _resolve_trace_path(
     base = layer.directory or (private_dirs[0] if private_dirs else "")
     path = os.path.normpath(os.path.join(base, os.path.expanduser(raw) if not layer.from_workspace else raw))
     trace["path"] = path
-    if layer.from_workspace:
+    state = pathlib.Path(private_dirs[0]) if private_dirs else None
+    if is_state_file(path, state, rotations=MAX_TRACE_KEEP):
+        trace.pop("path")
+        problems.append(
+            Problem(layer.source, "trace.path", "ignored: it names one of tandem's own state files (the day's spend)")
+        )
+    elif layer.from_workspace:
         real = os.path.realpath(path)
         inside = any(real.startswith(os.path.realpath(d).rstrip("/") + "/") for d in private_dirs)
         if not inside:
