@@ -114,7 +114,7 @@ def test_something_else_at_the_stores_name_is_refused_and_the_spend_counted_in_m
 
 
 def test_a_tracer_never_writes_or_rotates_over_the_spend(tmp_path: pathlib.Path, monkeypatch: Any) -> None:
-    from tandem.completion.observe.trace import TraceRecord, Tracer
+    from tandem.completion.observe.trace import Tracer, TraceRecord
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
     path = tmp_path / "tandem" / "spend.sqlite3"
