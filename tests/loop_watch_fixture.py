@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tandem.lsp.loop_watch import Block, LoopWatch
+from tandem.lsp.server import _import_lazy_modules
 
 LIMIT_MS = 100
 BLOCKS: list[Block] = []
@@ -48,11 +49,15 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> d
 CLIENT_SIDE_MARKERS = ("e2e", "editor")
 
 
-# Set-up that a server does once, which tests that build a server per test do on their loop every time:
-# building it (pygls registers its converter's hooks) and answering `initialize` (cattrs writes the
-# converter's serializers on first use): 100-300 ms of CPU each on this machine. (`tandem serve` builds
-# its server before the loop runs, and the client waits for `initialize` anyway.)
-SET_UP_FRAMES = (", in build_server\n", ", in lsp_initialize\n")
+# Set-up that a server does once, which tests do on their loop every time: building a server (pygls
+# registers its converter's hooks), answering `initialize` (cattrs writes the converter's serializers on
+# first use), making the HTTP client (httpx loads the CA certificates), 100-300 ms of CPU each on this
+# machine; and starting the simulator (a test double: it loads its tokenizer). `tandem serve` builds its
+# server before the loop runs, and its client waits for `initialize` anyway.
+SET_UP_FRAMES = (", in build_server\n", ", in lsp_initialize\n", ", in make_client\n", ", in start_in_thread\n")
+
+# The libraries' lazily imported modules, imported here as `tandem serve` does before its loop runs.
+_import_lazy_modules()
 
 
 def _handlers(blocks: list[Block]) -> list[Block]:
