@@ -10,7 +10,7 @@ from hypothesis import settings
 # root is deliberately not put on sys.path: its `tandem/` folder holds only the command, and would hide the
 # installed package's mapped parts (tandem.sim, tandem.lsp, ...) behind it.
 
-pytest_plugins = ["fixtures_sim"]
+pytest_plugins = ["fixtures_sim", "loop_watch_fixture"]
 
 # Property-based tests: a bounded run by default (CI), a longer one with HYPOTHESIS_PROFILE=long.
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True)

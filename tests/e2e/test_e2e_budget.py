@@ -8,8 +8,9 @@ simulator's own log of what it was sent is the judge of what went out.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import pathlib
+import sqlite3
 from collections.abc import Iterator
 
 import pytest
@@ -81,8 +82,10 @@ async def test_past_the_daily_limit_only_asked_edits_run_and_a_restart_keeps_the
         records = session.records()
     skipped = [r for r in records if r["outcome"] == "skipped" and "[budget]" in (r.get("error") or "")]
     assert skipped  # the trace says why nothing was asked
-    kept = json.loads((tmp_path / "home" / "state" / "tandem" / "spend.json").read_text())
-    assert kept["tiers"]["fast"]["tokens"] > 10
+    store = sqlite3.connect(tmp_path / "home" / "state" / "tandem" / "spend.sqlite3")
+    ((kept,),) = store.execute("SELECT tokens FROM spend WHERE tier = 'fast'").fetchall()
+    store.close()
+    assert kept > 10
 
     # A restart with the same state directory: the day's spend is still there.
     sim.requests.clear()
@@ -91,3 +94,32 @@ async def test_past_the_daily_limit_only_asked_edits_run_and_a_restart_keeps_the
         assert await session.inline(uri, session.position_at_end(TEXT)) == ""
         assert "paused" in await _limit_message(session)
         assert sim.requests.all() == []
+
+
+async def _type_and_complete(session: Session, name: str, keys: int) -> None:
+    uri = session.open(name, TEXT)
+    end = session.position_at_end(TEXT)
+    for n in range(keys):
+        at = types.Position(line=end.line, character=end.character + n)
+        await session.inline(uri, at)
+        session.insert(uri, at, "x")  # a character the model did not offer: the next request is a miss
+
+
+async def test_two_servers_writing_the_same_day_count_both_spends(tmp_path: pathlib.Path, sim: SimHandle) -> None:
+    # Two editor windows: two `tandem serve` processes with one state directory, asking at the same time.
+    first, second = tmp_path / "one", tmp_path / "two"
+    (first / "home" / "state").mkdir(parents=True)
+    (second / "home").mkdir(parents=True)
+    (second / "home" / "state").symlink_to(first / "home" / "state")
+    options = fast_model(sim.base_url, price_input_per_mtok=1.0, price_output_per_mtok=4.0)
+    async with serve(first, options=options) as one, serve(second, options=options) as two:
+        await asyncio.gather(_type_and_complete(one, "a.py", 6), _type_and_complete(two, "b.py", 6))
+        sessions = (one, two)
+    records = [r for session in sessions for r in session.records()]
+    each = [sum(r["tokens"]["in"] + r["tokens"]["out"] for r in s.records()) for s in sessions]
+    assert all(tokens > 0 for tokens in each)  # both spent
+    store = sqlite3.connect(first / "home" / "state" / "tandem" / "spend.sqlite3")
+    ((tokens, usd),) = store.execute("SELECT SUM(tokens), SUM(usd) FROM spend").fetchall()
+    store.close()
+    assert tokens == sum(each)
+    assert usd == pytest.approx(sum(r["cost_usd"] for r in records), rel=1e-6)

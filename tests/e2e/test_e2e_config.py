@@ -3,6 +3,7 @@ and neither document text nor API keys appear in traces or logs."""
 
 from __future__ import annotations
 
+import math
 import pathlib
 from collections.abc import Iterator
 
@@ -79,3 +80,32 @@ async def test_keys_and_document_text_stay_out_of_traces_and_logs(
     for text in (trace, logs):
         assert secret not in text
         assert "fibonacci(n - 1)" not in text
+
+
+async def test_settings_out_of_range_or_nested_deep_are_named_and_the_server_serves(
+    tmp_path: pathlib.Path, sim: SimHandle
+) -> None:
+    # What an editor forwarding a repository's settings may send: infinities, a 400-digit number, a value
+    # nested 1,200 levels (before, the first stopped every completion, the second the server's start, the
+    # third the server itself).
+    before, _ = _cut("return fibonacci(n - 1) + ")
+    options = fast_model(sim.base_url, temperature=math.inf)
+    options["completion"] = {"debounce_ms": 10**400, "deadline_s": math.nan}
+    options["context"] = {"snippet_share": math.inf}
+    async with serve(tmp_path, "vscode", options=options) as session:
+        uri = session.open("sample.py", before)
+        assert await session.inline(uri, session.position_at_end(before)) == "fibonacci(n - 2)"
+        # Written as bytes: the test client's own serializer recurses too.
+        deep = '{"privacy":{"opt_in":' + "[" * 1200 + "]" * 1200 + '},"trace":{"max_mb":1e999}}'
+        body = ('{"jsonrpc":"2.0","method":"workspace/didChangeConfiguration","params":{"settings":' + deep + "}}")
+        writer = session.client.protocol.writer
+        assert writer is not None
+        writer.write(f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+        await _until(lambda: any("trace.max_mb" in m.message for m in session.client.messages))
+        session.insert(uri, session.position_at_end(before), " ")
+        assert await session.inline(uri, session.position_at_end(before + " ")) is not None  # still serving
+        messages = " ".join(m.message for m in session.client.messages)
+    named = ("models.fast.temperature", "completion.debounce_ms", "completion.deadline_s", "context.snippet_share")
+    for key in named:
+        assert key in messages, key
+    assert "privacy.opt_in" in messages and "9" * 100 not in messages

@@ -15,7 +15,7 @@ from tandem.completion.config.tree import ModelConfig
 from tandem.completion.inline.streams import Stream, read_into
 from tandem.completion.providers import tiers
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
-from tandem.completion.providers.tiers import Tier, stream_char_limit
+from tandem.completion.providers.tiers import Tier, stream_char_limit, stream_piece_limit
 
 
 class Flooding:
@@ -23,10 +23,13 @@ class Flooding:
 
     name = "flooding"
 
-    def __init__(self, *, stall_after: int | None = None) -> None:
+    def __init__(
+        self, *, stall_after: int | None = None, piece: str = "x = 1  # a line of forty characters....\n"
+    ) -> None:
         self.chunks = 0
         self.closed = asyncio.Event()
         self.stall_after = stall_after
+        self.piece = piece
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         try:
@@ -34,7 +37,7 @@ class Flooding:
                 if self.stall_after is not None and self.chunks >= self.stall_after:
                     await asyncio.Event().wait()  # an endless stream that has gone quiet
                 self.chunks += 1
-                yield "x = 1  # a line of forty characters....\n"
+                yield self.piece
                 await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
         finally:
             self.closed.set()
@@ -68,6 +71,28 @@ async def test_an_endless_stream_is_closed_at_the_time_limit(monkeypatch: pytest
     await read_into(stream, tier, ModelRequest(prefix="", suffix=""), remember=lambda _: None)
     assert backend.closed.is_set() and stream.done and stream.error is None
     assert stream.text.count("\n") == 3
+
+
+async def test_a_provider_ignoring_max_tokens_in_token_sized_pieces_is_cut_at_the_piece_limit() -> None:
+    # One token per event, as providers stream: far under the character limit when max_tokens is passed.
+    backend = Flooding(piece="x = 1\n")
+    tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
+    stream = _stream()
+    await read_into(stream, tier, ModelRequest(prefix="", suffix="", max_tokens=64), remember=lambda _: None)
+    assert backend.closed.is_set() and stream.done and stream.error is None
+    assert backend.chunks == stream_piece_limit(64) == 64 + 16 + 16
+    assert stream.text.count("\n") == backend.chunks
+
+
+async def test_a_quiet_endless_stream_is_closed_at_a_time_limit_from_max_tokens() -> None:
+    # The first token may take the read timeout; max_tokens at 10 tokens/s after it: 0.2 + 0.3 s here,
+    # where the fixed bound was 30 s.
+    backend = Flooding(stall_after=3)
+    tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m", timeout_s=0.2), backend, "m")
+    stream = _stream()
+    request = ModelRequest(prefix="", suffix="", max_tokens=3)
+    await asyncio.wait_for(read_into(stream, tier, request, remember=lambda _: None), 10)
+    assert backend.closed.is_set() and stream.done and stream.error is None
 
 
 class FloodingProvider:

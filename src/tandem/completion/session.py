@@ -22,12 +22,14 @@ from collections.abc import Callable, Mapping
 import httpx
 
 from tandem.cache.edit_history import EditHistory
+from tandem.cache.tokens import read_cache_through
 from tandem.completion.config.tree import Config
 from tandem.completion.edit.flow import EditFlow
 from tandem.completion.edit.service import Edits
 from tandem.completion.gate import Gate
 from tandem.completion.inline.engine import Engine
 from tandem.completion.inline.prefetch import TokenBudget
+from tandem.completion.machine.tokenizer_files import verified_copy
 from tandem.completion.next_edit.suggest import DocumentLookup, NextEdits
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.breaker import Notice
@@ -52,6 +54,8 @@ class Session:
     ) -> None:
         self.config = config
         self.client = client
+        # tiktoken's cache is read through the door (cache/ reads no files itself).
+        read_cache_through(verified_copy)
         self.tracer = tracer
         self.workspace = workspace
         # The workspace's gate when there is one (it knows the ignore files and the open documents' verdicts).
@@ -130,3 +134,4 @@ class Session:
         await asyncio.gather(self.next_edits.aclose(), self.inline.aclose())
         await self.tiers.aclose()
         self.tracer.close()
+        self.spend.close()

@@ -11,9 +11,14 @@ stops first:
     completions   (said once, in words the user reads) stops at STOP_AT["completion"]  (100%)
     edits         asked by the user: they always run, and are counted
 
-The day is the local calendar day. The figures are kept in a small JSON file in tandem's state directory
-(`spend.json`), written after each record that spent anything, so a restart keeps the day's spend; a file
-of another day, or one that cannot be read, starts the day at zero.
+The day is the local calendar day. The figures are kept in tandem's state directory in one SQLite
+database (`spend.sqlite3`, WAL mode; `machine.state`) shared by every tandem process of the user: each
+record's figures are added in a transaction (never a whole day written over another process's), and a
+tier's share is read from the sum of all of them. So two editor windows spend one day's limit, and a
+restart keeps it. Figures a busy database could not take at once stay in memory and go with the next write.
+The JSON file of earlier versions (`spend.json`) is added once, if it holds today, and removed. A database
+that cannot be opened (or anything but a regular file at its name) leaves the spend counted in memory,
+said once in the log.
 """
 
 from __future__ import annotations
@@ -21,13 +26,21 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-import os
 import pathlib
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from tandem.completion.machine.state import read_state, write_state
+from tandem.completion.machine.state import (
+    LEGACY_SPEND_JSON,
+    SPEND_DB,
+    open_state_db,
+    read_state,
+    remove_state,
+    settle_state_db,
+    state_dir,
+)
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import BudgetConfig
@@ -39,12 +52,21 @@ Spending = Literal["speculation", "next_edit", "completion", "edit"]
 # The share of a tier's daily limit at which each kind of spending stops (edits never do).
 STOP_AT: dict[Spending, float] = {"speculation": 0.8, "next_edit": 0.9, "completion": 1.0}
 TIERS = ("fast", "accurate")
-FILE_NAME = "spend.json"
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS spend (day TEXT NOT NULL, tier TEXT NOT NULL, tokens INTEGER NOT NULL, "
+    "usd REAL NOT NULL, PRIMARY KEY (day, tier))",
+    # Each earlier file's day is added once, whichever process reads it first.
+    "CREATE TABLE IF NOT EXISTS imported (name TEXT PRIMARY KEY)",
+)
+_ADD = (
+    "INSERT INTO spend (day, tier, tokens, usd) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (day, tier) DO UPDATE SET tokens = tokens + excluded.tokens, usd = usd + excluded.usd"
+)
 
 
 def default_spend_path() -> pathlib.Path:
-    state = os.environ.get("XDG_STATE_HOME") or str(pathlib.Path.home() / ".local" / "state")
-    return pathlib.Path(state) / "tandem" / FILE_NAME
+    return state_dir() / SPEND_DB
 
 
 def _today() -> str:
@@ -83,75 +105,145 @@ class SpendLedger:
         self.limits = limits
         self.path = path
         self._today = today
-        self._day = self._load()
+        # Figures not yet in the database (all of them when there is none), by day and tier.
+        self._unsaved: dict[tuple[str, str], TierSpend] = {}
+        # The database's figures for a day, as last read (served when a read fails).
+        self._read = DaySpend(day="")
+        self._db = self._open() if path is not None else None
 
-    def _load(self) -> DaySpend:
-        day = self._today()
-        if self.path is None:
-            return DaySpend(day=day)
-        read = read_state(self.path)
+    def _open(self) -> sqlite3.Connection | None:
+        assert self.path is not None
+        try:
+            db = open_state_db(self.path)
+        except OSError as error:
+            log.warning("tandem: the day's spend cannot be kept in %s (%s): counting in memory", self.path, error)
+            return None
+        try:
+            for statement in _SCHEMA:
+                db.execute(statement)
+            self._import_legacy(db)
+            settle_state_db(db)
+        except sqlite3.Error as error:
+            log.warning("tandem: the day's spend cannot be kept in %s (%s): counting in memory", self.path, error)
+            db.close()
+            return None
+        return db
+
+    def _import_legacy(self, db: sqlite3.Connection) -> None:
+        """Add today's figures from an earlier version's `spend.json` (once), then remove the file."""
+        assert self.path is not None
+        legacy = self.path.with_name(LEGACY_SPEND_JSON)
+        if legacy == self.path:
+            return
+        read = read_state(legacy)
         if read.missing:
-            return DaySpend(day=day)
+            return
+        day = self._today()
         try:
             if read.data is None:
                 raise OSError(read.refusal)
             data = json.loads(read.data.decode("utf-8"))
-            if data.get("day") != day:
-                return DaySpend(day=day)
             tiers = {
-                tier: TierSpend(usd=float(data["tiers"][tier]["usd"]), tokens=int(data["tiers"][tier]["tokens"]))
+                tier: (int(data["tiers"][tier]["tokens"]), float(data["tiers"][tier]["usd"]))
                 for tier in TIERS
+                if tier in data["tiers"]
             }
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            log.warning("tandem: the day's spend in %s could not be read (%s): starting from zero", self.path, error)
-            return DaySpend(day=day)
-        return DaySpend(day=day, tiers=tiers)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+            log.warning("tandem: the day's spend in %s could not be read (%s): not added", legacy, error)
+            tiers = {}
+        if tiers and data.get("day") == day:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if db.execute(
+                    "INSERT OR IGNORE INTO imported (name) VALUES (?)", (f"{LEGACY_SPEND_JSON}:{day}",)
+                ).rowcount:
+                    for tier, (tokens, usd) in tiers.items():
+                        db.execute(_ADD, (day, tier, max(tokens, 0), max(usd, 0.0)))
+                db.execute("COMMIT")
+            except sqlite3.Error:
+                db.execute("ROLLBACK")
+                raise
+        remove_state(legacy)
 
-    def _save(self) -> None:
-        if self.path is None:
+    def _flush(self) -> None:
+        """Add the unsaved figures to the database in one transaction (kept for the next write if busy)."""
+        if self._db is None or not self._unsaved:
             return
-        data = {
-            "day": self._day.day,
-            "tiers": {tier: {"usd": round(s.usd, 8), "tokens": s.tokens} for tier, s in self._day.tiers.items()},
-        }
         try:
-            write_state(self.path, json.dumps(data))
-        except OSError as error:
-            log.warning("tandem: the day's spend could not be written to %s: %s", self.path, error)
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for (day, tier), spend in self._unsaved.items():
+                    self._db.execute(_ADD, (day, tier, spend.tokens, spend.usd))
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                self._db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as error:
+            log.debug("tandem: the day's spend waits for the next write (%s)", error)
+            return
+        self._unsaved.clear()
 
     def _current(self) -> DaySpend:
+        """Today's figures: every process's in the database, and this one's not yet written."""
         day = self._today()
-        if self._day.day != day:
-            self._day = DaySpend(day=day)
-        return self._day
+        if self._db is not None:
+            try:
+                rows = self._db.execute("SELECT tier, tokens, usd FROM spend WHERE day = ?", (day,)).fetchall()
+                self._read = DaySpend(day=day)
+                for tier, tokens, usd in rows:
+                    self._read.tiers[str(tier)] = TierSpend(tokens=int(tokens), usd=float(usd))
+            except sqlite3.Error as error:
+                log.debug("tandem: the day's spend could not be read (%s): the last figures serve", error)
+        current = DaySpend(day=day)
+        if self._read.day == day:
+            for tier, spend in self._read.tiers.items():
+                current.tiers[tier] = TierSpend(tokens=spend.tokens, usd=spend.usd)
+        for (unsaved_day, tier), spend in self._unsaved.items():
+            if unsaved_day == day:
+                total = current.tiers.setdefault(tier, TierSpend())
+                total.tokens += spend.tokens
+                total.usd += spend.usd
+        return current
+
+    def _count(self, tier: str, *, tokens: int, usd: float) -> None:
+        key = (self._today(), tier if tier in TIERS else "fast")
+        spend = self._unsaved.setdefault(key, TierSpend())
+        spend.tokens += max(tokens, 0)
+        spend.usd += max(usd, 0.0)
 
     def add(self, tier: str, *, tokens: int, usd: float) -> None:
         """Count `tokens` and `usd` against `tier` today, and keep them."""
         if tokens <= 0 and usd <= 0:
             return
-        spend = self._current().tiers.setdefault(tier if tier in TIERS else "fast", TierSpend())
-        spend.tokens += max(tokens, 0)
-        spend.usd += max(usd, 0.0)
-        self._save()
+        self._count(tier, tokens=tokens, usd=usd)
+        self._flush()
 
     def record(self, record: TraceRecord) -> None:
         """A `Tracer` sink: the record's tokens and cost, by tier."""
         attempts = getattr(record, "attempts", None)
         if attempts:
-            day = self._current()
             for attempt in attempts:
                 tokens = attempt.get("tokens", {})
                 tier = str(attempt.get("tier") or "fast")
-                spend = day.tiers.setdefault(tier if tier in TIERS else "fast", TierSpend())
-                spend.tokens += int(tokens.get("in", 0)) + int(tokens.get("out", 0))
-            self.add(record.tier or "fast", tokens=0, usd=record.cost_usd)
-            self._save()
+                self._count(tier, tokens=int(tokens.get("in", 0)) + int(tokens.get("out", 0)), usd=0.0)
+            self._count(record.tier or "fast", tokens=0, usd=record.cost_usd)
+            self._flush()
             return
         self.add(record.tier or "fast", tokens=record.tokens_in + record.tokens_out, usd=record.cost_usd)
 
+    def close(self) -> None:
+        """Write what is unsaved and close the database."""
+        self._flush()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
     def share(self, tier: str) -> float:
         """`tier`'s spend today as a share of its limit (0 without one)."""
-        spend = self._current().tiers.get(tier, TierSpend())
+        return self._share(self._current(), tier)
+
+    def _share(self, day: DaySpend, tier: str) -> float:
+        spend = day.tiers.get(tier, TierSpend())
         usd_limit = getattr(self.limits, f"{tier}_usd_per_day", 0.0)
         token_limit = getattr(self.limits, f"{tier}_tokens_per_day", 0)
         shares = [0.0]
@@ -171,6 +263,6 @@ class SpendLedger:
         """{tier: {"usd", "tokens", "share"}} for today (for `tandem/status` and the latency report)."""
         day = self._current()
         return {
-            tier: {"usd": round(s.usd, 6), "tokens": s.tokens, "share": round(self.share(tier), 4)}
+            tier: {"usd": round(s.usd, 6), "tokens": s.tokens, "share": round(self._share(day, tier), 4)}
             for tier, s in day.tiers.items()
         }

@@ -53,6 +53,9 @@ def _read_toml(path: pathlib.Path, problems: list[Problem], *, within: Folders |
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         problems.append(Problem(str(path), "(file)", f"not valid TOML ({error}); the file is ignored"))
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table: ~300 levels reach Python's limit.
+        problems.append(Problem(str(path), "(file)", "values nested too deeply to read; the file is ignored"))
     return {}
 
 

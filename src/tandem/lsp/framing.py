@@ -11,7 +11,12 @@ too-large length or a lower-case header. `FrameReader` is pure (bytes in, events
 - a body that is not JSON at its declared length is checked against the bytes around it: a complete JSON
   value followed by the next header means the length was too large; a JSON value that ends after the
   declared length means it was too small; either way the message is delivered and the stream resynchronised;
-- a body that is none of these is reported (the caller answers a parse error), and skipped.
+- a body that is none of these is reported (the caller answers a parse error), and skipped;
+- a value nested deeper than `MAX_JSON_DEPTH` is cut there before it is parsed (each subtree below the
+  limit becomes `null`, found by one linear scan): Python's JSON decoder recurses once per level and a
+  value ~1,000 deep raised RecursionError out of the loop (Helix and Emacs forward a repository's settings
+  as initializationOptions and didChangeConfiguration). The message is still delivered, so a request is
+  still answered and a setting cut this way is refused by the config loader with its key named.
 
 Events: `Message(value)` for each JSON value, `Problem(kind, detail)` for each thing skipped or repaired.
 """
@@ -33,6 +38,11 @@ _CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 _HEADER_LINE = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
 _DIGITS = re.compile(rb"[0-9]{1,12}")
 _DECODER = json.JSONDecoder()
+# The deepest JSON value read whole. LSP's own messages nest about ten levels (client capabilities); the
+# rest of the room is for settings. Far below the decoder's recursion limit.
+MAX_JSON_DEPTH = 64
+# A JSON string (escapes included) or one bracket: the only tokens that change the nesting.
+_NESTING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -192,10 +202,13 @@ class FrameReader:
             # A declared length larger than the body shows once the next header is here.
             return self._too_large(events)
         body = bytes(self._buffer[:length])
+        bounded, cut = bound_depth(body)
         try:
-            value = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
+            value = json.loads(bounded)
+        except (ValueError, UnicodeDecodeError, RecursionError):
             return self._misfit(body, events)
+        if cut:
+            events.append(Problem("too-deep", f"{cut} value(s) nested deeper than {MAX_JSON_DEPTH} read as null"))
         del self._buffer[:length]
         self._reset()
         events.append(Message(value))
@@ -286,6 +299,34 @@ def _leading_value(data: bytes | bytearray) -> tuple[Any, int] | None:
     stripped = len(text) - len(text.lstrip())
     try:
         value, end = _DECODER.raw_decode(text, stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value, len(text[:end].encode("utf-8"))
+
+
+def bound_depth(body: bytes, limit: int = MAX_JSON_DEPTH) -> tuple[bytes, int]:
+    """`body` with every array or object that opens deeper than `limit` replaced by `null`, and how many
+    were replaced; one pass over the body (strings are skipped whole by the regex). A body with no more
+    brackets than `limit` cannot be that deep and is returned as it is, unscanned."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return body, 0
+    depth, cut_at, last, cuts = 0, -1, 0, 0
+    parts: list[bytes] = []
+    for token in _NESTING.finditer(body):
+        char = body[token.start()]
+        if char in b"[{":
+            depth += 1
+            if depth == limit + 1:
+                cut_at = token.start()
+        elif char in b"]}":
+            depth -= 1
+            if depth == limit and cut_at >= 0:
+                parts += [body[last:cut_at], b"null"]
+                last, cut_at, cuts = token.end(), -1, cuts + 1
+    if cut_at >= 0:  # never closed: the body is not JSON either way; nothing deep is left to the decoder
+        parts.append(body[last:cut_at])
+        return b"".join(parts), cuts + 1
+    if not cuts:
+        return body, 0
+    parts.append(body[last:])
+    return b"".join(parts), cuts

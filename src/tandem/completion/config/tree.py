@@ -34,13 +34,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
+import pathlib
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
+from tandem.completion.config.ranges import RANGES, range_for
 from tandem.completion.config.trust import untrusted_values
+from tandem.completion.machine.state import is_state_file
 from tandem.completion.routing.router import RouterThresholds
 
 Provider = Literal["openai-chat", "fim", "openai-responses", "anthropic", "ollama"]
@@ -257,6 +260,10 @@ class NextEditConfig:
     prefetch_on_accept: bool = True
 
 
+# The most rotated trace files kept (`trace.keep`).
+MAX_TRACE_KEEP = int(RANGES["trace.keep"].high)
+
+
 @dataclass(frozen=True, kw_only=True)
 class TraceConfig:
     # Empty: the user state dir ($XDG_STATE_HOME/tandem/trace.jsonl).
@@ -336,6 +343,7 @@ def merge_layers(layers: list[Layer], *, private_dirs: tuple[str, ...] = ()) -> 
     problems: list[Problem] = []
     merged: dict[str, Any] = {}
     own: dict[str, Any] = {}
+    layers = [dataclasses.replace(layer, values=bounded(layer.values)) for layer in layers]
     trusted = any(_trusts(layer.values) for layer in layers if not layer.from_workspace)
     cleaned: list[tuple[Layer, dict[str, Any]]] = []
     for layer in layers:
@@ -352,6 +360,40 @@ def merge_layers(layers: list[Layer], *, private_dirs: tuple[str, ...] = ()) -> 
                 problems.append(_ignored(layer.source, ignored))
         _deep_merge(merged, clean)
     return _build(Config, merged), problems
+
+
+# The deepest a setting's value is read: the tree is four levels deep (models.fast.key, a list under it);
+# below this a value is `TooDeep` (refused with its key named like any misfit). Past ~1,000 levels repr,
+# deepcopy and comparisons raise RecursionError, and TOML's dotted keys build any depth without recursing.
+MAX_SETTING_DEPTH = 16
+
+
+class TooDeep:
+    """Stands for a value nested past `MAX_SETTING_DEPTH` (what it was is not kept)."""
+
+    def __repr__(self) -> str:
+        return f"a value nested more than {MAX_SETTING_DEPTH} levels deep"
+
+
+def bounded(values: Mapping[str, Any], limit: int = MAX_SETTING_DEPTH) -> dict[str, Any]:
+    """A copy of `values` in which every table or list deeper than `limit` is a `TooDeep`; iterative, so
+    any depth is copied in time linear in its size without recursing."""
+    top: dict[str, Any] = {}
+    stack: list[tuple[Any, Any, int]] = [(values, top, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, value in items:
+            if isinstance(value, Mapping | list | tuple):
+                if depth >= limit:
+                    copied: Any = TooDeep()
+                else:
+                    copied = {} if isinstance(value, Mapping) else [None] * len(value)
+                    stack.append((value, copied, depth + 1))
+            else:
+                copied = value
+            target[key] = copied
+    return top
 
 
 def _ignored(source: str, ignored: list[tuple[str, str]]) -> Problem:
@@ -377,7 +419,13 @@ def _resolve_trace_path(
     base = layer.directory or (private_dirs[0] if private_dirs else "")
     path = os.path.normpath(os.path.join(base, os.path.expanduser(raw) if not layer.from_workspace else raw))
     trace["path"] = path
-    if layer.from_workspace:
+    state = pathlib.Path(private_dirs[0]) if private_dirs else None
+    if is_state_file(path, state, rotations=MAX_TRACE_KEEP):
+        trace.pop("path")
+        problems.append(
+            Problem(layer.source, "trace.path", "ignored: it names one of tandem's own state files (the day's spend)")
+        )
+    elif layer.from_workspace:
         real = os.path.realpath(path)
         inside = any(real.startswith(os.path.realpath(d).rstrip("/") + "/") for d in private_dirs)
         if not inside:
@@ -446,7 +494,7 @@ def _validate(
             if sub is ModelConfig:
                 _check_model(clean[key], name, source, problems)
             continue
-        ok, converted, expected = _coerce(annotation, value, zero=name in _ZERO_ALLOWED)
+        ok, converted, expected = _coerce(annotation, value, name=name)
         if ok:
             clean[key] = converted
         else:
@@ -486,24 +534,15 @@ def _check_model(table: dict[str, Any], name: str, source: str, problems: list[P
         table.pop("api_key_env")
 
 
-# Numbers where 0 means something: the band edges on the router's score (`hedge_from = 0.0` hedges every
-# edit; `accurate_from = 0.0` sends every edit to the accurate model alone).
-_ZERO_ALLOWED = frozenset({"edit.hedge_from", "edit.accurate_from"})
-
-
-def _coerce(annotation: Any, value: Any, *, zero: bool = False) -> tuple[bool, Any, str]:
+def _coerce(annotation: Any, value: Any, *, name: str) -> tuple[bool, Any, str]:
     origin = get_origin(annotation)
     if origin is Literal:
         choices = get_args(annotation)
         return value in choices, value, "one of " + ", ".join(repr(c) for c in choices)
     if annotation is bool:
         return isinstance(value, bool), value, "true or false"
-    if annotation is int:
-        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-        return ok, value, "a whole number >= 0"
-    if annotation is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and (value >= 0 if zero else value > 0)
-        return ok, float(value) if ok else value, "a number >= 0" if zero else "a number > 0"
+    if annotation in (int, float):
+        return _number(annotation, value, name)
     if annotation is str:
         return isinstance(value, str), value, "a string"
     if origin is tuple:
@@ -512,7 +551,28 @@ def _coerce(annotation: Any, value: Any, *, zero: bool = False) -> tuple[bool, A
     return False, value, str(annotation)
 
 
+def _number(annotation: Any, value: Any, name: str) -> tuple[bool, Any, str]:
+    """An int key takes whole numbers, a float key any number; either only inside its declared range."""
+    whole = annotation is int
+    declared = range_for(name)
+    if declared is None:
+        return False, value, "a key with a declared range (this one has none: completion.config.ranges)"
+    expected = declared.describe(whole)
+    number = isinstance(value, int) if whole else isinstance(value, int | float)
+    if not number or isinstance(value, bool):
+        return False, value, expected
+    try:
+        admitted = declared.admits(value)
+    except OverflowError:  # an integer too large for a float
+        admitted = False
+    if not admitted:
+        return False, value, expected
+    return True, value if whole else float(value), expected
+
+
 def _show(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"a {len(str(abs(value)))}-digit number"
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

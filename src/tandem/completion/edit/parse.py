@@ -35,13 +35,42 @@ _DIVIDER = re.compile(r"^\s*={5,9}\s*$")
 _REPLACE = re.compile(r"^\s*>{5,9} ?REPLACE\b.*$")
 _MARKER_LIKE = re.compile(r"^\s*(?:<{3,}|>{3,}|={7,})")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-# A fence whose info string names the file: "```python app/views.py", "```python:app/views.py".
-_FENCE_PATH = re.compile(r"^\s*(?:`{3,}|~{3,})\w*[ :]([\w.-]*[/.][\w./-]+)\s*$")
+# A fence whose info string names the file: "```python app/views.py", "```python:app/views.py". The path
+# is one run of path characters, checked apart (`_fence_path`): as one pattern, `[\w.-]*[/.][\w./-]+` tried
+# every split of a long run (a 28 KB line took 8-10 s, holding the event loop). Each pattern here is a
+# sequence of character classes that cannot overlap their neighbours, so a line is read in linear time.
+_FENCE_PATH = re.compile(r"^\s*(?:`{3,}|~{3,})\w*[ :]([\w./-]+)\s*$")
 # A line that only names a file: "app/views.py", "`app/views.py`", "File: app/views.py", "### app/views.py:".
 _PATH_LINE = re.compile(
-    r"^\s*(?:#+\s*)?(?:\*\*)?(?:file(?:name)?:\s*)?`?([\w./\\-]+\.\w+|[\w.-]+/[\w./-]+)`?(?:\*\*)?:?\s*$",
+    r"^\s*(?:#+\s*)?(?:\*\*)?(?:file(?:name)?:\s*)?`?([\w./\\-]+)`?(?:\*\*)?:?\s*$",
     re.IGNORECASE,
 )
+_WORD = re.compile(r"\w+")
+
+
+def _fence_path(line: str) -> str | None:
+    """The file a fence line names: a run with a '/' or '.' that has more after it."""
+    match = _FENCE_PATH.match(line)
+    if match is None:
+        return None
+    run = match.group(1)
+    return run if any(c in "/." for c in run[:-1]) else None
+
+
+def _path_line(line: str) -> str | None:
+    """The file a line that only names one names: a run ending in `.ext`, or one with a '/' inside (no
+    backslash)."""
+    match = _PATH_LINE.match(line)
+    if match is None:
+        return None
+    run = match.group(1)
+    dot = run.rfind(".")
+    if dot >= 1 and _WORD.fullmatch(run, dot + 1):
+        return run
+    slash = run.find("/")
+    if 1 <= slash < len(run) - 1 and "\\" not in run:
+        return run
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,10 +145,9 @@ def _search_replace(lines: list[str], target: EditTarget) -> list[FileEdit]:
             continue
         if _MARKER_LIKE.match(line) and not _FENCE.match(line):
             raise AnswerParseError(f"malformed edit marker outside a block: {line.strip()[:40]!r}")
-        fence = _FENCE_PATH.match(line)
-        match = fence or (None if _FENCE.match(line) else _PATH_LINE.match(line))
-        if match:
-            named = match.group(1)
+        found = _fence_path(line) or (None if _FENCE.match(line) else _path_line(line))
+        if found:
+            named = found
             resolved = resolve_path(named, target.originals)
             path = resolved if resolved is not None else named
         i += 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import logging
 import os
 import pathlib
 import time
@@ -24,11 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tandem.completion.machine.state import is_state_file
 from tandem.completion.providers.errors import describe
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import ModelConfig
     from tandem.completion.inline.streams import Stream
+
+log = logging.getLogger(__name__)
 
 # Bumped when a field changes meaning or is removed; adding a field keeps the version (readers ignore
 # fields they do not know).
@@ -216,6 +220,10 @@ class Tracer:
     """
 
     def __init__(self, path: pathlib.Path | None, *, max_bytes: int = 20_000_000, keep: int = 3) -> None:
+        if path is not None and is_state_file(path, rotations=keep):
+            # Writing or rotating over the day's spend would reset its limit.
+            log.warning("tandem: no trace written: %s is (or rotates onto) one of tandem's own state files", path)
+            path = None
         self.path = path
         self.max_bytes = max_bytes
         self.keep = keep

@@ -36,10 +36,29 @@ MAX_HOLD_OFF_S = 60.0
 STREAM_MAX_S = 30.0
 
 
+# The slowest a model is expected to write: Qwen2.5-Coder 1.5B on llama.cpp, one thread of a loaded
+# 2-core machine (DESIGN, local models).
+MIN_TOKENS_PER_S = 10.0
+
+
 def stream_char_limit(max_tokens: int) -> int:
     """Characters read from one stream: `max_tokens` at a generous 8 characters a token (code averages
     3-4), at least 4,096 — a provider that ignores max_tokens cannot flood the server."""
     return max(4096, max_tokens * 8)
+
+
+def stream_piece_limit(max_tokens: int) -> int:
+    """Pieces of text read from one stream. Each piece a backend hands on came in its own event and holds
+    at least one token, so a provider that keeps to `max_tokens` sends at most that many; a quarter more
+    (and 16) is room for providers that count a little differently."""
+    return max_tokens + max_tokens // 4 + 16
+
+
+def stream_time_limit_s(max_tokens: int, read_timeout_s: float, *, capped: bool = True) -> float:
+    """How long one stream is read: its first token may take `read_timeout_s`, and `max_tokens` at the
+    slowest expected speed after it; never past `STREAM_MAX_S` (read when called) when `capped`."""
+    limit_s = read_timeout_s + max_tokens / MIN_TOKENS_PER_S
+    return min(STREAM_MAX_S, limit_s) if capped else limit_s
 
 
 @dataclass
@@ -105,9 +124,10 @@ class Tier:
         are one code path.
 
         A tier held off (a 429's Retry-After, or its breaker open) is not asked: the answer is the error
-        that says why. Reading stops locally after `limit_s` or `stream_char_limit(max_tokens)` characters,
+        that says why. Reading stops locally after `limit_s` (at most `stream_time_limit_s`), after
+        `stream_char_limit(max_tokens)` characters or `stream_piece_limit(max_tokens)` pieces of text,
         whatever the provider does (leaving the block closes the response and its connection); such a cut
-        is the reader's, not the provider's fault (`limit_s` None: `STREAM_MAX_S`, read when called).
+        is the reader's, not the provider's fault; an explicit `limit_s` (an edit's deadline) is the caller's.
         Cancelling the caller stops the stream. A tier with `slots` waits for one first (a `speculative`
         read after every read the user waits for), and the time limit starts when the slot is had."""
         if self.slots is None:
@@ -123,7 +143,9 @@ class Tier:
         *,
         limit_s: float | None,
     ) -> ReadEnd:
-        limit_s = STREAM_MAX_S if limit_s is None else limit_s
+        if limit_s is None:
+            # A local server may read a cold prompt for longer than a cloud model takes to answer whole.
+            limit_s = stream_time_limit_s(request.max_tokens, self.config.timeout_s, capped=not self.local)
         now = time.perf_counter()
         if now < self.not_before_s:
             return ReadEnd(error=RateLimited("waiting out the provider's Retry-After"))
@@ -134,7 +156,8 @@ class Tier:
         self.breaker.probing = self.breaker.probing or probe
         cut, timed_out = "", False
         max_chars = stream_char_limit(request.max_tokens)
-        received = 0
+        max_pieces = stream_piece_limit(request.max_tokens)
+        received = pieces = 0
         try:
             chunks = self.backend.stream(request, stats)
             with anyio.move_on_after(limit_s) as timer:
@@ -142,9 +165,13 @@ class Tier:
                     async for chunk in chunks:
                         room = max_chars - received
                         received += len(chunk)
+                        pieces += 1
                         on_chunk(chunk if received <= max_chars else chunk[: max(room, 0)])
                         if received > max_chars:
                             cut = f"over {max_chars} characters"
+                            break
+                        if pieces >= max_pieces:
+                            cut = f"{pieces} pieces of text for max_tokens = {request.max_tokens}"
                             break
             if timer.cancelled_caught:
                 cut, timed_out = f"still streaming after {limit_s:g} s", True

@@ -104,6 +104,10 @@ _CHATTER_LINE = re.compile(
 )
 
 
+# The most the head of an answer is held while it may still be a fence line, chatter or blank lines.
+HEAD_MAX_CHARS = 1000
+
+
 class AnswerCleaner:
     """`prompts.extract_middle`, one chunk at a time.
 
@@ -159,28 +163,40 @@ class AnswerCleaner:
         return self._holes.feed(out) + self._holes.finish()
 
     def _head(self, text: str) -> str:
-        self._line += text
+        # Read from `at` rather than slicing what is left after each line: one pass over the text, however
+        # many lines a chunk holds.
+        line = self._line + text
+        at = 0
         while True:
-            newline = self._line.find("\n")
+            newline = line.find("\n", at)
             if newline < 0:
+                self._line = line[at:]
                 start = self._line.lstrip()
-                if start and not _could_be_fence(start) and not _could_be_chatter(start):
+                if len(self._line) > HEAD_MAX_CHARS or (
+                    start and not _could_be_fence(start) and not _could_be_chatter(start)
+                ):
+                    # No fence line or sentence of chatter runs this long: held on, each chunk would
+                    # re-read the whole line (a 28 KB first line held the loop for 0.2 s).
                     return self._become_plain("")
                 return ""
-            line, rest = self._line[: newline + 1], self._line[newline + 1 :]
-            stripped = line.strip()
+            current = line[at : newline + 1]
+            stripped = current.strip()
             if not stripped:
-                self._blank += line
-                self._line = rest
+                self._blank += current
+                at = newline + 1
+                if len(self._blank) > HEAD_MAX_CHARS:
+                    self._line = line[at:]
+                    return self._become_plain("")
             elif stripped.startswith(_FENCE):
                 self._state = "fenced"
                 self._blank = self._line = ""
-                return self._fenced(rest)
-            elif _CHATTER_LINE.match(line):
+                return self._fenced(line[newline + 1 :])
+            elif _CHATTER_LINE.match(current):
                 # The chatter pattern starts with \s*, so it takes the blank lines before it too.
                 self._blank = ""
-                self._line = rest
+                at = newline + 1
             else:
+                self._line = line[at:]
                 return self._become_plain("")
 
     def _become_plain(self, extra: str) -> str:

@@ -1,0 +1,76 @@
+"""Fails any test during which something held its event loop for more than `LIMIT_MS` (a handler, a
+callback, a regex over model output): the in-process half of `tandem.lsp.loop_watch`.
+
+Every event loop pytest-asyncio makes is a `WatchedLoop` (pytest-asyncio's loop-factory hook), which
+runs a `LoopWatch` while the loop runs; the blocks it reports are checked after each test. The end-to-end
+tests' `tandem serve` processes are watched by the server itself (`TANDEM_LOOP_BLOCK_MS`, set in
+e2e_support.serve). Time spent waiting for a CPU on a busy machine is not a block (see the watch's docstring).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from tandem.lsp.loop_watch import Block, LoopWatch
+from tandem.lsp.server import _import_lazy_modules
+
+LIMIT_MS = 100
+BLOCKS: list[Block] = []
+
+
+class WatchedLoop(asyncio.SelectorEventLoop):
+    def __init__(self) -> None:
+        super().__init__()
+        self.watch = LoopWatch(self, on_block=BLOCKS.append, limit_s=LIMIT_MS / 1e3)
+        self.watch.start()
+
+    def run_forever(self) -> None:
+        self.watch.resume()
+        try:
+            super().run_forever()
+        finally:
+            # Between runs (fixture set-up, the test, teardown) the loop holds nothing: no gap counts.
+            self.watch.pause()
+
+    def close(self) -> None:
+        self.watch.stop()
+        super().close()
+
+
+def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, type[WatchedLoop]]:
+    return {"watched": WatchedLoop}
+
+
+# In these tiers the test's own loop runs only the client (pytest-lsp, an editor driver); the server is a
+# process of its own, which watches its loop itself.
+CLIENT_SIDE_MARKERS = ("e2e", "editor")
+
+
+# Set-up that a server does once, which tests do on their loop every time: building a server (pygls
+# registers its converter's hooks), answering `initialize` (cattrs writes the converter's serializers on
+# first use), making the HTTP client (httpx loads the CA certificates), 100-300 ms of CPU each on this
+# machine; and starting the simulator (a test double: it loads its tokenizer). `tandem serve` builds its
+# server before the loop runs, and its client waits for `initialize` anyway.
+SET_UP_FRAMES = (", in build_server\n", ", in lsp_initialize\n", ", in make_client\n", ", in start_in_thread\n")
+
+# The libraries' lazily imported modules, imported here as `tandem serve` does before its loop runs.
+_import_lazy_modules()
+
+
+def _handlers(blocks: list[Block]) -> list[Block]:
+    return [b for b in blocks if not any(frame in b.stack for frame in SET_UP_FRAMES)]
+
+
+@pytest.fixture(autouse=True)
+def _no_loop_blocks(request: pytest.FixtureRequest) -> Iterator[None]:
+    start = len(BLOCKS)
+    yield
+    found = _handlers(BLOCKS[start:])
+    del BLOCKS[start:]
+    if found and not any(request.node.get_closest_marker(name) for name in CLIENT_SIDE_MARKERS):
+        pytest.fail(
+            f"{len(found)} block(s) of the event loop over {LIMIT_MS} ms:\n" + found[0].describe(), pytrace=False
+        )
