@@ -112,12 +112,14 @@ async def serve(
     extra_args: list[str] | None = None,
     trace_flag: bool = True,
     launch: list[str] | None = None,
+    more_folders: list[pathlib.Path] | None = None,
 ) -> AsyncIterator[Session]:
     """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would.
     `trace_flag=False` leaves the trace where the configuration puts it (default: the state directory).
 
     The server runs in the workspace folder, as editors start it; `launch` is the command an editor's
-    configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own."""
+    configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own. `more_folders`:
+    workspace folders after the first."""
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
     root = tmp_path / "workspace"
@@ -147,7 +149,10 @@ async def serve(
                 capabilities=capabilities,
                 client_info=info,
                 root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="workspace")],
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name)
+                    for folder in [root, *(more_folders or [])]
+                ],
                 initialization_options=options,
             )
         )

@@ -2,8 +2,11 @@
 
 Checks, in order, each with a reason string for the log:
 
-    ignored       matched by a .gitignore or .tandemignore (gitignore syntax, nested files apply below
-                  their own directory, deeper files win, `!pattern` re-includes)
+    ignored       matched by the ignore rules handed in: every source git reads (the user's global excludes
+                  file, the repository's info/exclude, each .gitignore) and tandem's .tandemignore files;
+                  gitignore syntax, nested files apply below their own directory, deeper files win over
+                  shallower ones and over info/exclude, which wins over the global file; `!pattern`
+                  re-includes, but never below a directory that is itself excluded (as in git)
     secret name   .env*, *.pem, *.key, id_rsa* and other key/credential file names, unless the user
                   opted the path in (`PrivacyPolicy.opt_in`, gitignore syntax)
     too large     more than `max_file_bytes`
@@ -13,23 +16,40 @@ Checks, in order, each with a reason string for the log:
 
 The caller hands in the ignore files' text and the file's content; nothing here reads the disk. Paths are
 POSIX, relative to the workspace root.
+
+Every pattern is matched by RE2 (pathspec's `re2` backend, `google-re2`): patterns come from a repository,
+and a backtracking engine takes exponential time on a pattern of many stars; RE2's time is linear in the
+path.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pathspec import GitIgnoreSpec
 
+# Linear-time matching for patterns a repository writes (see the module docstring); an import error here
+# (google-re2 missing) is better than a silent fallback to backtracking.
+_BACKEND = "re2"
+
+
+def compile_patterns(lines: Iterable[str]) -> GitIgnoreSpec:
+    """gitignore-syntax `lines` matched in linear time (RE2)."""
+    return GitIgnoreSpec.from_lines(list(lines), backend=_BACKEND)
+
+
 IGNORE_FILE_NAMES = (".gitignore", ".tandemignore")
+# How strong a source of ignore rules is within its directory (git's order: the global excludes file, then
+# the repository's info/exclude, then the directory's own ignore files).
+RANK_GLOBAL, RANK_INFO_EXCLUDE, RANK_IGNORE_FILE = 0, 1, 2
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 # git itself decides "binary" from the first 8,000 bytes; this is the same idea.
 _BINARY_SNIFF_BYTES = 8192
 
-_SECRET_NAMES = GitIgnoreSpec.from_lines(
+_SECRET_NAMES = compile_patterns(
     [
         ".env",
         ".env.*",
@@ -137,28 +157,34 @@ ALLOWED = Verdict(allowed=True)
 def _ignore_spec(lines: list[str]) -> tuple[GitIgnoreSpec, list[str]]:
     """An ignore file's lines as a spec, and the lines that compile to no pattern (left out)."""
     try:
-        return GitIgnoreSpec.from_lines(lines), []
+        return compile_patterns(lines), []
     except ValueError:
         kept, skipped = [], []
         for line in lines:
             try:
-                GitIgnoreSpec.from_lines([line])
+                compile_patterns([line])
             except ValueError:
                 skipped.append(line)
             else:
                 kept.append(line)
-        return GitIgnoreSpec.from_lines(kept), skipped
+        return compile_patterns(kept), skipped
 
 
 class PrivacyFilter:
     """Decides per path (and content) whether a file may leave the machine."""
 
-    def __init__(self, *, policy: PrivacyPolicy | None = None, ignore_files: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        policy: PrivacyPolicy | None = None,
+        ignore_files: Mapping[str, str] | None = None,
+    ) -> None:
         """`ignore_files` maps each ignore file's path (e.g. `.gitignore`, `src/.tandemignore`) to its text."""
         self.policy = policy or PrivacyPolicy()
-        self._opt_in = GitIgnoreSpec.from_lines(self.policy.opt_in)
-        # (directory, file name, spec), shallowest first: a deeper file's verdict overrides.
-        self._ignores: list[tuple[str, str, GitIgnoreSpec]] = []
+        self._opt_in = compile_patterns(self.policy.opt_in)
+        # (directory, file name, spec, rank), shallowest first and, in one directory, weakest first: a later
+        # entry's verdict overrides.
+        self._ignores: list[tuple[str, str, GitIgnoreSpec, int]] = []
         for path, text in (ignore_files or {}).items():
             self.set_ignore_file(path, text)
         # Directories whose ignore files could not be read (or that were never listed): {directory: why}.
@@ -174,16 +200,18 @@ class PrivacyFilter:
     def closed_directories(self) -> dict[str, str]:
         return dict(self._closed)
 
-    def set_ignore_file(self, path: str, text: str) -> list[str]:
+    def set_ignore_file(self, path: str, text: str, *, rank: int = RANK_IGNORE_FILE) -> list[str]:
         """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`). Returns the
         lines that are no pattern (a lone `!` or `\\`): they are skipped, as git skips them, and the
-        file's other lines apply (a repository's bad line must not switch its ignore rules off)."""
+        file's other lines apply (a repository's bad line must not switch its ignore rules off). A
+        repository-wide source (`RANK_GLOBAL`, `RANK_INFO_EXCLUDE`) is named `dir/<label>`: it applies below
+        `dir`, weaker than the ignore files there."""
         path = posixpath.normpath(path.lstrip("/"))
         directory = posixpath.dirname(path)
         spec, skipped = _ignore_spec(text.splitlines())
         self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
-        self._ignores.append((directory, posixpath.basename(path), spec))
-        self._ignores.sort(key=lambda entry: (entry[0].count("/") + (entry[0] != ""), entry[0], entry[1]))
+        self._ignores.append((directory, posixpath.basename(path), spec, rank))
+        self._ignores.sort(key=lambda e: (e[0].count("/") + (e[0] != ""), e[0], e[3], e[1]))
         return skipped
 
     def remove_ignore_file(self, path: str) -> None:
@@ -200,16 +228,13 @@ class PrivacyFilter:
             if not directory or path.startswith(directory + "/"):
                 where = directory or "the workspace"
                 return Verdict(allowed=False, reason=f"unscanned: {where} {why}, so its ignore rules are unknown")
-        ignored_by = ""
-        for directory, name, spec in self._ignores:
-            if directory and not path.startswith(directory + "/"):
-                continue
-            relative = path[len(directory) + 1 :] if directory else path
-            result = spec.check_file(relative)
-            if result.include is not None and result.index is not None:
-                pattern = spec.patterns[result.index].pattern
-                where = posixpath.join(directory, name)
-                ignored_by = f"ignored by {where} (pattern {pattern!r})" if result.include else ""
+        # A directory that is excluded excludes everything under it: no deeper ignore file can re-include
+        # (git does not even read the ignore files below an excluded directory).
+        for depth in range(1, len(parts)):
+            ignored_by = self._ignored_by("/".join(parts[:depth]) + "/")
+            if ignored_by:
+                return Verdict(allowed=False, reason=ignored_by)
+        ignored_by = self._ignored_by(path)
         if ignored_by:
             return Verdict(allowed=False, reason=ignored_by)
         # By name whatever the case: `.ENV` is `.env` on the file systems of macOS and Windows, and a
@@ -221,6 +246,23 @@ class PrivacyFilter:
             pattern = _SECRET_NAMES.patterns[secret.index].pattern
             return Verdict(allowed=False, reason=f"looks like a secret by its name ({pattern!r}); opt it in to send it")
         return ALLOWED
+
+    def _ignored_by(self, path: str) -> str:
+        """Which of the ignore files handed in excludes `path` (a directory ends in "/"), "" if none: the
+        last matching pattern of the deepest file above it decides."""
+        ignored_by = ""
+        for directory, name, spec, _rank in self._ignores:
+            if directory and not path.startswith(directory + "/"):
+                continue
+            relative = path[len(directory) + 1 :] if directory else path
+            if not relative or relative == "/":
+                continue
+            result = spec.check_file(relative)
+            if result.include is not None and result.index is not None:
+                pattern = spec.patterns[result.index].pattern
+                where = posixpath.join(directory, name)
+                ignored_by = f"ignored by {where} (pattern {pattern!r})" if result.include else ""
+        return ignored_by
 
     def opted_in(self, path: str) -> bool:
         """True if the user's opt-in list names `path`."""

@@ -55,6 +55,7 @@ from urllib.parse import unquote, urlparse
 from tandem.cache.lines import Edit, LineBuffer
 from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy, Verdict, credential_in
 from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.ignores import IgnoreRules
 from tandem.completion.providers.backends.base import ModelRequest
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,9 @@ class Gate:
         self.root = root
         # The workspace folders: an open document that is a link out of them is refused (unless opted in).
         self.folders = folders if folders is not None else Folders([root] if root is not None else [])
+        # Every source of ignore rules git reads, and .tandemignore, for every folder, kept current.
+        roots = [root] if root is not None else []
+        self._ignore_rules = IgnoreRules([*roots, *(r for r in self.folders.roots if r not in roots)])
         self._privacy = PrivacyFilter(policy=policy)
         # Where links in the workspace lead, by path (a few system calls each: asked again only when the file
         # at that path is another one), with the identity of the file it was asked for.
@@ -167,6 +171,7 @@ class Gate:
     def privacy(self, privacy: PrivacyFilter) -> None:
         self._privacy = privacy
         self._links.clear()
+        self._ignore_rules.forget()
 
     @property
     def max_prompt_chars(self) -> int:
@@ -182,6 +187,7 @@ class Gate:
         """The rules that need only a workspace-relative path: ignore files, secret-looking names, and for a
         link in the workspace, where it leads (out of the workspace: refused unless opted in; inside it: the
         rules of its target)."""
+        self._ignore_rules.refresh(path, self.privacy)
         verdict = self.privacy.check_path(path)
         if not verdict or self.root is None or not self.folders:
             return verdict
@@ -260,7 +266,11 @@ class Gate:
     def document(self, uri: str) -> Verdict:
         """The verdict on an open document (path rules alone for one the gate never saw opened)."""
         verdict = self._open.get(uri)
-        return verdict if verdict is not None else self.path(self.relative(uri))
+        if verdict is not None and not verdict:
+            return verdict
+        # The path rules again (cheap: kept per path and file state): an ignore file saved since the document
+        # was opened applies to it now.
+        return self.path(self.relative(uri))
 
     # -- the door ----------------------------------------------------------------------------------
 

@@ -115,6 +115,8 @@ def test_a_file_read_for_an_edit_before_the_scan_is_judged_by_the_ignore_files_a
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / ".gitignore").write_text("secret.py\n")
     index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
-    assert index.gate.file("pkg/secret.py", "x = 1\n")  # the nested rules are not known yet ...
-    index.ensure_rules_for("pkg/secret.py")  # ... the edit's workspace reads them before the file
+    # Known before any scan: git reads the nested ignore file itself, and so does tandem before judging.
+    verdict = index.gate.file("pkg/secret.py", "x = 1\n")
+    assert not verdict and "pkg/.gitignore" in verdict.reason
+    index.ensure_rules_for("pkg/secret.py")
     assert not index.gate.file("pkg/secret.py", "x = 1\n")

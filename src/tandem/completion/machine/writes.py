@@ -27,8 +27,7 @@ import pathlib
 import posixpath
 from dataclasses import dataclass
 
-from pathspec import GitIgnoreSpec
-
+from tandem.cache.privacy import compile_patterns
 from tandem.completion.machine.containment import Folders
 
 # Files the model may create without asking: source code, by suffix.
@@ -55,8 +54,8 @@ _LOADED_PATTERNS = (
     "requirements*.txt", "constraints*.txt", "package-lock.json", "yarn.lock", "pnpm-lock.yaml",
     "Vagrantfile", "Tiltfile", "Earthfile", "mise.toml",
 )  # fmt: skip
-_LOADED_ON_AN_EVENT = GitIgnoreSpec.from_lines(_LOADED_PATTERNS)
-_LOADED_LOWER = GitIgnoreSpec.from_lines([pattern.lower() for pattern in _LOADED_PATTERNS])
+_LOADED_ON_AN_EVENT = compile_patterns(_LOADED_PATTERNS)
+_LOADED_LOWER = compile_patterns(pattern.lower() for pattern in _LOADED_PATTERNS)
 
 
 class Write(enum.Enum):

@@ -1,0 +1,58 @@
+"""Every source of ignore rules git reads (`completion.machine.ignores`), read through the gate's path
+checks and kept current; the end-to-end probes over stdio are in tests/e2e/test_e2e_ignore_files.py."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+
+from tandem.cache.privacy import PrivacyFilter
+from tandem.completion.gate import Gate
+
+
+def _git(*args: str, cwd: pathlib.Path) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def test_info_exclude_is_read_where_git_keeps_it_when_git_is_a_file(tmp_path: pathlib.Path) -> None:
+    root, elsewhere = tmp_path / "work", tmp_path / "elsewhere.git"
+    root.mkdir()
+    _git("init", "-q", f"--separate-git-dir={elsewhere}", cwd=root)
+    assert (root / ".git").is_file()
+    (elsewhere / "info").mkdir(exist_ok=True)
+    (elsewhere / "info" / "exclude").write_text("notes.py\n")
+    gate = Gate(root=root)
+    verdict = gate.path("notes.py")
+    assert not verdict and "info-exclude" in verdict.reason
+    assert gate.path("app.py")
+
+
+def test_a_directory_that_is_excluded_cannot_be_re_included_below_it() -> None:
+    privacy = PrivacyFilter(ignore_files={".gitignore": "private/\n", "private/.gitignore": "!*\n!notes.py\n"})
+    assert not privacy.check_path("private/notes.py")
+    assert not privacy.check_path("private/deeper/x.py")
+    # Not excluded as a directory, a file's own pattern may still be undone deeper (as in git).
+    privacy = PrivacyFilter(ignore_files={".gitignore": "*.py\n", "src/.gitignore": "!keep.py\n"})
+    assert privacy.check_path("src/keep.py") and not privacy.check_path("src/other.py")
+
+
+def test_an_ignore_file_is_read_again_when_it_changes_and_dropped_when_it_goes(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    gate = Gate(root=tmp_path)
+    assert gate.path("pkg/a.py")
+    (tmp_path / "pkg" / ".tandemignore").write_text("a.py\n")
+    assert not gate.path("pkg/a.py")
+    (tmp_path / "pkg" / ".tandemignore").write_text("b.py\n")
+    assert gate.path("pkg/a.py") and not gate.path("pkg/b.py")
+    (tmp_path / "pkg" / ".tandemignore").unlink()
+    assert gate.path("pkg/b.py")
+
+
+def test_an_ignore_file_that_cannot_be_read_closes_its_directory(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    os.mkfifo(tmp_path / "pkg" / ".gitignore")  # an open for reading would wait for a writer for ever
+    gate = Gate(root=tmp_path)
+    verdict = gate.path("pkg/a.py")
+    assert not verdict and "unreadable" in verdict.reason
+    assert gate.path("b.py")
