@@ -11,8 +11,8 @@ Checks, in order, each with a reason string for the log:
                   opted the path in (`PrivacyPolicy.opt_in`, gitignore syntax)
     too large     more than `max_file_bytes`
     binary        a NUL byte in the first 8 KiB, or bytes that are not UTF-8
-    credentials   content with a credential pattern (AWS access key id, PEM private key, OpenAI/Anthropic
-                  `sk-` keys, GitHub/Slack/Google tokens); an opt-in does not override this
+    credentials   content that a credential rule matches (`cache.secrets`: detect-secrets' maintained
+                  rules and tandem's own where they add); an opt-in does not override this
 
 The caller hands in the ignore files' text and the file's content; nothing here reads the disk. Paths are
 POSIX, relative to the workspace root.
@@ -25,11 +25,12 @@ path.
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pathspec import GitIgnoreSpec
+
+from tandem.cache.secrets import credential_in
 
 # Linear-time matching for patterns a repository writes (see the module docstring); an import error here
 # (google-re2 missing) is better than a silent fallback to backtracking.
@@ -99,38 +100,46 @@ _SECRET_NAMES = compile_patterns(
         "*.tfstate",
         "*.tfstate.*",
         "*.tfvars",
+        "*.tfvars.json",
+        ".terraformrc",
+        "terraform.rc",
+        # Credentials by the tools' own file names (each tool's documentation names the file).
+        "kubeconfig",
+        "*.kubeconfig",
+        "**/.kube/config",
+        ".vault-token",
+        ".my.cnf",
+        ".mylogin.cnf",
+        ".htpasswd",
+        "htpasswd",
+        "rclone.conf",
+        "wp-config.php",
+        ".s3cfg",
+        ".boto",
+        ".passwd-s3fs",
+        "**/.config/gh/hosts.yml",
+        "**/.azure/accessTokens.json",
+        "**/.azure/msal_token_cache.json",
+        "**/.config/gcloud/credentials.db",
+        "**/.config/gcloud/access_tokens.db",
+        "**/.gem/credentials",
+        "**/.m2/settings.xml",
+        "**/.m2/settings-security.xml",
+        ".git-credentials*",
+        ".yarnrc.yml",
+        "*.p8",
+        "*.gpg",
+        "*.ovpn",
+        ".password-store/",
+        ".gnupg/",
+        "keystore.properties",
+        "local.properties",
+        "*.mobileprovision",
+        ".dockerconfigjson",
+        "auth.json",
+        ".env*.local",
     ]
 )
-
-# (what, literals one of which the text must contain, pattern). A regex that starts with \b cannot use
-# re's literal-prefix scan (~15 ms per 100 KB each); `in` on the literals first costs microseconds.
-_CREDENTIAL_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
-    ("a private key", ("PRIVATE KEY",), re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("an OpenAI-style API key", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
-    (
-        "a GitHub token",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})"),
-    ),
-    ("a Slack token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a Stripe secret key", ("k_live_",), re.compile(r"\b[rs]k_live_[0-9A-Za-z]{20,}")),
-)
-
-
-def credential_in(text: str) -> str:
-    """What credential `text` holds and on which line ("an AWS access key id (line 3)"), or "" if none.
-    Never the credential itself."""
-    for what, literals, pattern in _CREDENTIAL_PATTERNS:
-        if not any(literal in text for literal in literals):
-            continue
-        match = pattern.search(text)
-        if match is not None:
-            line = text.count("\n", 0, match.start()) + 1
-            return f"{what} (line {line})"
-    return ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -285,7 +294,7 @@ class PrivacyFilter:
             if "\0" in text[:_BINARY_SNIFF_BYTES]:
                 return Verdict(allowed=False, reason="binary (NUL characters)")
         found = credential_in(text)
-        return Verdict(allowed=False, reason=f"contains what looks like {found}") if found else ALLOWED
+        return Verdict(allowed=False, reason=f"contains a credential ({found})") if found else ALLOWED
 
     def check(self, path: str, content: str | bytes | None = None) -> Verdict:
         """Every check that applies (content checks only when content is given)."""

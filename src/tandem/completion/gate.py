@@ -53,7 +53,8 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from tandem.cache.lines import Edit, LineBuffer
-from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy, Verdict, credential_in
+from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy, Verdict
+from tandem.cache.secrets import credential_in
 from tandem.completion.machine.containment import Folders
 from tandem.completion.machine.ignores import IgnoreRules
 from tandem.completion.providers.backends.base import ModelRequest
@@ -295,5 +296,5 @@ class Gate:
             return Verdict(allowed=False, reason="the prompt holds binary content (NUL characters)")
         found = credential_in(text)
         if found:
-            return Verdict(allowed=False, reason=f"the prompt holds what looks like {found}")
+            return Verdict(allowed=False, reason=f"the prompt holds a credential ({found})")
         return Verdict(allowed=True)
