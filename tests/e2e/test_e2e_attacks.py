@@ -280,7 +280,7 @@ async def test_a_credential_typed_or_pasted_into_an_open_file_is_never_sent(
     await session.inline(uri, types.Position(line=4, character=0))
     assert AWS_KEY not in model.sent()
     told = [m for m in _messages(session) if "cloud.py" in m]
-    assert len(told) == 1 and "AWS access key" in told[0], told
+    assert len(told) == 1 and "AWS Access Key" in told[0], told
 
 
 # -- 1. writes outside the workspace -----------------------------------------------------------------
