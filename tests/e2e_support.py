@@ -113,13 +113,14 @@ async def serve(
     trace_flag: bool = True,
     launch: list[str] | None = None,
     more_folders: list[pathlib.Path] | None = None,
+    env_overrides: dict[str, str] | None = None,
 ) -> AsyncIterator[Session]:
     """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would.
     `trace_flag=False` leaves the trace where the configuration puts it (default: the state directory).
 
     The server runs in the workspace folder, as editors start it; `launch` is the command an editor's
     configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own. `more_folders`:
-    workspace folders after the first."""
+    workspace folders after the first; `env_overrides`: environment variables the server starts with."""
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
     root = tmp_path / "workspace"
@@ -135,7 +136,7 @@ async def serve(
     trace_flag = trace_flag and launch is None
     trace = tmp_path / "trace.jsonl" if trace_flag else home / "state" / "tandem" / "trace.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
-    env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
+    env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), **(env_overrides or {})})
     command = launch or [sys.executable, "-P", "-m", "tandem", "serve"]
     trace_args = ["--trace", str(trace)] if trace_flag else []
     config = ClientServerConfig(server_command=[*command, *trace_args, *(extra_args or [])], server_env=env)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import pathlib
 import subprocess
 from asyncio.subprocess import DEVNULL
@@ -397,3 +398,43 @@ async def test_file_names_in_the_trace_are_inert(
     )
     await shell.wait()
     assert not (scratch / "pwned").exists()
+
+
+def _repository_with_its_own_git(root: pathlib.Path, mark: pathlib.Path) -> None:
+    """A repository with one commit, an info/exclude, and `git` programs of its own that leave `mark`."""
+    root.mkdir()
+    (root / "main.py").write_text("def f():\n    return 1\n")
+    for args in (["init", "-q"], ["add", "main.py"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True)
+    (root / ".git" / "info" / "exclude").write_text("excluded.py\n")
+    for where in (root / "git", root / "node_modules" / ".bin" / "git"):
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(f"#!/bin/sh\necho planted >> {mark}\nexit 0\n")
+        where.chmod(0o755)
+
+
+async def test_a_repositorys_own_git_never_runs_through_an_empty_or_relative_path_entry(
+    tmp_path: pathlib.Path, model: InjectedModel
+) -> None:
+    """An editor started with an empty entry in PATH (the current directory) and a relative one
+    (`node_modules/.bin`), in the workspace: the repository's `./git` and `node_modules/.bin/git` must not
+    run as tandem's git. An edit is asked (the router reads the file's history from git) and a document is
+    opened (its ignore rules are read with git's help); the planted programs leave a mark if they ever run,
+    and git's real answer is seen to arrive (the repository's info/exclude is honoured)."""
+    root = tmp_path / "workspace"
+    mark = tmp_path / "PLANTED_GIT_RAN"
+    _repository_with_its_own_git(root, mark)
+    path = os.pathsep.join(["", "node_modules/.bin", os.environ.get("PATH", "/usr/bin:/bin")])
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    async with serve(tmp_path, "vscode", user_config=user, env_overrides={"PATH": path}) as session:
+        editor = Editor(session)
+        uri = editor.open("main.py", "def f():\n    return 1\n")
+        model.answer = "main.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+        argument = {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}},
+                    "instruction": "Fix", "model": "fast"}  # fmt: skip
+        await execute(session, argument)
+        text = "VALUE = 'EXCLUDED_BY_INFO_3e9a'\nx = "
+        excluded = session.open("excluded.py", text)
+        await session.inline(excluded, session.position_at_end(text))
+    assert not mark.exists(), mark.read_text()
+    assert "EXCLUDED_BY_INFO_3e9a" not in json.dumps(model.requests)
