@@ -438,3 +438,63 @@ async def test_a_repositorys_own_git_never_runs_through_an_empty_or_relative_pat
         await session.inline(excluded, session.position_at_end(text))
     assert not mark.exists(), mark.read_text()
     assert "EXCLUDED_BY_INFO_3e9a" not in json.dumps(model.requests)
+
+
+async def test_the_root_the_home_directory_and_their_ancestors_are_refused_as_workspace_folders(
+    tmp_path: pathlib.Path, model: InjectedModel
+) -> None:
+    """A repository's `.code-workspace` names `/` and the home directory as folders (the editor passes them on
+    at initialize, or later in didChangeWorkspaceFolders): each is refused with a message, a linked file from
+    the home directory is not sent, and an edit cannot write into the home directory."""
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    (home / "Documents" / "private.py").write_text("PRIVATE_NOTES = 'HOME_DOCUMENT_9b7d'\n")
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "notes.py").symlink_to(home / "Documents" / "private.py")
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    async with serve(tmp_path, "vscode", user_config=user, more_folders=[pathlib.Path("/"), tmp_path]) as session:
+        await _until(lambda: len([m for m in session.client.messages if "will not read or write" in m.message]) >= 2)
+        session.client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[types.WorkspaceFolder(uri=home.as_uri(), name="home")], removed=[]
+                )
+            )
+        )
+        await _until(lambda: any("your home directory" in m.message for m in session.client.messages))
+        text = "from notes import PRIVATE_NOTES\nx = "
+        uri = session.open("app.py", text)
+        await session.inline(uri, session.position_at_end(text))
+        linked = session.open("notes.py", "PRIVATE_NOTES = 'HOME_DOCUMENT_9b7d'\n")
+        await session.inline(linked, types.Position(line=1, character=0))
+        editor = Editor(session)
+        target = home / "bin" / "x.py"
+        model.answer = f"--- /dev/null\n+++ {target}\n@@ -0,0 +1 @@\n+print('planted')\n"
+        argument = {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}},
+                    "instruction": "Fix", "model": "fast"}  # fmt: skip
+        result = await execute(session, argument)
+        assert result["applied"] is False
+        assert target.as_uri() not in repr(editor.received)
+    assert not target.exists()
+    assert "HOME_DOCUMENT_9b7d" not in json.dumps(model.requests)
+
+
+@pytest.mark.parametrize("root_path", [".", "workspace/../workspace"])
+async def test_a_relative_workspace_root_is_refused(
+    tmp_path: pathlib.Path, model: InjectedModel, root_path: str
+) -> None:
+    """A client that names its root by a relative path (resolved against wherever the server runs): refused
+    with a message, and a link out of the workspace is not read for context."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret_module.py").write_text("def outside_secret():\n    return 'OUTSIDE_5c3e'\n")
+    (root / "linked.py").symlink_to(tmp_path / "outside" / "secret_module.py")
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    overrides = {"root_uri": None, "workspace_folders": None, "root_path": root_path}
+    async with serve(tmp_path, "vscode", user_config=user, initialize_overrides=overrides) as session:
+        await _until(lambda: any("not an absolute path" in m.message for m in session.client.messages))
+        text = "from linked import outside_secret\n\nx = outside_secret() + "
+        uri = session.open("app.py", text)
+        await session.inline(uri, session.position_at_end(text))
+    assert "OUTSIDE_5c3e" not in json.dumps(model.requests)

@@ -153,8 +153,7 @@ class Gate:
         # The workspace folders: an open document that is a link out of them is refused (unless opted in).
         self.folders = folders if folders is not None else Folders([root] if root is not None else [])
         # Every source of ignore rules git reads, and .tandemignore, for every folder, kept current.
-        roots = [root] if root is not None else []
-        self._ignore_rules = IgnoreRules([*roots, *(r for r in self.folders.roots if r not in roots)])
+        self._ignore_rules = self._rules_for(self.folders)
         self._privacy = PrivacyFilter(policy=policy)
         # Where links in the workspace lead, by path (a few system calls each: asked again only when the file
         # at that path is another one), with the identity of the file it was asked for.
@@ -173,6 +172,16 @@ class Gate:
         self._privacy = privacy
         self._links.clear()
         self._ignore_rules.forget()
+
+    def _rules_for(self, folders: Folders) -> IgnoreRules:
+        roots = [self.root] if self.root is not None else []
+        return IgnoreRules([*roots, *(r for r in folders.roots if r not in roots)])
+
+    def set_folders(self, folders: Folders) -> None:
+        """The workspace folders changed (added or removed by the client)."""
+        self.folders = folders
+        self._ignore_rules = self._rules_for(folders)
+        self._links.clear()
 
     @property
     def max_prompt_chars(self) -> int:

@@ -262,6 +262,12 @@ class WorkspaceIndex:
     def privacy(self) -> PrivacyFilter:
         return self.gate.privacy
 
+    def set_folders(self, folders: list[pathlib.Path]) -> None:
+        """The client's workspace folders changed: reads and writes follow the new set (the first folder,
+        the root, stays what it was: paths are relative to it)."""
+        self.folders = Folders(folders)
+        self.gate.set_folders(self.folders)
+
     def relative(self, uri: str) -> str:
         return relative_path(uri, self.root)
 

@@ -140,6 +140,8 @@ class TandemServer(LanguageServer):
     client_name: str
     # Notices already shown, so each is shown once per session.
     shown_notices: set[str]
+    # Messages for the workspace folders refused at initialize (shown once the session exists).
+    refused_folders: list[str]
     # Ids of completion requests whose handler has started (see TandemProtocol._handle_request).
     started_requests: set[Any]
     # The last `tandem/status` sent.
@@ -157,6 +159,7 @@ class TandemServer(LanguageServer):
         self.trace_path = trace_path
         self.client_name = ""
         self.shown_notices = set()
+        self.refused_folders = []
         self.started_requests = set()
         self.last_status = Status.ready()
         self._tasks: set[asyncio.Future[Any]] = set()
