@@ -498,3 +498,28 @@ async def test_a_relative_workspace_root_is_refused(
         uri = session.open("app.py", text)
         await session.inline(uri, session.position_at_end(text))
     assert "OUTSIDE_5c3e" not in json.dumps(model.requests)
+
+
+async def test_control_characters_in_a_file_name_never_reach_a_message_or_the_log(
+    tmp_path: pathlib.Path, model: InjectedModel
+) -> None:
+    """A repository's file named with terminal escape sequences (retitle the terminal, clear the screen), in
+    which a credential is typed: tandem tells the user it will not send the file, naming it with every
+    control character escaped, in window/showMessage, window/logMessage and the log file alike."""
+    name = "notes\x1b]0;owned\x07\x1b[2J\r.py"
+    log_file = tmp_path / "tandem.log"
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    extra = ["--log-to-client", "--log-file", str(log_file)]
+    async with serve(tmp_path, "vscode", user_config=user, extra_args=extra) as session:
+        (session.root / name).write_text("KEY = ''\n")
+        uri = session.open(name, "KEY = ''\n")
+        await session.inline(uri, types.Position(line=0, character=7))
+        session.insert(uri, types.Position(line=0, character=7), AWS_KEY)
+        await session.inline(uri, types.Position(line=0, character=7 + len(AWS_KEY)))
+        await _until(lambda: any("notes" in m for m in _messages(session)))
+        shown = [m for m in _messages(session) if "notes" in m]
+        logged = [m.message for m in session.client.log_messages]
+    log = log_file.read_text()
+    assert shown and "\\x1b]0;owned\\x07" in log  # the decoded name was logged, escaped
+    for text in [*shown, *logged, log]:
+        assert not any(c in text for c in "\x1b\x07\r"), repr(text)

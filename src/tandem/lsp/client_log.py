@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tandem.lsp.shown import ShownFormatter
+
 if TYPE_CHECKING:
     from tandem.lsp.server import TandemServer
 
@@ -38,8 +40,8 @@ class ClientLogHandler(logging.Handler):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sending = threading.local()
         self._fallback = logging.StreamHandler(sys.stderr)
-        self._fallback.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self._fallback.setFormatter(ShownFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(ShownFormatter("%(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         if record.name.startswith("pygls") or getattr(self._sending, "active", False):

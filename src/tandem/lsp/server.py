@@ -31,6 +31,7 @@ from tandem.lsp.client_log import ClientLogHandler
 from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
 from tandem.lsp.heap import HeapTrimmer
+from tandem.lsp.shown import shown
 from tandem.lsp.status import METHOD as STATUS_METHOD
 from tandem.lsp.status import Status
 from tandem.lsp.stdio import MessageLoop
@@ -233,14 +234,16 @@ class TandemServer(LanguageServer):
         """A model's outage or recovery (completion.breaker decides it is news): window/showMessage, and
         window/logMessage for clients that show only the log (Helix without a plugin)."""
         kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
-        self.window_show_message(types.ShowMessageParams(type=kind, message=notice.message))
+        message = shown(notice.message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
         # With `--log-to-client` the tiers' log line of the notice is already a window/logMessage (VS Code's
         # Output showed it twice).
         if not any(isinstance(handler, ClientLogHandler) for handler in logging.getLogger().handlers):
-            self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
-        """window/showMessage, once per distinct message."""
+        """window/showMessage, once per distinct message (control characters escaped: `lsp.shown`)."""
+        message = shown(message)
         if message in self.shown_notices:
             return
         self.shown_notices.add(message)

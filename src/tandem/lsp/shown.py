@@ -8,6 +8,7 @@ as its escape (`\\x1b`), so what reaches a screen is what is in the text, and no
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 
 # Escaped besides the C0/C1 controls: format characters (bidirectional overrides and isolates, zero-width
@@ -30,3 +31,15 @@ def shown(text: str, *, keep_newlines: bool = False) -> str:
         else _escape(character)
         for character in text
     )
+
+
+class ShownFormatter(logging.Formatter):
+    """A log formatter that escapes the message (and the traceback, keeping its lines) as `shown` does:
+    a log line names files and quotes reasons, and a log is read in a terminal."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = shown(record.message)
+        return super().formatMessage(record)
+
+    def formatException(self, ei: object) -> str:
+        return shown(super().formatException(ei), keep_newlines=True)  # type: ignore[arg-type]

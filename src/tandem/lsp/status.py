@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from tandem.lsp.shown import shown
+
 if TYPE_CHECKING:
     from tandem.completion.inline.request import CompletionResult
     from tandem.completion.observe.live_stats import LiveFigures
@@ -102,7 +104,8 @@ class Status:
     spend_today_usd: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The notification's fields, every text escaped (`lsp.shown`): a status bar is a screen too."""
+        return {key: shown(value) if isinstance(value, str) else value for key, value in asdict(self).items()}
 
     @staticmethod
     def ready() -> Status:
