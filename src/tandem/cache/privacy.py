@@ -191,9 +191,12 @@ class PrivacyFilter:
         """`ignore_files` maps each ignore file's path (e.g. `.gitignore`, `src/.tandemignore`) to its text."""
         self.policy = policy or PrivacyPolicy()
         self._opt_in = compile_patterns(self.policy.opt_in)
-        # (directory, file name, spec, rank), shallowest first and, in one directory, weakest first: a later
-        # entry's verdict overrides.
-        self._ignores: list[tuple[str, str, GitIgnoreSpec, int]] = []
+        # (directory, file name, spec, rank, outer), shallowest first and, in one directory, weakest first: a
+        # later entry's verdict overrides. `directory` is relative to the root, or for an `outer` entry (above
+        # the root, or anchored at the repository's top) to the repository's top.
+        self._ignores: list[tuple[str, str, GitIgnoreSpec, int, bool]] = []
+        # Where the root is inside its repository ("" at the top): git's rules are relative to the top.
+        self._base = ""
         for path, text in (ignore_files or {}).items():
             self.set_ignore_file(path, text)
         # Directories whose ignore files could not be read (or that were never listed): {directory: why}.
@@ -209,23 +212,45 @@ class PrivacyFilter:
     def closed_directories(self) -> dict[str, str]:
         return dict(self._closed)
 
-    def set_ignore_file(self, path: str, text: str, *, rank: int = RANK_IGNORE_FILE) -> list[str]:
+    def set_ignore_file(self, path: str, text: str, *, rank: int = RANK_IGNORE_FILE, outer: bool = False) -> list[str]:
         """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`). Returns the
         lines that are no pattern (a lone `!` or `\\`): they are skipped, as git skips them, and the
         file's other lines apply (a repository's bad line must not switch its ignore rules off). A
         repository-wide source (`RANK_GLOBAL`, `RANK_INFO_EXCLUDE`) is named `dir/<label>`: it applies below
-        `dir`, weaker than the ignore files there."""
+        `dir`, weaker than the ignore files there. `outer`: `path` is relative to the repository's top
+        (`set_repository_base`), for ignore files above the root and sources anchored at the top."""
         path = posixpath.normpath(path.lstrip("/"))
-        directory = posixpath.dirname(path)
+        directory = "" if posixpath.dirname(path) == "." else posixpath.dirname(path)
         spec, skipped = _ignore_spec(text.splitlines())
-        self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
-        self._ignores.append((directory, posixpath.basename(path), spec, rank))
-        self._ignores.sort(key=lambda e: (e[0].count("/") + (e[0] != ""), e[0], e[3], e[1]))
+        self._drop(path, outer)
+        self._ignores.append((directory, posixpath.basename(path), spec, rank, outer))
+        self._sort()
         return skipped
 
-    def remove_ignore_file(self, path: str) -> None:
-        path = posixpath.normpath(path.lstrip("/"))
-        self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
+    def set_repository_base(self, base: str) -> None:
+        """The root's place inside its repository (`a/b`; "" when the root is the repository's top)."""
+        base = posixpath.normpath(base.strip("/") or ".")
+        self._base = "" if base == "." else base
+        self._sort()
+
+    def _top(self, directory: str, outer: bool) -> str:
+        """An entry's directory relative to the repository's top."""
+        if outer or not self._base:
+            return directory
+        return posixpath.join(self._base, directory) if directory else self._base
+
+    def _sort(self) -> None:
+        def key(entry: tuple[str, str, GitIgnoreSpec, int, bool]) -> tuple[int, str, int, str]:
+            top = self._top(entry[0], entry[4])
+            return (top.count("/") + (top != ""), top, entry[3], entry[1])
+
+        self._ignores.sort(key=key)
+
+    def _drop(self, path: str, outer: bool) -> None:
+        self._ignores = [e for e in self._ignores if (posixpath.join(e[0], e[1]), e[4]) != (path, outer)]
+
+    def remove_ignore_file(self, path: str, *, outer: bool = False) -> None:
+        self._drop(posixpath.normpath(path.lstrip("/")), outer)
 
     def check_path(self, path: str) -> Verdict:
         """The checks that need only the path: ignore files and secret-looking names."""
@@ -238,12 +263,15 @@ class PrivacyFilter:
                 where = directory or "the workspace"
                 return Verdict(allowed=False, reason=f"unscanned: {where} {why}, so its ignore rules are unknown")
         # A directory that is excluded excludes everything under it: no deeper ignore file can re-include
-        # (git does not even read the ignore files below an excluded directory).
-        for depth in range(1, len(parts)):
-            ignored_by = self._ignored_by("/".join(parts[:depth]) + "/")
+        # (git does not even read the ignore files below an excluded directory). From the repository's top:
+        # a directory above the root may be the one excluded.
+        full = posixpath.join(self._base, path) if self._base else path
+        full_parts = full.split("/")
+        for depth in range(1, len(full_parts)):
+            ignored_by = self._ignored_by("/".join(full_parts[:depth]) + "/")
             if ignored_by:
                 return Verdict(allowed=False, reason=ignored_by)
-        ignored_by = self._ignored_by(path)
+        ignored_by = self._ignored_by(full)
         if ignored_by:
             return Verdict(allowed=False, reason=ignored_by)
         # By name whatever the case: `.ENV` is `.env` on the file systems of macOS and Windows, and a
@@ -257,13 +285,14 @@ class PrivacyFilter:
         return ALLOWED
 
     def _ignored_by(self, path: str) -> str:
-        """Which of the ignore files handed in excludes `path` (a directory ends in "/"), "" if none: the
-        last matching pattern of the deepest file above it decides."""
+        """Which of the ignore files handed in excludes `path` (relative to the repository's top; a directory
+        ends in "/"), "" if none: the last matching pattern of the deepest file above it decides."""
         ignored_by = ""
-        for directory, name, spec, _rank in self._ignores:
-            if directory and not path.startswith(directory + "/"):
+        for directory, name, spec, _rank, outer in self._ignores:
+            top = self._top(directory, outer)
+            if top and not path.startswith(top + "/"):
                 continue
-            relative = path[len(directory) + 1 :] if directory else path
+            relative = path[len(top) + 1 :] if top else path
             if not relative or relative == "/":
                 continue
             result = spec.check_file(relative)

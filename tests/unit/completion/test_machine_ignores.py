@@ -56,3 +56,26 @@ def test_an_ignore_file_that_cannot_be_read_closes_its_directory(tmp_path: pathl
     verdict = gate.path("pkg/a.py")
     assert not verdict and "unreadable" in verdict.reason
     assert gate.path("b.py")
+
+
+def test_a_folder_below_its_repositorys_top_is_held_to_the_rules_above_it(tmp_path: pathlib.Path) -> None:
+    top = tmp_path / "monorepo"
+    root = top / "services" / "api"
+    root.mkdir(parents=True)
+    _git("init", "-q", cwd=top)
+    (top / ".gitignore").write_text("services/api/generated.py\nprivate/\n")
+    (top / "services" / ".gitignore").write_text("*.secret.py\n")
+    (top / ".git" / "info" / "exclude").write_text("/services/api/anchored.py\n")
+    gate = Gate(root=root)
+    for path in ("generated.py", "private/notes.py", "keys.secret.py", "anchored.py"):
+        assert not gate.path(path), path
+    assert gate.path("app.py") and gate.path("sub/anchored.py")
+
+
+def test_a_folder_whose_own_directory_git_excludes_sends_nothing(tmp_path: pathlib.Path) -> None:
+    top = tmp_path / "repo"
+    (top / "vendor" / "lib").mkdir(parents=True)
+    _git("init", "-q", cwd=top)
+    (top / ".gitignore").write_text("vendor/\n")
+    (top / "vendor" / "lib" / ".gitignore").write_text("!*\n")
+    assert not Gate(root=top / "vendor" / "lib").path("x.py")

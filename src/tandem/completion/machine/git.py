@@ -210,6 +210,15 @@ def git_directories(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> tupl
     return tuple(dict.fromkeys(pathlib.Path(line) for line in lines)) or None
 
 
+def work_tree_top(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> pathlib.Path | None:
+    """The top of the work tree holding `root` (with or without a commit), or None outside one."""
+    done = _run(root, ["rev-parse", "--path-format=absolute", "--show-toplevel"], timeout_s=timeout_s, limit=65536)
+    if done is None:
+        return None
+    lines = done[0].decode("utf-8", "surrogateescape").splitlines()
+    return pathlib.Path(lines[0]) if lines and lines[0] else None
+
+
 @dataclass(frozen=True)
 class TreeFile:
     """A regular file in HEAD's tree: its blob's id and size."""

@@ -31,9 +31,9 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from tandem.cache.privacy import IGNORE_FILE_NAMES, RANK_GLOBAL, RANK_INFO_EXCLUDE
+from tandem.cache.privacy import IGNORE_FILE_NAMES, RANK_GLOBAL, RANK_IGNORE_FILE, RANK_INFO_EXCLUDE
 from tandem.completion.machine import git
-from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.containment import Folders, real_path
 from tandem.completion.machine.files import read_file
 
 if TYPE_CHECKING:
@@ -106,18 +106,25 @@ def read_ignore_files(root: pathlib.Path, directory: str, names: Iterable[str], 
 
 
 def _read_into(
-    file: pathlib.Path, where: str, privacy: PrivacyFilter, *, closes: str, within: Folders | None, rank: int = 2
+    file: pathlib.Path,
+    where: str,
+    privacy: PrivacyFilter,
+    *,
+    closes: str,
+    within: Folders | None,
+    rank: int = RANK_IGNORE_FILE,
+    outer: bool = False,
 ) -> None:
     read = read_file(file, max_bytes=MAX_IGNORE_FILE_BYTES, within=within)
     text = read.text()
     if text is None:
-        privacy.remove_ignore_file(where)
+        privacy.remove_ignore_file(where, outer=outer)
         if not read.missing:
             why = f"has an unreadable {posixpath_name(where)} ({read.refusal or 'not text'})"
             log.info("%s: %s; nothing under it will be sent", closes or "the workspace", why)
             privacy.close_directory(closes, why)
         return
-    skipped = privacy.set_ignore_file(where, text, rank=rank)
+    skipped = privacy.set_ignore_file(where, text, rank=rank, outer=outer)
     if skipped:
         log.info("%s: %d line(s) that are no pattern skipped, as git skips them", where, len(skipped))
 
@@ -136,6 +143,14 @@ class _Folder:
         excludes = [directory / "info" / "exclude" for directory in directories or ()]
         # The common directory's file is the one git reads (the last one named).
         self.info_exclude = excludes[-1] if excludes else None
+        # Where the folder is inside its work tree ("" at the top): git's rules above it apply to it too.
+        top = git.work_tree_top(root) if directories else None
+        real_root, real_top = real_path(root), real_path(top) if top is not None else None
+        inside = real_top is not None and (real_root == real_top or real_top in real_root.parents)
+        self.top = real_top if inside else None
+        self.base = real_root.relative_to(real_top).as_posix() if inside and real_top is not None else ""
+        if self.base == ".":
+            self.base = ""
 
 
 class IgnoreRules:
@@ -184,12 +199,25 @@ class IgnoreRules:
                 return
             folder, relative = found
             join = (lambda name: f"{folder.prefix}/{name}") if folder.prefix else (lambda name: name)
-            sources: list[tuple[pathlib.Path, str, str, int, Folders | None]] = []
+            # (file, name in the filter, directory it closes if unreadable, rank, read within, outer)
+            sources: list[tuple[pathlib.Path, str, str, int, Folders | None, bool]] = []
+            # A folder below its repository's top: git's rules are relative to the top, and the ignore files
+            # between the top and the folder apply to it (only for the first folder, the filter's root).
+            outer = bool(folder.base) and not folder.prefix and folder.top is not None
+            if outer:
+                privacy.set_repository_base(folder.base)
             excludes = global_excludes_file()
             if excludes is not None:
-                sources.append((excludes, join(GLOBAL_LABEL), folder.prefix, RANK_GLOBAL, None))
+                label = GLOBAL_LABEL if outer else join(GLOBAL_LABEL)
+                sources.append((excludes, label, folder.prefix, RANK_GLOBAL, None, outer))
             if folder.info_exclude is not None:
-                sources.append((folder.info_exclude, join(INFO_EXCLUDE_LABEL), folder.prefix, RANK_INFO_EXCLUDE, None))
+                label = INFO_EXCLUDE_LABEL if outer else join(INFO_EXCLUDE_LABEL)
+                sources.append((folder.info_exclude, label, folder.prefix, RANK_INFO_EXCLUDE, None, outer))
+            if outer and folder.top is not None:
+                above = folder.base.split("/")
+                for depth in range(len(above)):
+                    inside = "/".join([*above[:depth], ".gitignore"])
+                    sources.append((folder.top / inside, inside, "", RANK_IGNORE_FILE, Folders([folder.top]), True))
             parts = relative.split("/")[:-1]
             within = Folders([folder.root])
             for depth in range(len(parts) + 1):
@@ -197,11 +225,12 @@ class IgnoreRules:
                 for name in IGNORE_FILE_NAMES:
                     inside = f"{directory}/{name}" if directory else name
                     sources.append((folder.root / inside, join(inside), join(directory) if directory else folder.prefix,
-                                    2, within))  # fmt: skip
-            for file, where, closes, rank, limit in sources:
+                                    RANK_IGNORE_FILE, within, False))  # fmt: skip
+            for file, where, closes, rank, limit, is_outer in sources:
+                key = f"outer:{where}" if is_outer else where
                 state = _state(file)
-                if where not in self._states and state is None:
-                    self._states[where] = None  # never there: nothing to read
-                elif self._states.get(where, ()) != state:
-                    self._states[where] = state
-                    _read_into(file, where, privacy, closes=closes, within=limit, rank=rank)
+                if key not in self._states and state is None:
+                    self._states[key] = None  # never there: nothing to read
+                elif self._states.get(key, ()) != state:
+                    self._states[key] = state
+                    _read_into(file, where, privacy, closes=closes, within=limit, rank=rank, outer=is_outer)
