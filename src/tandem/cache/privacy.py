@@ -197,6 +197,9 @@ class PrivacyFilter:
         self._ignores: list[tuple[str, str, GitIgnoreSpec, int, bool]] = []
         # Where the root is inside its repository ("" at the top): git's rules are relative to the top.
         self._base = ""
+        # The ignore rules' verdicts by path, dropped whenever a rule changes (a path is asked on every
+        # keystroke that shows a snippet of it; matching is the same until an ignore file changes).
+        self._ignored_cache: dict[str, str] = {}
         for path, text in (ignore_files or {}).items():
             self.set_ignore_file(path, text)
         # Directories whose ignore files could not be read (or that were never listed): {directory: why}.
@@ -227,6 +230,13 @@ class PrivacyFilter:
         self._sort()
         return skipped
 
+    def _changed(self) -> None:
+        self._ignored_cache.clear()
+
+    @property
+    def repository_base(self) -> str:
+        return self._base
+
     def set_repository_base(self, base: str) -> None:
         """The root's place inside its repository (`a/b`; "" when the root is the repository's top)."""
         base = posixpath.normpath(base.strip("/") or ".")
@@ -245,9 +255,13 @@ class PrivacyFilter:
             return (top.count("/") + (top != ""), top, entry[3], entry[1])
 
         self._ignores.sort(key=key)
+        self._changed()
 
     def _drop(self, path: str, outer: bool) -> None:
-        self._ignores = [e for e in self._ignores if (posixpath.join(e[0], e[1]), e[4]) != (path, outer)]
+        kept = [e for e in self._ignores if (posixpath.join(e[0], e[1]), e[4]) != (path, outer)]
+        if len(kept) != len(self._ignores):
+            self._ignores = kept
+            self._changed()
 
     def remove_ignore_file(self, path: str, *, outer: bool = False) -> None:
         self._drop(posixpath.normpath(path.lstrip("/")), outer)
@@ -262,16 +276,12 @@ class PrivacyFilter:
             if not directory or path.startswith(directory + "/"):
                 where = directory or "the workspace"
                 return Verdict(allowed=False, reason=f"unscanned: {where} {why}, so its ignore rules are unknown")
-        # A directory that is excluded excludes everything under it: no deeper ignore file can re-include
-        # (git does not even read the ignore files below an excluded directory). From the repository's top:
-        # a directory above the root may be the one excluded.
-        full = posixpath.join(self._base, path) if self._base else path
-        full_parts = full.split("/")
-        for depth in range(1, len(full_parts)):
-            ignored_by = self._ignored_by("/".join(full_parts[:depth]) + "/")
-            if ignored_by:
-                return Verdict(allowed=False, reason=ignored_by)
-        ignored_by = self._ignored_by(full)
+        ignored_by = self._ignored_cache.get(path)
+        if ignored_by is None:
+            ignored_by = self._ignored_path(path)
+            if len(self._ignored_cache) > 200_000:
+                self._ignored_cache.clear()
+            self._ignored_cache[path] = ignored_by
         if ignored_by:
             return Verdict(allowed=False, reason=ignored_by)
         # By name whatever the case: `.ENV` is `.env` on the file systems of macOS and Windows, and a
@@ -283,6 +293,19 @@ class PrivacyFilter:
             pattern = _SECRET_NAMES.patterns[secret.index].pattern
             return Verdict(allowed=False, reason=f"looks like a secret by its name ({pattern!r}); opt it in to send it")
         return ALLOWED
+
+    def _ignored_path(self, path: str) -> str:
+        """Why the ignore rules exclude `path` (relative to the root), "" if they do not. A directory that is
+        excluded excludes everything under it: no deeper ignore file can re-include (git does not even read
+        the ignore files below an excluded directory). From the repository's top: a directory above the
+        root may be the one excluded."""
+        full = posixpath.join(self._base, path) if self._base else path
+        full_parts = full.split("/")
+        for depth in range(1, len(full_parts)):
+            ignored_by = self._ignored_by("/".join(full_parts[:depth]) + "/")
+            if ignored_by:
+                return ignored_by
+        return self._ignored_by(full)
 
     def _ignored_by(self, path: str) -> str:
         """Which of the ignore files handed in excludes `path` (relative to the repository's top; a directory

@@ -229,6 +229,7 @@ class Gate:
 
     def open(self, uri: str, text: str) -> Verdict:
         """A document was opened (or replaced whole): decide, once, whether anything of it may be sent."""
+        self._ignore_rules.new_epoch()
         path = self.relative(uri)
         verdict = self.path(path)
         file = uri_path(uri)
@@ -275,6 +276,7 @@ class Gate:
 
     def document(self, uri: str) -> Verdict:
         """The verdict on an open document (path rules alone for one the gate never saw opened)."""
+        self._ignore_rules.new_epoch()  # a request: ignore files are looked at again
         verdict = self._open.get(uri)
         if verdict is not None and not verdict:
             return verdict
@@ -286,6 +288,7 @@ class Gate:
 
     def admit(self, outbound: Outbound) -> Verdict:
         """The last word before a backend is called: every source of the text, then the text itself."""
+        self._ignore_rules.new_epoch()
         if outbound.document:
             verdict = self.document(outbound.document)
             if not verdict:

@@ -37,7 +37,11 @@ PATTERNS = [
 @pytest.mark.parametrize(("what", "prefixes", "alphabet", "shortest", "longest"), PATTERNS)
 @given(data=st.data())
 def test_every_variant_of_every_credential_pattern_is_found_from_its_shortest_length(
-    what: tuple[str, ...], prefixes: tuple[str, ...], alphabet: str, shortest: int, longest: int | None,
+    what: tuple[str, ...],
+    prefixes: tuple[str, ...],
+    alphabet: str,
+    shortest: int,
+    longest: int | None,
     data: st.DataObject,
 ) -> None:
     prefix = data.draw(st.sampled_from(prefixes))

@@ -38,15 +38,20 @@ def test_a_directory_that_is_excluded_cannot_be_re_included_below_it() -> None:
 
 
 def test_an_ignore_file_is_read_again_when_it_changes_and_dropped_when_it_goes(tmp_path: pathlib.Path) -> None:
+    """Each request (`Gate.document`, the engine's first question) looks at the ignore files again."""
     (tmp_path / "pkg").mkdir()
     gate = Gate(root=tmp_path)
-    assert gate.path("pkg/a.py")
+
+    def asked(name: str) -> bool:
+        return bool(gate.document((tmp_path / "pkg" / name).as_uri()))
+
+    assert asked("a.py")
     (tmp_path / "pkg" / ".tandemignore").write_text("a.py\n")
-    assert not gate.path("pkg/a.py")
+    assert not asked("a.py")
     (tmp_path / "pkg" / ".tandemignore").write_text("b.py\n")
-    assert gate.path("pkg/a.py") and not gate.path("pkg/b.py")
+    assert asked("a.py") and not asked("b.py")
     (tmp_path / "pkg" / ".tandemignore").unlink()
-    assert gate.path("pkg/b.py")
+    assert asked("b.py")
 
 
 def test_an_ignore_file_that_cannot_be_read_closes_its_directory(tmp_path: pathlib.Path) -> None:

@@ -34,8 +34,10 @@ def folder_refusal(path: pathlib.Path) -> str:
     for place in (pathlib.Path(os.path.normpath(path)), real_path(path)):
         for top in guarded:
             if place == top or place in top.parents:
-                what = "the root of the file system" if place == pathlib.Path("/") else (
-                    "your home directory" if place == top else "a directory that holds your home directory"
+                what = (
+                    "the root of the file system"
+                    if place == pathlib.Path("/")
+                    else ("your home directory" if place == top else "a directory that holds your home directory")
                 )
                 return f"{path} is {what}"
     return ""

@@ -50,7 +50,7 @@ INFO_EXCLUDE_LABEL = "(the repository's info-exclude file)"
 State = tuple[int, int, int, int] | None
 
 
-def _state(path: pathlib.Path) -> State:
+def _state(path: pathlib.Path | str) -> State:
     try:
         info = os.stat(path)
     except OSError:
@@ -151,23 +151,40 @@ class _Folder:
         self.base = real_root.relative_to(real_top).as_posix() if inside and real_top is not None else ""
         if self.base == ".":
             self.base = ""
+        # Only the first folder (the filter's root, prefix "") is matched from its repository's top.
+        self.outer = bool(self.base) and not prefix and self.top is not None
+        self.within = Folders([root])
+
+
+# (file, its name in the filter, the directory it closes if unreadable, rank, read within, outer)
+Source = tuple[str, str, str, int, Folders | None, bool]
 
 
 class IgnoreRules:
     """Reads every ignore source of the workspace folders into a `PrivacyFilter` and keeps it current.
 
-    Paths are as the filter sees them: relative to the first folder, or absolute for the others."""
+    Paths are as the filter sees them: relative to the first folder, or absolute for the others. Each
+    question stats the ignore files that apply to its path; within one epoch (`new_epoch`: the gate starts
+    one per request) a file is stat'ed once, so a request's many questions cost one look at each file."""
 
     def __init__(self, roots: Sequence[pathlib.Path]) -> None:
         self.roots = tuple(pathlib.Path(os.path.normpath(os.path.abspath(root))) for root in roots)
         self._folders: dict[pathlib.Path, _Folder] = {}
         self._states: dict[str, State] = {}
         self._lock = threading.Lock()
+        self._epoch = 0
+        self._seen: dict[str, tuple[int, State]] = {}
+        # Sources by (folder root, directory inside it).
+        self._sources: dict[tuple[pathlib.Path, str], list[Source]] = {}
 
     def forget(self) -> None:
         """Read every file again on its next use (the filter was replaced)."""
         with self._lock:
             self._states.clear()
+
+    def new_epoch(self) -> None:
+        """Files are stat'ed again from now on (a new request: an ignore file may have been saved since)."""
+        self._epoch += 1
 
     def _folder_of(self, path: str) -> tuple[_Folder, str] | None:
         """The folder holding `path` and the path inside it."""
@@ -189,6 +206,58 @@ class IgnoreRules:
             folder = self._folders[root] = _Folder(root, prefix)
         return folder, relative
 
+    def _fixed(self, folder: _Folder) -> list[Source]:
+        """The sources that apply to every path of `folder`: the global excludes file, info/exclude, and the
+        ignore files between the repository's top and the folder."""
+        key = (folder.root, "\0")
+        known = self._sources.get(key)
+        if known is not None:
+            return known
+        join = (lambda name: f"{folder.prefix}/{name}") if folder.prefix else (lambda name: name)
+        outer = folder.outer
+        sources: list[Source] = []
+        excludes = global_excludes_file()
+        if excludes is not None:
+            label = GLOBAL_LABEL if outer else join(GLOBAL_LABEL)
+            sources.append((str(excludes), label, folder.prefix, RANK_GLOBAL, None, outer))
+        if folder.info_exclude is not None:
+            label = INFO_EXCLUDE_LABEL if outer else join(INFO_EXCLUDE_LABEL)
+            sources.append((str(folder.info_exclude), label, folder.prefix, RANK_INFO_EXCLUDE, None, outer))
+        if outer and folder.top is not None:
+            above = folder.base.split("/")
+            within = Folders([folder.top])
+            for depth in range(len(above)):
+                inside = "/".join([*above[:depth], ".gitignore"])
+                sources.append((str(folder.top / inside), inside, "", RANK_IGNORE_FILE, within, True))
+        self._sources[key] = sources
+        return sources
+
+    def _in_directory(self, folder: _Folder, directory: str) -> list[Source]:
+        key = (folder.root, directory)
+        known = self._sources.get(key)
+        if known is None:
+            join = (lambda name: f"{folder.prefix}/{name}") if folder.prefix else (lambda name: name)
+            closes = join(directory) if directory else folder.prefix
+            known = []
+            for name in IGNORE_FILE_NAMES:
+                inside = f"{directory}/{name}" if directory else name
+                known.append((os.path.join(folder.root, inside), join(inside), closes, RANK_IGNORE_FILE,
+                              folder.within, False))  # fmt: skip
+            if len(self._sources) > 100_000:
+                self._sources.clear()
+            self._sources[key] = known
+        return known
+
+    def _state_now(self, file: str) -> State:
+        seen = self._seen.get(file)
+        if seen is not None and seen[0] == self._epoch:
+            return seen[1]
+        state = _state(file)
+        if len(self._seen) > 100_000:
+            self._seen.clear()
+        self._seen[file] = (self._epoch, state)
+        return state
+
     def refresh(self, path: str, privacy: PrivacyFilter) -> None:
         """Before `path` is judged: the ignore sources that apply to it, read again where they changed."""
         if "://" in path:
@@ -198,39 +267,18 @@ class IgnoreRules:
             if found is None:
                 return
             folder, relative = found
-            join = (lambda name: f"{folder.prefix}/{name}") if folder.prefix else (lambda name: name)
-            # (file, name in the filter, directory it closes if unreadable, rank, read within, outer)
-            sources: list[tuple[pathlib.Path, str, str, int, Folders | None, bool]] = []
-            # A folder below its repository's top: git's rules are relative to the top, and the ignore files
-            # between the top and the folder apply to it (only for the first folder, the filter's root).
-            outer = bool(folder.base) and not folder.prefix and folder.top is not None
-            if outer:
+            if folder.outer and privacy.repository_base != folder.base:
                 privacy.set_repository_base(folder.base)
-            excludes = global_excludes_file()
-            if excludes is not None:
-                label = GLOBAL_LABEL if outer else join(GLOBAL_LABEL)
-                sources.append((excludes, label, folder.prefix, RANK_GLOBAL, None, outer))
-            if folder.info_exclude is not None:
-                label = INFO_EXCLUDE_LABEL if outer else join(INFO_EXCLUDE_LABEL)
-                sources.append((folder.info_exclude, label, folder.prefix, RANK_INFO_EXCLUDE, None, outer))
-            if outer and folder.top is not None:
-                above = folder.base.split("/")
-                for depth in range(len(above)):
-                    inside = "/".join([*above[:depth], ".gitignore"])
-                    sources.append((folder.top / inside, inside, "", RANK_IGNORE_FILE, Folders([folder.top]), True))
+            sources = list(self._fixed(folder))
             parts = relative.split("/")[:-1]
-            within = Folders([folder.root])
             for depth in range(len(parts) + 1):
-                directory = "/".join(parts[:depth])
-                for name in IGNORE_FILE_NAMES:
-                    inside = f"{directory}/{name}" if directory else name
-                    sources.append((folder.root / inside, join(inside), join(directory) if directory else folder.prefix,
-                                    RANK_IGNORE_FILE, within, False))  # fmt: skip
+                sources += self._in_directory(folder, "/".join(parts[:depth]))
             for file, where, closes, rank, limit, is_outer in sources:
                 key = f"outer:{where}" if is_outer else where
-                state = _state(file)
+                state = self._state_now(file)
                 if key not in self._states and state is None:
                     self._states[key] = None  # never there: nothing to read
                 elif self._states.get(key, ()) != state:
                     self._states[key] = state
-                    _read_into(file, where, privacy, closes=closes, within=limit, rank=rank, outer=is_outer)
+                    _read_into(pathlib.Path(file), where, privacy, closes=closes, within=limit, rank=rank,
+                               outer=is_outer)  # fmt: skip
