@@ -122,12 +122,17 @@ async def serve(
     extra_args: list[str] | None = None,
     trace_flag: bool = True,
     launch: list[str] | None = None,
+    more_folders: list[pathlib.Path] | None = None,
+    env_overrides: dict[str, str] | None = None,
+    initialize_overrides: dict[str, Any] | None = None,
 ) -> AsyncIterator[Session]:
     """`tandem serve` with an isolated user config dir and trace file, initialised as `client` would.
     `trace_flag=False` leaves the trace where the configuration puts it (default: the state directory).
 
     The server runs in the workspace folder, as editors start it; `launch` is the command an editor's
-    configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own."""
+    configuration runs (default `python -P -m tandem serve`), given no `--trace` of its own. `more_folders`:
+    workspace folders after the first; `env_overrides`: environment variables the server starts with;
+    `initialize_overrides`: fields of InitializeParams to send instead (root_uri, root_path, folders)."""
     home = tmp_path / "home"
     (home / ".config" / "tandem").mkdir(parents=True, exist_ok=True)
     root = tmp_path / "workspace"
@@ -143,7 +148,7 @@ async def serve(
     trace_flag = trace_flag and launch is None
     trace = tmp_path / "trace.jsonl" if trace_flag else home / "state" / "tandem" / "trace.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
-    env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state")})
+    env.update({"HOME": str(home), "XDG_STATE_HOME": str(home / "state"), **(env_overrides or {})})
     # The server watches its own event loop and writes every block over 100 ms here (tandem.lsp.loop_watch).
     blocks = tmp_path / f"loop-blocks-{next(_SERVED)}.log"
     env.update({"TANDEM_LOOP_BLOCK_MS": str(LOOP_BLOCK_MS), "TANDEM_LOOP_BLOCK_REPORT": str(blocks)})
@@ -155,13 +160,16 @@ async def serve(
     await lsp_client.start_io(*config.server_command, env=env, cwd=str(root))
     capabilities, info = client_capabilities(client)
     try:
+        fields: dict[str, Any] = {
+            "root_uri": root.as_uri(),
+            "workspace_folders": [
+                types.WorkspaceFolder(uri=folder.as_uri(), name=folder.name) for folder in [root, *(more_folders or [])]
+            ],
+            **(initialize_overrides or {}),
+        }
         result = await lsp_client.initialize_session(
             types.InitializeParams(
-                capabilities=capabilities,
-                client_info=info,
-                root_uri=root.as_uri(),
-                workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="workspace")],
-                initialization_options=options,
+                capabilities=capabilities, client_info=info, initialization_options=options, **fields
             )
         )
         encoding = str(result.capabilities.position_encoding or "utf-16")

@@ -36,9 +36,12 @@ def _host_port(text: str) -> tuple[str, int]:
 def _serve(args: argparse.Namespace) -> int:
     level = logging.DEBUG if args.verbose else logging.INFO
     if not (args.log_to_client and args.log_file is None):
-        logging.basicConfig(
-            level=level, filename=args.log_file, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-        )
+        from tandem.lsp.shown import ShownFormatter
+
+        logging.basicConfig(level=level, filename=args.log_file)
+        # File names and model text reach the log: their control characters are escaped (`lsp.shown`).
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(ShownFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # pygls logs every message at INFO and DEBUG, document text included: only on explicit request.
     logging.getLogger("pygls").setLevel(logging.DEBUG if args.log_protocol else logging.WARNING)
     # httpx logs a line per model request at INFO: one per keystroke is noise, not news.

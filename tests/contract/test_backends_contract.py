@@ -277,7 +277,7 @@ async def test_429_with_a_long_retry_after_goes_back_to_the_caller(start_sim: St
 async def test_nothing_listening_is_backend_unavailable(start_sim: StartSim, case: ProviderCase) -> None:
     sim = start_sim()
     config = model(sim, case.provider)
-    sim.stop()
+    await asyncio.to_thread(sim.stop)  # joining the simulator's thread is not for the event loop
     async with make_client() as client:
         _, _, error = await collect(make_backend(config, client, env=ENV))
     assert type(error) is BackendUnavailable and "could not connect" in str(error)

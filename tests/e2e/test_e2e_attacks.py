@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import pathlib
 import subprocess
 from asyncio.subprocess import DEVNULL
@@ -280,7 +281,7 @@ async def test_a_credential_typed_or_pasted_into_an_open_file_is_never_sent(
     await session.inline(uri, types.Position(line=4, character=0))
     assert AWS_KEY not in model.sent()
     told = [m for m in _messages(session) if "cloud.py" in m]
-    assert len(told) == 1 and "AWS access key" in told[0], told
+    assert len(told) == 1 and "AWS Access Key" in told[0], told
 
 
 # -- 1. writes outside the workspace -----------------------------------------------------------------
@@ -397,3 +398,128 @@ async def test_file_names_in_the_trace_are_inert(
     )
     await shell.wait()
     assert not (scratch / "pwned").exists()
+
+
+def _repository_with_its_own_git(root: pathlib.Path, mark: pathlib.Path) -> None:
+    """A repository with one commit, an info/exclude, and `git` programs of its own that leave `mark`."""
+    root.mkdir()
+    (root / "main.py").write_text("def f():\n    return 1\n")
+    for args in (["init", "-q"], ["add", "main.py"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True)
+    (root / ".git" / "info" / "exclude").write_text("excluded.py\n")
+    for where in (root / "git", root / "node_modules" / ".bin" / "git"):
+        where.parent.mkdir(parents=True, exist_ok=True)
+        where.write_text(f"#!/bin/sh\necho planted >> {mark}\nexit 0\n")
+        where.chmod(0o755)
+
+
+async def test_a_repositorys_own_git_never_runs_through_an_empty_or_relative_path_entry(
+    tmp_path: pathlib.Path, model: InjectedModel
+) -> None:
+    """An editor started with an empty entry in PATH (the current directory) and a relative one
+    (`node_modules/.bin`), in the workspace: the repository's `./git` and `node_modules/.bin/git` must not
+    run as tandem's git. An edit is asked (the router reads the file's history from git) and a document is
+    opened (its ignore rules are read with git's help); the planted programs leave a mark if they ever run,
+    and git's real answer is seen to arrive (the repository's info/exclude is honoured)."""
+    root = tmp_path / "workspace"
+    mark = tmp_path / "PLANTED_GIT_RAN"
+    _repository_with_its_own_git(root, mark)
+    path = os.pathsep.join(["", "node_modules/.bin", os.environ.get("PATH", "/usr/bin:/bin")])
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    async with serve(tmp_path, "vscode", user_config=user, env_overrides={"PATH": path}) as session:
+        editor = Editor(session)
+        uri = editor.open("main.py", "def f():\n    return 1\n")
+        model.answer = "main.py\n<<<<<<< SEARCH\n    return 1\n=======\n    return 2\n>>>>>>> REPLACE\n"
+        argument = {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}},
+                    "instruction": "Fix", "model": "fast"}  # fmt: skip
+        await execute(session, argument)
+        text = "VALUE = 'EXCLUDED_BY_INFO_3e9a'\nx = "
+        excluded = session.open("excluded.py", text)
+        await session.inline(excluded, session.position_at_end(text))
+    assert not mark.exists(), mark.read_text()
+    assert "EXCLUDED_BY_INFO_3e9a" not in json.dumps(model.requests)
+
+
+async def test_the_root_the_home_directory_and_their_ancestors_are_refused_as_workspace_folders(
+    tmp_path: pathlib.Path, model: InjectedModel
+) -> None:
+    """A repository's `.code-workspace` names `/` and the home directory as folders (the editor passes them on
+    at initialize, or later in didChangeWorkspaceFolders): each is refused with a message, a linked file from
+    the home directory is not sent, and an edit cannot write into the home directory."""
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    (home / "Documents" / "private.py").write_text("PRIVATE_NOTES = 'HOME_DOCUMENT_9b7d'\n")
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "notes.py").symlink_to(home / "Documents" / "private.py")
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    async with serve(tmp_path, "vscode", user_config=user, more_folders=[pathlib.Path("/"), tmp_path]) as session:
+        await _until(lambda: len([m for m in session.client.messages if "will not read or write" in m.message]) >= 2)
+        session.client.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[types.WorkspaceFolder(uri=home.as_uri(), name="home")], removed=[]
+                )
+            )
+        )
+        await _until(lambda: any("your home directory" in m.message for m in session.client.messages))
+        text = "from notes import PRIVATE_NOTES\nx = "
+        uri = session.open("app.py", text)
+        await session.inline(uri, session.position_at_end(text))
+        linked = session.open("notes.py", "PRIVATE_NOTES = 'HOME_DOCUMENT_9b7d'\n")
+        await session.inline(linked, types.Position(line=1, character=0))
+        editor = Editor(session)
+        target = home / "bin" / "x.py"
+        model.answer = f"--- /dev/null\n+++ {target}\n@@ -0,0 +1 @@\n+print('planted')\n"
+        argument = {"uri": uri, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}},
+                    "instruction": "Fix", "model": "fast"}  # fmt: skip
+        result = await execute(session, argument)
+        assert result["applied"] is False
+        assert target.as_uri() not in repr(editor.received)
+    assert not target.exists()
+    assert "HOME_DOCUMENT_9b7d" not in json.dumps(model.requests)
+
+
+@pytest.mark.parametrize("root_path", [".", "workspace/../workspace"])
+async def test_a_relative_workspace_root_is_refused(
+    tmp_path: pathlib.Path, model: InjectedModel, root_path: str
+) -> None:
+    """A client that names its root by a relative path (resolved against wherever the server runs): refused
+    with a message, and a link out of the workspace is not read for context."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret_module.py").write_text("def outside_secret():\n    return 'OUTSIDE_5c3e'\n")
+    (root / "linked.py").symlink_to(tmp_path / "outside" / "secret_module.py")
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    overrides = {"root_uri": None, "workspace_folders": None, "root_path": root_path}
+    async with serve(tmp_path, "vscode", user_config=user, initialize_overrides=overrides) as session:
+        await _until(lambda: any("not an absolute path" in m.message for m in session.client.messages))
+        text = "from linked import outside_secret\n\nx = outside_secret() + "
+        uri = session.open("app.py", text)
+        await session.inline(uri, session.position_at_end(text))
+    assert "OUTSIDE_5c3e" not in json.dumps(model.requests)
+
+
+async def test_control_characters_in_a_file_name_never_reach_a_message_or_the_log(
+    tmp_path: pathlib.Path, model: InjectedModel
+) -> None:
+    """A repository's file named with terminal escape sequences (retitle the terminal, clear the screen), in
+    which a credential is typed: tandem tells the user it will not send the file, naming it with every
+    control character escaped, in window/showMessage, window/logMessage and the log file alike."""
+    name = "notes\x1b]0;owned\x07\x1b[2J\r.py"
+    log_file = tmp_path / "tandem.log"
+    user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    extra = ["--log-to-client", "--log-file", str(log_file)]
+    async with serve(tmp_path, "vscode", user_config=user, extra_args=extra) as session:
+        (session.root / name).write_text("KEY = ''\n")
+        uri = session.open(name, "KEY = ''\n")
+        await session.inline(uri, types.Position(line=0, character=7))
+        session.insert(uri, types.Position(line=0, character=7), AWS_KEY)
+        await session.inline(uri, types.Position(line=0, character=7 + len(AWS_KEY)))
+        await _until(lambda: any("notes" in m for m in _messages(session)))
+        shown = [m for m in _messages(session) if "notes" in m]
+        logged = [m.message for m in session.client.log_messages]
+    log = log_file.read_text()
+    assert shown and "\\x1b]0;owned\\x07" in log  # the decoded name was logged, escaped
+    for text in [*shown, *logged, log]:
+        assert not any(c in text for c in "\x1b\x07\r"), repr(text)

@@ -12,17 +12,23 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from e2e_support import Session, fast_model, read_code_actions_as_editors_do, serve
+from injected_model import InjectedModel, injected_model
 from lsprotocol import types
 
 from tandem.sim.request_log import LoggedRequest
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
+
+# The credential probes the secret-rules benchmark measures (bench/secret_probes.py).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "bench"))
+from secret_probes import FILE_NAMES, TOKENS  # noqa: E402
 
 KEY = "AKIA" + "Q7RZ2V4N8K3M5P1X"  # the shape of an AWS access key id (not a real one)
 # name -> text; each line is distinctive, so any of it in a request body is found.
@@ -198,3 +204,32 @@ async def test_no_byte_of_a_refused_document_reaches_the_provider(tmp_path: path
     edits_refused = [r for r in records if r["kind"] == "edit" and r["error"].startswith("not sent to a model")]
     # Per refused document, the edit command's; no code action is offered on one.
     assert len(edits_refused) == len(REFUSED)
+
+
+@pytest.fixture
+def injected() -> Iterator[InjectedModel]:
+    yield from injected_model()
+
+
+async def test_credentials_by_format_and_by_file_name_stay_on_the_machine(
+    tmp_path: pathlib.Path, injected: InjectedModel
+) -> None:
+    """Each of the issue's token formats in an ordinary file, and each credential file by its name, opened and
+    completed in: none reaches the model; an ordinary file opened after them does (the path sends)."""
+    user = f'[models.fast]\nbase_url = "{injected.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
+    marks: dict[str, str] = {}
+    async with serve(tmp_path, "vscode", user_config=user) as session:
+        probes = {f"config_{n}.py": line for n, line in enumerate(TOKENS.values())}
+        probes.update({name: "" for name in FILE_NAMES})
+        for n, (name, line) in enumerate(probes.items()):
+            marks[name] = f"PROBE_MARK_{n}_7c2e"
+            text = f"{line}\nLABEL = '{marks[name]}'\nx = "
+            (session.root / name).parent.mkdir(parents=True, exist_ok=True)
+            uri = session.open(name, text)
+            await session.inline(uri, session.position_at_end(text))
+        plain = "LABEL = 'PLAIN_FILE_SENT_4b1a'\nx = "
+        uri = session.open("plain.py", plain)
+        await session.inline(uri, session.position_at_end(plain))
+    sent = injected.sent()
+    assert "PLAIN_FILE_SENT_4b1a" in sent
+    assert [name for name, mark in marks.items() if mark in sent] == []

@@ -104,6 +104,8 @@ LOADED = [
     ".githooks/pre-commit", "hooks/post-checkout", "tandem.toml", "evil.pth", "conftest.py", "sitecustomize.py",
     ".github/workflows/ci.yml", "Makefile", "package.json", "build.rs", ".pre-commit-config.yaml", "flake.nix",
     "run_me",  # a new file of no source kind
+    # New files that a tool runs because of their name or place: every new file asks.
+    "tests/test_planted.py", "docs/conf.py", "fabfile.py", "gulpfile.js", "src/brand_new.py",
 ]  # fmt: skip
 
 
@@ -183,6 +185,26 @@ async def test_a_shown_file_that_runs_on_an_event_still_asks(tmp_path: pathlib.P
         [change] = params.edit.document_changes or []
         assert _annotated(change, params.edit.change_annotations or {})
         assert (session.root / "Makefile").read_text() == "all:\n\techo hi\n"
+
+
+@pytest.mark.parametrize("inside", ["gitstore/hooks/pre-commit", "gitstore/config"])
+async def test_gits_own_directory_is_never_written_wherever_it_is(
+    tmp_path: pathlib.Path, model: InjectedModel, inside: str
+) -> None:
+    """`.git` is a file naming the real git directory (`git init --separate-git-dir`), here inside the
+    workspace under another name: tandem asks git where it is and refuses the write (not merely asks)."""
+    root = tmp_path / "workspace"
+    root.mkdir()
+    git(root, "init", "-q", f"--separate-git-dir={root / 'gitstore'}")
+    async with serve(tmp_path, "vscode", user_config=_user(model)) as session:
+        editor = Recording(session)
+        uri = editor.open("main.py", "def f():\n    return 1\n")
+        model.answer = f"--- /dev/null\n+++ b/{inside}\n@@ -0,0 +1,2 @@\n+#!/bin/sh\n+touch PWNED_BY_WRITE\n"
+        result = await execute(session, _selection(uri))
+        assert result["applied"] is False
+        assert "git's own directory" in result["message"], result
+        assert editor.received == []
+    assert _planted(tmp_path) == []
 
 
 # -- 3. a tandem.toml rewritten after start-up ---------------------------------------------------------------

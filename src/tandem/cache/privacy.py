@@ -2,34 +2,55 @@
 
 Checks, in order, each with a reason string for the log:
 
-    ignored       matched by a .gitignore or .tandemignore (gitignore syntax, nested files apply below
-                  their own directory, deeper files win, `!pattern` re-includes)
+    ignored       matched by the ignore rules handed in: every source git reads (the user's global excludes
+                  file, the repository's info/exclude, each .gitignore) and tandem's .tandemignore files;
+                  gitignore syntax, nested files apply below their own directory, deeper files win over
+                  shallower ones and over info/exclude, which wins over the global file; `!pattern`
+                  re-includes, but never below a directory that is itself excluded (as in git)
     secret name   .env*, *.pem, *.key, id_rsa* and other key/credential file names, unless the user
                   opted the path in (`PrivacyPolicy.opt_in`, gitignore syntax)
     too large     more than `max_file_bytes`
     binary        a NUL byte in the first 8 KiB, or bytes that are not UTF-8
-    credentials   content with a credential pattern (AWS access key id, PEM private key, OpenAI/Anthropic
-                  `sk-` keys, GitHub/Slack/Google tokens); an opt-in does not override this
+    credentials   content that a credential rule matches (`cache.secrets`: detect-secrets' maintained
+                  rules and tandem's own where they add); an opt-in does not override this
 
 The caller hands in the ignore files' text and the file's content; nothing here reads the disk. Paths are
 POSIX, relative to the workspace root.
+
+Every pattern is matched by RE2 (pathspec's `re2` backend, `google-re2`): patterns come from a repository,
+and a backtracking engine takes exponential time on a pattern of many stars; RE2's time is linear in the
+path.
 """
 
 from __future__ import annotations
 
 import posixpath
-import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pathspec import GitIgnoreSpec
 
+from tandem.cache.secrets import credential_in
+
+# Linear-time matching for patterns a repository writes (see the module docstring); an import error here
+# (google-re2 missing) is better than a silent fallback to backtracking.
+_BACKEND = "re2"
+
+
+def compile_patterns(lines: Iterable[str]) -> GitIgnoreSpec:
+    """gitignore-syntax `lines` matched in linear time (RE2)."""
+    return GitIgnoreSpec.from_lines(list(lines), backend=_BACKEND)
+
+
 IGNORE_FILE_NAMES = (".gitignore", ".tandemignore")
+# How strong a source of ignore rules is within its directory (git's order: the global excludes file, then
+# the repository's info/exclude, then the directory's own ignore files).
+RANK_GLOBAL, RANK_INFO_EXCLUDE, RANK_IGNORE_FILE = 0, 1, 2
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 # git itself decides "binary" from the first 8,000 bytes; this is the same idea.
 _BINARY_SNIFF_BYTES = 8192
 
-_SECRET_NAMES = GitIgnoreSpec.from_lines(
+_SECRET_NAMES = compile_patterns(
     [
         ".env",
         ".env.*",
@@ -79,38 +100,46 @@ _SECRET_NAMES = GitIgnoreSpec.from_lines(
         "*.tfstate",
         "*.tfstate.*",
         "*.tfvars",
+        "*.tfvars.json",
+        ".terraformrc",
+        "terraform.rc",
+        # Credentials by the tools' own file names (each tool's documentation names the file).
+        "kubeconfig",
+        "*.kubeconfig",
+        "**/.kube/config",
+        ".vault-token",
+        ".my.cnf",
+        ".mylogin.cnf",
+        ".htpasswd",
+        "htpasswd",
+        "rclone.conf",
+        "wp-config.php",
+        ".s3cfg",
+        ".boto",
+        ".passwd-s3fs",
+        "**/.config/gh/hosts.yml",
+        "**/.azure/accessTokens.json",
+        "**/.azure/msal_token_cache.json",
+        "**/.config/gcloud/credentials.db",
+        "**/.config/gcloud/access_tokens.db",
+        "**/.gem/credentials",
+        "**/.m2/settings.xml",
+        "**/.m2/settings-security.xml",
+        ".git-credentials*",
+        ".yarnrc.yml",
+        "*.p8",
+        "*.gpg",
+        "*.ovpn",
+        ".password-store/",
+        ".gnupg/",
+        "keystore.properties",
+        "local.properties",
+        "*.mobileprovision",
+        ".dockerconfigjson",
+        "auth.json",
+        ".env*.local",
     ]
 )
-
-# (what, literals one of which the text must contain, pattern). A regex that starts with \b cannot use
-# re's literal-prefix scan (~15 ms per 100 KB each); `in` on the literals first costs microseconds.
-_CREDENTIAL_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
-    ("a private key", ("PRIVATE KEY",), re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    ("an AWS access key id", ("AKIA", "ASIA"), re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("an Anthropic API key", ("sk-ant-",), re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
-    ("an OpenAI-style API key", ("sk-",), re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
-    (
-        "a GitHub token",
-        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})"),
-    ),
-    ("a Slack token", ("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("a Google API key", ("AIza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("a Stripe secret key", ("k_live_",), re.compile(r"\b[rs]k_live_[0-9A-Za-z]{20,}")),
-)
-
-
-def credential_in(text: str) -> str:
-    """What credential `text` holds and on which line ("an AWS access key id (line 3)"), or "" if none.
-    Never the credential itself."""
-    for what, literals, pattern in _CREDENTIAL_PATTERNS:
-        if not any(literal in text for literal in literals):
-            continue
-        match = pattern.search(text)
-        if match is not None:
-            line = text.count("\n", 0, match.start()) + 1
-            return f"{what} (line {line})"
-    return ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,28 +166,40 @@ ALLOWED = Verdict(allowed=True)
 def _ignore_spec(lines: list[str]) -> tuple[GitIgnoreSpec, list[str]]:
     """An ignore file's lines as a spec, and the lines that compile to no pattern (left out)."""
     try:
-        return GitIgnoreSpec.from_lines(lines), []
+        return compile_patterns(lines), []
     except ValueError:
         kept, skipped = [], []
         for line in lines:
             try:
-                GitIgnoreSpec.from_lines([line])
+                compile_patterns([line])
             except ValueError:
                 skipped.append(line)
             else:
                 kept.append(line)
-        return GitIgnoreSpec.from_lines(kept), skipped
+        return compile_patterns(kept), skipped
 
 
 class PrivacyFilter:
     """Decides per path (and content) whether a file may leave the machine."""
 
-    def __init__(self, *, policy: PrivacyPolicy | None = None, ignore_files: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        policy: PrivacyPolicy | None = None,
+        ignore_files: Mapping[str, str] | None = None,
+    ) -> None:
         """`ignore_files` maps each ignore file's path (e.g. `.gitignore`, `src/.tandemignore`) to its text."""
         self.policy = policy or PrivacyPolicy()
-        self._opt_in = GitIgnoreSpec.from_lines(self.policy.opt_in)
-        # (directory, file name, spec), shallowest first: a deeper file's verdict overrides.
-        self._ignores: list[tuple[str, str, GitIgnoreSpec]] = []
+        self._opt_in = compile_patterns(self.policy.opt_in)
+        # (directory, file name, spec, rank, outer), shallowest first and, in one directory, weakest first: a
+        # later entry's verdict overrides. `directory` is relative to the root, or for an `outer` entry (above
+        # the root, or anchored at the repository's top) to the repository's top.
+        self._ignores: list[tuple[str, str, GitIgnoreSpec, int, bool]] = []
+        # Where the root is inside its repository ("" at the top): git's rules are relative to the top.
+        self._base = ""
+        # The ignore rules' verdicts by path, dropped whenever a rule changes (a path is asked on every
+        # keystroke that shows a snippet of it; matching is the same until an ignore file changes).
+        self._ignored_cache: dict[str, str] = {}
         for path, text in (ignore_files or {}).items():
             self.set_ignore_file(path, text)
         # Directories whose ignore files could not be read (or that were never listed): {directory: why}.
@@ -174,21 +215,56 @@ class PrivacyFilter:
     def closed_directories(self) -> dict[str, str]:
         return dict(self._closed)
 
-    def set_ignore_file(self, path: str, text: str) -> list[str]:
+    def set_ignore_file(self, path: str, text: str, *, rank: int = RANK_IGNORE_FILE, outer: bool = False) -> list[str]:
         """Add or replace one ignore file (`dir/.gitignore` applies to paths under `dir/`). Returns the
         lines that are no pattern (a lone `!` or `\\`): they are skipped, as git skips them, and the
-        file's other lines apply (a repository's bad line must not switch its ignore rules off)."""
+        file's other lines apply (a repository's bad line must not switch its ignore rules off). A
+        repository-wide source (`RANK_GLOBAL`, `RANK_INFO_EXCLUDE`) is named `dir/<label>`: it applies below
+        `dir`, weaker than the ignore files there. `outer`: `path` is relative to the repository's top
+        (`set_repository_base`), for ignore files above the root and sources anchored at the top."""
         path = posixpath.normpath(path.lstrip("/"))
-        directory = posixpath.dirname(path)
+        directory = "" if posixpath.dirname(path) == "." else posixpath.dirname(path)
         spec, skipped = _ignore_spec(text.splitlines())
-        self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
-        self._ignores.append((directory, posixpath.basename(path), spec))
-        self._ignores.sort(key=lambda entry: (entry[0].count("/") + (entry[0] != ""), entry[0], entry[1]))
+        self._drop(path, outer)
+        self._ignores.append((directory, posixpath.basename(path), spec, rank, outer))
+        self._sort()
         return skipped
 
-    def remove_ignore_file(self, path: str) -> None:
-        path = posixpath.normpath(path.lstrip("/"))
-        self._ignores = [entry for entry in self._ignores if posixpath.join(entry[0], entry[1]) != path]
+    def _changed(self) -> None:
+        self._ignored_cache.clear()
+
+    @property
+    def repository_base(self) -> str:
+        return self._base
+
+    def set_repository_base(self, base: str) -> None:
+        """The root's place inside its repository (`a/b`; "" when the root is the repository's top)."""
+        base = posixpath.normpath(base.strip("/") or ".")
+        self._base = "" if base == "." else base
+        self._sort()
+
+    def _top(self, directory: str, outer: bool) -> str:
+        """An entry's directory relative to the repository's top."""
+        if outer or not self._base:
+            return directory
+        return posixpath.join(self._base, directory) if directory else self._base
+
+    def _sort(self) -> None:
+        def key(entry: tuple[str, str, GitIgnoreSpec, int, bool]) -> tuple[int, str, int, str]:
+            top = self._top(entry[0], entry[4])
+            return (top.count("/") + (top != ""), top, entry[3], entry[1])
+
+        self._ignores.sort(key=key)
+        self._changed()
+
+    def _drop(self, path: str, outer: bool) -> None:
+        kept = [e for e in self._ignores if (posixpath.join(e[0], e[1]), e[4]) != (path, outer)]
+        if len(kept) != len(self._ignores):
+            self._ignores = kept
+            self._changed()
+
+    def remove_ignore_file(self, path: str, *, outer: bool = False) -> None:
+        self._drop(posixpath.normpath(path.lstrip("/")), outer)
 
     def check_path(self, path: str) -> Verdict:
         """The checks that need only the path: ignore files and secret-looking names."""
@@ -200,16 +276,12 @@ class PrivacyFilter:
             if not directory or path.startswith(directory + "/"):
                 where = directory or "the workspace"
                 return Verdict(allowed=False, reason=f"unscanned: {where} {why}, so its ignore rules are unknown")
-        ignored_by = ""
-        for directory, name, spec in self._ignores:
-            if directory and not path.startswith(directory + "/"):
-                continue
-            relative = path[len(directory) + 1 :] if directory else path
-            result = spec.check_file(relative)
-            if result.include is not None and result.index is not None:
-                pattern = spec.patterns[result.index].pattern
-                where = posixpath.join(directory, name)
-                ignored_by = f"ignored by {where} (pattern {pattern!r})" if result.include else ""
+        ignored_by = self._ignored_cache.get(path)
+        if ignored_by is None:
+            ignored_by = self._ignored_path(path)
+            if len(self._ignored_cache) > 200_000:
+                self._ignored_cache.clear()
+            self._ignored_cache[path] = ignored_by
         if ignored_by:
             return Verdict(allowed=False, reason=ignored_by)
         # By name whatever the case: `.ENV` is `.env` on the file systems of macOS and Windows, and a
@@ -221,6 +293,37 @@ class PrivacyFilter:
             pattern = _SECRET_NAMES.patterns[secret.index].pattern
             return Verdict(allowed=False, reason=f"looks like a secret by its name ({pattern!r}); opt it in to send it")
         return ALLOWED
+
+    def _ignored_path(self, path: str) -> str:
+        """Why the ignore rules exclude `path` (relative to the root), "" if they do not. A directory that is
+        excluded excludes everything under it: no deeper ignore file can re-include (git does not even read
+        the ignore files below an excluded directory). From the repository's top: a directory above the
+        root may be the one excluded."""
+        full = posixpath.join(self._base, path) if self._base else path
+        full_parts = full.split("/")
+        for depth in range(1, len(full_parts)):
+            ignored_by = self._ignored_by("/".join(full_parts[:depth]) + "/")
+            if ignored_by:
+                return ignored_by
+        return self._ignored_by(full)
+
+    def _ignored_by(self, path: str) -> str:
+        """Which of the ignore files handed in excludes `path` (relative to the repository's top; a directory
+        ends in "/"), "" if none: the last matching pattern of the deepest file above it decides."""
+        ignored_by = ""
+        for directory, name, spec, _rank, outer in self._ignores:
+            top = self._top(directory, outer)
+            if top and not path.startswith(top + "/"):
+                continue
+            relative = path[len(top) + 1 :] if top else path
+            if not relative or relative == "/":
+                continue
+            result = spec.check_file(relative)
+            if result.include is not None and result.index is not None:
+                pattern = spec.patterns[result.index].pattern
+                where = posixpath.join(directory, name)
+                ignored_by = f"ignored by {where} (pattern {pattern!r})" if result.include else ""
+        return ignored_by
 
     def opted_in(self, path: str) -> bool:
         """True if the user's opt-in list names `path`."""
@@ -243,7 +346,7 @@ class PrivacyFilter:
             if "\0" in text[:_BINARY_SNIFF_BYTES]:
                 return Verdict(allowed=False, reason="binary (NUL characters)")
         found = credential_in(text)
-        return Verdict(allowed=False, reason=f"contains what looks like {found}") if found else ALLOWED
+        return Verdict(allowed=False, reason=f"contains a credential ({found})") if found else ALLOWED
 
     def check(self, path: str, content: str | bytes | None = None) -> Verdict:
         """Every check that applies (content checks only when content is given)."""

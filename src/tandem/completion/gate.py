@@ -53,8 +53,10 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
 from tandem.cache.lines import Edit, LineBuffer
-from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy, Verdict, credential_in
+from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy, Verdict
+from tandem.cache.secrets import credential_in
 from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.ignores import IgnoreRules
 from tandem.completion.providers.backends.base import ModelRequest
 
 log = logging.getLogger(__name__)
@@ -150,6 +152,8 @@ class Gate:
         self.root = root
         # The workspace folders: an open document that is a link out of them is refused (unless opted in).
         self.folders = folders if folders is not None else Folders([root] if root is not None else [])
+        # Every source of ignore rules git reads, and .tandemignore, for every folder, kept current.
+        self._ignore_rules = self._rules_for(self.folders)
         self._privacy = PrivacyFilter(policy=policy)
         # Where links in the workspace lead, by path (a few system calls each: asked again only when the file
         # at that path is another one), with the identity of the file it was asked for.
@@ -167,6 +171,17 @@ class Gate:
     def privacy(self, privacy: PrivacyFilter) -> None:
         self._privacy = privacy
         self._links.clear()
+        self._ignore_rules.forget()
+
+    def _rules_for(self, folders: Folders) -> IgnoreRules:
+        roots = [self.root] if self.root is not None else []
+        return IgnoreRules([*roots, *(r for r in folders.roots if r not in roots)])
+
+    def set_folders(self, folders: Folders) -> None:
+        """The workspace folders changed (added or removed by the client)."""
+        self.folders = folders
+        self._ignore_rules = self._rules_for(folders)
+        self._links.clear()
 
     @property
     def max_prompt_chars(self) -> int:
@@ -182,6 +197,7 @@ class Gate:
         """The rules that need only a workspace-relative path: ignore files, secret-looking names, and for a
         link in the workspace, where it leads (out of the workspace: refused unless opted in; inside it: the
         rules of its target)."""
+        self._ignore_rules.refresh(path, self.privacy)
         verdict = self.privacy.check_path(path)
         if not verdict or self.root is None or not self.folders:
             return verdict
@@ -213,6 +229,7 @@ class Gate:
 
     def open(self, uri: str, text: str) -> Verdict:
         """A document was opened (or replaced whole): decide, once, whether anything of it may be sent."""
+        self._ignore_rules.new_epoch()
         path = self.relative(uri)
         verdict = self.path(path)
         file = uri_path(uri)
@@ -259,13 +276,19 @@ class Gate:
 
     def document(self, uri: str) -> Verdict:
         """The verdict on an open document (path rules alone for one the gate never saw opened)."""
+        self._ignore_rules.new_epoch()  # a request: ignore files are looked at again
         verdict = self._open.get(uri)
-        return verdict if verdict is not None else self.path(self.relative(uri))
+        if verdict is not None and not verdict:
+            return verdict
+        # The path rules again (cheap: kept per path and file state): an ignore file saved since the document
+        # was opened applies to it now.
+        return self.path(self.relative(uri))
 
     # -- the door ----------------------------------------------------------------------------------
 
     def admit(self, outbound: Outbound) -> Verdict:
         """The last word before a backend is called: every source of the text, then the text itself."""
+        self._ignore_rules.new_epoch()
         if outbound.document:
             verdict = self.document(outbound.document)
             if not verdict:
@@ -285,5 +308,5 @@ class Gate:
             return Verdict(allowed=False, reason="the prompt holds binary content (NUL characters)")
         found = credential_in(text)
         if found:
-            return Verdict(allowed=False, reason=f"the prompt holds what looks like {found}")
+            return Verdict(allowed=False, reason=f"the prompt holds a credential ({found})")
         return Verdict(allowed=True)

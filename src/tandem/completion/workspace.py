@@ -15,7 +15,6 @@ import os
 import pathlib
 import posixpath
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tandem.cache.context import MIN_BUDGET_TOKENS, ContextBuilder, ContextOptions, ContextWindow
@@ -28,6 +27,7 @@ from tandem.completion.config.tree import ContextConfig, PrivacyConfig
 from tandem.completion.gate import Gate, link_verdict, relative_path
 from tandem.completion.machine.containment import Folders
 from tandem.completion.machine.files import is_directory, is_link, read_file
+from tandem.completion.machine.ignores import IgnoreRules, read_ignore_files
 from tandem.completion.machine.scan import MAX_DEPTH, Walk, walk
 
 log = logging.getLogger(__name__)
@@ -42,8 +42,6 @@ SKIP_DIRS = frozenset(
     ".git .hg .svn node_modules __pycache__ .venv venv .tox .mypy_cache .ruff_cache .pytest_cache dist build"
     " target .idea .vscode .cache site-packages".split()
 )
-# An ignore file larger than this is not read (its directory is then closed).
-MAX_IGNORE_FILE_BYTES = 1_000_000
 # Re-index an edited document's symbols this long after its last change (not on every keystroke).
 SYMBOLS_AFTER_EDIT_S = 2.0
 
@@ -65,7 +63,11 @@ class ScanResult:
 
 
 def scan_workspace(
-    root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int, progress: ScanProgress | None = None
+    root: pathlib.Path,
+    *,
+    policy: PrivacyPolicy,
+    max_files: int,
+    progress: ScanProgress | None = None,
 ) -> ScanResult:
     """Walk `root` (blocking: run it in a thread), honouring ignore files and the privacy rules. Linked
     directories are not walked; a linked file that leads out of the workspace is not read unless the user
@@ -84,32 +86,14 @@ def scan_workspace(
     return result
 
 
-def read_ignore_files(root: pathlib.Path, directory: str, names: Iterable[str], privacy: PrivacyFilter) -> None:
-    """Read `directory`'s ignore files (those among `names`) into `privacy`; one that is there but cannot be
-    read (a pipe, a device, too large, not text) closes the directory."""
-    for name in IGNORE_FILE_NAMES:
-        if name not in names:
-            continue
-        where = f"{directory}/{name}" if directory else name
-        read = read_file(root / where, max_bytes=MAX_IGNORE_FILE_BYTES, within=Folders([root]))
-        text = read.text()
-        if text is None:
-            if not read.missing:
-                why = f"has an unreadable {name} ({read.refusal or 'not text'})"
-                log.info("%s: %s; nothing under it will be sent", directory or "the workspace", why)
-                privacy.close_directory(directory, why)
-            continue
-        skipped = privacy.set_ignore_file(where, text)
-        if skipped:
-            log.info("%s: %d line(s) that are no pattern skipped, as git skips them", where, len(skipped))
-
-
 def _scan(
     root: pathlib.Path, *, policy: PrivacyPolicy, max_files: int, progress: ScanProgress | None, result: ScanResult
 ) -> None:
     folders = Folders([root])
     privacy, symbols = result.privacy, result.symbols
     record = Walk()
+    # The repository-wide sources (the global excludes file, info/exclude) and the root's ignore files.
+    IgnoreRules([root]).refresh("", privacy)
 
     def descend(relative: str) -> bool:
         return posixpath.basename(relative) not in SKIP_DIRS and bool(privacy.check_path(f"{relative}/x"))
@@ -277,6 +261,12 @@ class WorkspaceIndex:
     @property
     def privacy(self) -> PrivacyFilter:
         return self.gate.privacy
+
+    def set_folders(self, folders: list[pathlib.Path]) -> None:
+        """The client's workspace folders changed: reads and writes follow the new set (the first folder,
+        the root, stays what it was: paths are relative to it)."""
+        self.folders = Folders(folders)
+        self.gate.set_folders(self.folders)
 
     def relative(self, uri: str) -> str:
         return relative_path(uri, self.root)

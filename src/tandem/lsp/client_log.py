@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tandem.lsp.shown import ShownFormatter
+
 if TYPE_CHECKING:
     from tandem.lsp.server import TandemServer
 
@@ -40,8 +42,8 @@ class ClientLogHandler(logging.Handler):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sending = threading.local()
         self._fallback = logging.StreamHandler(sys.stderr)
-        self._fallback.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-        self.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+        self._fallback.setFormatter(ShownFormatter("%(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(ShownFormatter("%(name)s: %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         pygls_detail = record.name.startswith("pygls") and record.levelno < logging.WARNING

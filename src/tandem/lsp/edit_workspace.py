@@ -74,11 +74,11 @@ class EditWorkspace:
         user's confirmation, or never. `creates`: the answer makes it anew (the model was not shown it)."""
         file = self.file_of(path)
         shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)  # a model's path: no control bytes
-        exists = path in self._open_by_path or lexists(file)
-        if path in self._open_by_path and self.folders and not self.folders.lexically_inside(file):
-            if file.resolve() == file.absolute() and not creates:
-                return WriteDecision(Write.ALLOW)  # the user's own document, opened from outside the workspace
-        return write_decision(file, folders=self.folders, shown=shown, shown_to_model=not creates, exists=exists)
+        opened = path in self._open_by_path
+        exists = opened or lexists(file)
+        return write_decision(
+            file, folders=self.folders, shown=shown, shown_to_model=not creates, exists=exists, open_outside=opened
+        )
 
     def can_confirm(self) -> bool:
         """The client can ask the user to confirm a change (`changeAnnotationSupport`, with documentChanges)."""

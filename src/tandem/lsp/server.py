@@ -33,6 +33,7 @@ from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
 from tandem.lsp.heap import HeapTrimmer
 from tandem.lsp.loop_watch import watch_from_env
+from tandem.lsp.shown import shown
 from tandem.lsp.status import METHOD as STATUS_METHOD
 from tandem.lsp.status import Status
 from tandem.lsp.stdio import MessageLoop
@@ -144,6 +145,8 @@ class TandemServer(LanguageServer):
     client_name: str
     # Notices already shown, so each is shown once per session.
     shown_notices: set[str]
+    # Messages for the workspace folders refused at initialize (shown once the session exists).
+    refused_folders: list[str]
     # Ids of completion requests whose handler has started (see TandemProtocol._handle_request).
     started_requests: set[Any]
     # The last `tandem/status` sent.
@@ -162,6 +165,7 @@ class TandemServer(LanguageServer):
         self.trace_path = trace_path
         self.client_name = ""
         self.shown_notices = set()
+        self.refused_folders = []
         self.started_requests = set()
         self.last_status = Status.ready()
         # A model's recovery just announced: (its message, until when statuses say it; monotonic seconds).
@@ -246,11 +250,12 @@ class TandemServer(LanguageServer):
         kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
         # The end of an outage is said in the status too, for the statuses of the next RECOVERY_SHOWN_S.
         self.recovery = (notice.message, time.monotonic() + RECOVERY_SHOWN_S) if notice.recovered else None
-        self.window_show_message(types.ShowMessageParams(type=kind, message=notice.message))
+        message = shown(notice.message)
+        self.window_show_message(types.ShowMessageParams(type=kind, message=message))
         # With `--log-to-client` the tiers' log line of the notice is already a window/logMessage (VS Code's
         # Output showed it twice).
         if not any(isinstance(handler, ClientLogHandler) for handler in logging.getLogger().handlers):
-            self.window_log_message(types.LogMessageParams(type=kind, message=notice.message))
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
     def with_recovery(self, status: Status) -> Status:
         """`status`, saying that a model is answering again when its outage ended moments ago."""
@@ -263,7 +268,8 @@ class TandemServer(LanguageServer):
         return status.after_recovery(message)
 
     def notify_user(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
-        """window/showMessage, once per distinct message."""
+        """window/showMessage, once per distinct message (control characters escaped: `lsp.shown`)."""
+        message = shown(message)
         if message in self.shown_notices:
             return
         self.shown_notices.add(message)

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from tandem.lsp.shown import shown
+
 if TYPE_CHECKING:
     from tandem.completion.inline.request import CompletionResult
     from tandem.completion.observe.live_stats import LiveFigures
@@ -119,7 +121,8 @@ class Status:
     stand_in: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The notification's fields, every text escaped (`lsp.shown`): a status bar is a screen too."""
+        return {key: shown(value) if isinstance(value, str) else value for key, value in asdict(self).items()}
 
     @staticmethod
     def ready() -> Status:

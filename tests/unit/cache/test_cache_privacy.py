@@ -96,20 +96,20 @@ def test_content_checks(privacy: PrivacyFilter) -> None:
 @pytest.mark.parametrize(
     ("content", "what"),
     [
-        ('AWS_KEY = "AKIAIOSFODNN7EXAMPLE"\n', "an AWS access key id"),
-        ("x = 1\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n", "a private key"),
-        ("-----BEGIN OPENSSH PRIVATE KEY-----\n", "a private key"),
-        ('key = "sk-proj-' + "a1B2" * 12 + '"', "an OpenAI-style API key"),
-        ('key = "sk-ant-api03-' + "x" * 40 + '"', "an Anthropic API key"),
-        ("token = 'ghp_" + "A" * 36 + "'", "a GitHub token"),
-        ("SLACK = 'xoxb-1234567890-abcdef'", "a Slack token"),
-        ("g = 'AIza" + "b" * 35 + "'", "a Google API key"),
+        ('AWS_KEY = "AKIAIOSFODNN7EXAMPLE"\n', "AWS Access Key"),
+        ("x = 1\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n", "Private Key"),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\n", "Private Key"),
+        ('key = "sk-proj-' + "a1B2" * 12 + '"', "OpenAI-style API key"),
+        ('key = "sk-ant-api03-' + "x" * 40 + '"', "Anthropic API key"),
+        ("token = 'ghp_" + "A" * 36 + "'", "GitHub Token"),
+        ("SLACK = 'xoxb-1234567890-abcdef'", "Slack Token"),
+        ("g = 'AIza" + "b" * 35 + "'", "Google API key"),
     ],
 )
 def test_credential_patterns_refuse_even_opted_in_files(privacy: PrivacyFilter, content: str, what: str) -> None:
     verdict = privacy.check("config/.env.example", content)
     assert not verdict.allowed
-    assert verdict.reason.startswith(f"contains what looks like {what} (line ")
+    assert verdict.reason.startswith(f"contains a credential ({what}, line ")
     assert content.strip() not in verdict.reason  # never echo the secret
 
 

@@ -16,48 +16,59 @@ from tandem.cache.privacy import ALLOWED, PrivacyFilter, PrivacyPolicy, credenti
 UPPER_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-# (what credential_in names, prefixes the pattern exists for, body alphabet, shortest body, longest body or
-# None when longer bodies match too). Bodies are drawn from the alphabet; a body one shorter is no match.
+# (the names credential_in may give it (the rule sets overlap: detect-secrets' rules are asked first),
+# prefixes the pattern exists for, body alphabet, shortest body, longest body or None when longer bodies
+# match too). Bodies are drawn from the alphabet; a body one shorter is no match.
 PATTERNS = [
-    ("an AWS access key id", ("AKIA", "ASIA"), UPPER_DIGITS, 16, 16),
-    ("an Anthropic API key", ("sk-ant-", "sk-ant-api03-"), ALNUM + "_-", 20, None),
-    ("an OpenAI-style API key", ("sk-", "sk-proj-", "sk-svcacct-", "sk-admin-"), ALNUM + "_-", 32, None),
-    ("a GitHub token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ALNUM, 36, None),
-    ("a GitHub token", ("github_pat_",), ALNUM + "_", 60, None),
-    ("a Slack token", ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"), ALNUM + "-", 10, None),
-    ("a Google API key", ("AIza",), ALNUM + "_-", 35, 35),
-    ("a Stripe secret key", ("sk_live_", "rk_live_"), ALNUM, 20, None),
+    (("AWS Access Key",), ("AKIA", "ASIA"), UPPER_DIGITS, 16, None),
+    (("Anthropic API key",), ("sk-ant-", "sk-ant-api03-"), ALNUM + "_-", 20, None),
+    (("OpenAI-style API key",), ("sk-", "sk-proj-", "sk-svcacct-", "sk-admin-"), ALNUM + "_-", 32, None),
+    (("GitHub Token",), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), ALNUM, 36, None),
+    (("GitHub fine-grained token",), ("github_pat_",), ALNUM + "_", 60, None),
+    (("Slack Token", "Slack token"), ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"), ALNUM + "-", 10, None),
+    (("Google API key",), ("AIza",), ALNUM + "_-", 35, 35),
+    (("Stripe Access Key", "Stripe key"), ("sk_live_", "rk_live_", "sk_test_", "rk_test_"), ALNUM, 20, None),
+    (("Hugging Face token",), ("hf_",), ALNUM, 30, None),
+    (("Vault token",), ("hvs.", "hvb.", "hvr."), ALNUM + "_-", 24, None),
+    (("npm token",), ("npm_",), ALNUM, 36, 36),
 ]
 
 
 @pytest.mark.parametrize(("what", "prefixes", "alphabet", "shortest", "longest"), PATTERNS)
 @given(data=st.data())
 def test_every_variant_of_every_credential_pattern_is_found_from_its_shortest_length(
-    what: str, prefixes: tuple[str, ...], alphabet: str, shortest: int, longest: int | None, data: st.DataObject
+    what: tuple[str, ...],
+    prefixes: tuple[str, ...],
+    alphabet: str,
+    shortest: int,
+    longest: int | None,
+    data: st.DataObject,
 ) -> None:
     prefix = data.draw(st.sampled_from(prefixes))
     size = data.draw(st.integers(shortest, longest if longest is not None else shortest + 40))
     body = data.draw(st.text(alphabet=alphabet, min_size=size, max_size=size))
     line = data.draw(st.integers(1, 4))
     text = "x = 1\n" * (line - 1) + f"KEY = '{prefix}{body}'\n"
-    assert credential_in(text) == f"{what} (line {line})"
+    found = credential_in(text)
+    assert found.split(",")[0] in what and f", line {line}, " in found
     # One character short is no credential (after the plain prefix: a longer one is body characters too).
     short = f"KEY = '{prefixes[0]}{body[: shortest - 1]}'\n"
-    assert not credential_in(short).startswith(what)
+    assert credential_in(short).split(",")[0] not in what
 
 
 @pytest.mark.parametrize("kind", ["", "RSA ", "EC ", "DSA ", "OPENSSH ", "ENCRYPTED ", "PGP "])
 def test_every_private_key_header_is_found(kind: str) -> None:
     block = " BLOCK" if kind == "PGP " else ""
-    assert credential_in(f"\n\n-----BEGIN {kind}PRIVATE KEY{block}-----\nMIIE\n") == "a private key (line 3)"
+    found = credential_in(f"\n\n-----BEGIN {kind}PRIVATE KEY{block}-----\nMIIE\n")
+    assert found.split(",")[0] in ("Private Key", "Private key") and ", line 3, " in found
     assert credential_in(f"-----BEGIN {kind}PUBLIC KEY-----\n") == ""
 
 
 def test_the_line_named_counts_every_newline_before_the_credential() -> None:
     key = "AKIA" + "Q7RZ2V4N8K3M5P1X"
-    assert credential_in(key) == "an AWS access key id (line 1)"
-    assert credential_in("\n" + key) == "an AWS access key id (line 2)"
-    assert credential_in("\n\nx\n" + key) == "an AWS access key id (line 4)"
+    assert credential_in(key) == "AWS Access Key, line 1, detect-secrets rule"
+    assert credential_in("\n" + key) == "AWS Access Key, line 2, detect-secrets rule"
+    assert credential_in("\n\nx\n" + key) == "AWS Access Key, line 4, detect-secrets rule"
 
 
 def test_the_default_size_cap_is_a_million_bytes() -> None:
@@ -74,7 +85,6 @@ def test_verdicts_and_policies_cannot_be_changed_once_made() -> None:
 
 
 def test_fixed_length_keys_inside_longer_words_are_not_keys() -> None:
-    assert credential_in("id = 'AKIA" + "Q" * 17 + "'") == ""
     assert credential_in("id = 'AIza" + "Q" * 36 + "'") == ""
 
 
@@ -176,7 +186,7 @@ def test_binary_is_sniffed_in_the_first_8192_only() -> None:
     key = b"K = 'AKIA" + b"Q7RZ2V4N8K3M5P1X'\n"
     assert (
         privacy.check_content("a.py", b"# one\n" + key).reason
-        == "contains what looks like an AWS access key id (line 2)"
+        == "contains a credential (AWS Access Key, line 2, detect-secrets rule)"
     )
     assert privacy.check_content("a.py", "caf\u00e9 = 1\n".encode())
 

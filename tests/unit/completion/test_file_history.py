@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from tandem.completion.machine import git as machine_git
 from tandem.completion.routing.file_history import (
     FileHistory,
     PastCommit,
@@ -138,9 +139,8 @@ def test_no_repository_no_git_or_an_unknown_file_is_no_history(
     unknown = file_history(repo, "src/new.py")
     assert unknown is not None and unknown.commits == 0
     assert file_history(repo, "src/app.py") == read_history(repo, "src/app.py")
-    empty = tmp_path / "no-git-here"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))  # a machine without git
+    # A machine without git (git is looked up once per process, so the lookup's answer is what changes).
+    monkeypatch.setattr(machine_git, "executable", lambda: None)
     assert file_history(repo, "src/app.py") is None
 
 

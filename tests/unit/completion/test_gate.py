@@ -39,7 +39,7 @@ def test_an_open_document_is_judged_once_by_path_skip_reasons_and_content() -> N
         "huge.py": gate.open((ROOT / "huge.py").as_uri(), "x" * (MAX_DOCUMENT_CHARS + 1)),
     }
     assert {name for name, verdict in verdicts.items() if verdict} == {"main.py"}
-    assert "AWS access key id (line 2)" in verdicts["keys.py"].reason and KEY not in verdicts["keys.py"].reason
+    assert "AWS Access Key, line 2," in verdicts["keys.py"].reason and KEY not in verdicts["keys.py"].reason
     assert verdicts["blob.py"].reason == "binary content" and verdicts["huge.py"].reason.startswith("too large")
     # Later questions get the verdict made at open; a document never opened gets the path rules.
     assert not gate.document((ROOT / "keys.py").as_uri())
@@ -61,7 +61,7 @@ def test_admit_checks_every_source_then_the_text_as_sent() -> None:
     assert not gate.admit(Outbound(request=_request(), files={"a.py": f"K = '{KEY}'"}))
     # Whatever the labels say, a credential in the prompt itself never leaves (here: in the snippets).
     refused = gate.admit(Outbound(request=_request(context=f"# b.py\nK = '{KEY}'\n"), document=main))
-    assert not refused and "AWS access key id" in refused.reason and KEY not in refused.reason
+    assert not refused and "AWS Access Key" in refused.reason and KEY not in refused.reason
     # And a prompt far past any legitimate size is a bug, not something to send.
     small = Gate(policy=PrivacyPolicy(max_file_bytes=1000))
     assert "too large" in small.admit(Outbound(request=_request(prefix="y" * 4001))).reason
@@ -115,6 +115,8 @@ def test_a_file_read_for_an_edit_before_the_scan_is_judged_by_the_ignore_files_a
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / ".gitignore").write_text("secret.py\n")
     index = WorkspaceIndex(root=tmp_path, context=ContextConfig(), privacy=PrivacyConfig())
-    assert index.gate.file("pkg/secret.py", "x = 1\n")  # the nested rules are not known yet ...
-    index.ensure_rules_for("pkg/secret.py")  # ... the edit's workspace reads them before the file
+    # Known before any scan: git reads the nested ignore file itself, and so does tandem before judging.
+    verdict = index.gate.file("pkg/secret.py", "x = 1\n")
+    assert not verdict and "pkg/.gitignore" in verdict.reason
+    index.ensure_rules_for("pkg/secret.py")
     assert not index.gate.file("pkg/secret.py", "x = 1\n")

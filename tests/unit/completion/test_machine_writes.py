@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import subprocess
 
 import pytest
 
@@ -32,17 +33,39 @@ def test_what_runs_on_an_event_always_asks(tmp_path: pathlib.Path, path: str) ->
     assert decide(tmp_path, path) is Write.CONFIRM
 
 
-def test_ordinary_work_on_code_does_not_ask(tmp_path: pathlib.Path) -> None:
+def test_only_an_existing_file_the_model_was_shown_is_written_unasked(tmp_path: pathlib.Path) -> None:
     assert decide(tmp_path, "src/app.py", shown=True, exists=True) is Write.ALLOW
-    assert decide(tmp_path, "src/hooks/use_thing.ts") is Write.ALLOW  # a new source file, not git's hooks/
-    assert decide(tmp_path, "docs/notes.md") is Write.ALLOW
+    assert decide(tmp_path, "src/hooks/use_thing.ts", shown=True, exists=True) is Write.ALLOW  # not git's hooks/
     assert decide(tmp_path, "config.yaml", shown=True, exists=True) is Write.ALLOW  # shown, not loaded on an event
 
 
-def test_what_is_neither_asks(tmp_path: pathlib.Path) -> None:
-    assert decide(tmp_path, "src/other.py", exists=True) is Write.CONFIRM  # there, but not shown
-    assert decide(tmp_path, "run") is Write.CONFIRM  # a new file of no source kind
-    assert decide(tmp_path, "x.sh") is Write.CONFIRM
+@pytest.mark.parametrize(
+    "path",
+    ["tests/test_planted.py", "docs/conf.py", "fabfile.py", "gulpfile.js", "src/new_module.py", "docs/notes.md",
+     "run", "x.sh", "Gruntfile.js", "noxfile_extra.py"],
+)  # fmt: skip
+def test_every_new_file_asks(tmp_path: pathlib.Path, path: str) -> None:
+    assert decide(tmp_path, path) is Write.CONFIRM
+    assert decide(tmp_path, path, shown=True) is Write.CONFIRM  # named in the answer, but not there
+
+
+def test_an_existing_file_the_model_was_not_shown_asks(tmp_path: pathlib.Path) -> None:
+    assert decide(tmp_path, "src/other.py", exists=True) is Write.CONFIRM
+
+
+def test_gits_own_directory_is_found_by_asking_git_and_never_written(tmp_path: pathlib.Path) -> None:
+    root, elsewhere = tmp_path / "ws", tmp_path / "store"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", f"--separate-git-dir={elsewhere}"], cwd=root, check=True)
+    (root / "hooks").symlink_to(elsewhere / "hooks")  # a link in the workspace into git's directory
+    decision = write_decision(
+        root / "hooks" / "pre-commit", folders=Folders([root, elsewhere]), shown="hooks/pre-commit",
+        shown_to_model=True, exists=True,
+    )  # fmt: skip
+    assert decision.write is Write.REFUSE and "git's own directory" in decision.reason
+    config = write_decision(elsewhere / "config", folders=Folders([root, elsewhere]), shown="config",
+                            shown_to_model=True, exists=True)  # fmt: skip
+    assert config.write is Write.REFUSE
 
 
 def test_outside_and_git_are_refused_and_links_are_judged_by_both_names(tmp_path: pathlib.Path) -> None:

@@ -153,7 +153,7 @@ def test_a_file_shown_whole_needs_its_path_and_its_content() -> None:
     gate = Gate(root=ROOT)
     assert gate.file("a.py", "x = 1\n")
     assert "secret by its name" in gate.file(".env", "x = 1\n").reason
-    assert "AWS access key id" in gate.file("a.py", f"K = '{KEY}'\n").reason
+    assert "AWS Access Key" in gate.file("a.py", f"K = '{KEY}'\n").reason
     assert "binary" in gate.content("a.py", "\x00").reason
 
 
@@ -181,7 +181,7 @@ def test_a_credential_across_a_piece_boundary_is_found_wherever_it_falls() -> No
         for start in range(boundary - len(header) - 2, boundary + 2):
             text = "x" * start + header + "\n" + "y" * (3 * piece - start)
             verdict = check_in_pieces(privacy, "a.py", text)
-            assert "private key" in verdict.reason, (boundary, start)
+            assert "private key" in verdict.reason.lower(), (boundary, start)
 
 
 def test_each_piece_fits_the_byte_cap_even_in_four_byte_characters() -> None:
@@ -198,7 +198,7 @@ def test_an_empty_or_one_character_text_is_still_checked() -> None:
 
 
 def test_a_credential_at_the_very_start_of_a_document_is_found() -> None:
-    assert "AWS access key id (line 1)" in check_in_pieces(PrivacyFilter(), "a.py", KEY + "\nx = 1\n").reason
+    assert "AWS Access Key, line 1," in check_in_pieces(PrivacyFilter(), "a.py", KEY + "\nx = 1\n").reason
     assert not Gate(root=ROOT).open((ROOT / "a.py").as_uri(), f"{KEY} = 1\n")
 
 
@@ -217,7 +217,7 @@ def test_a_paste_with_a_key_on_its_last_line_refuses_the_document(at_line: int, 
     edit = buffer.replace((at_line, 0), (at_line, 0), paste)
     assert edit.start_line == at_line and edit.new_line_count == pasted_lines
     verdict = gate.change(uri, buffer, edit)
-    assert f"AWS access key id (line {pasted_lines})" in verdict.reason
+    assert f"AWS Access Key, line {pasted_lines}," in verdict.reason
     assert not gate.document(uri) and not gate.source("a.py")
     # Once refused, later changes return the refusal without looking again.
     assert gate.change(uri, buffer, buffer.replace((7, 0), (7, 0), "#")) == verdict
@@ -253,7 +253,7 @@ def test_a_credential_in_any_field_of_the_prompt_is_refused(field: str) -> None:
     assert text in outbound_text(request)
     verdict = Gate().admit(Outbound(request=request))
     assert not verdict
-    assert "the prompt holds what looks like an AWS access key id" in verdict.reason and KEY not in verdict.reason
+    assert "the prompt holds a credential (AWS Access Key" in verdict.reason and KEY not in verdict.reason
     nul = _request(messages=(("user", "a\x00"),)) if field == "messages" else _request(**{field: "a\x00"})
     refused = Gate().admit(Outbound(request=nul))
     assert not refused and refused.reason == "the prompt holds binary content (NUL characters)"
@@ -290,9 +290,9 @@ def test_admit_names_the_source_it_refused() -> None:
     gate.open((ROOT / "secret.py").as_uri(), f"K = '{KEY}'\n")
     clean = _request(prefix="x = ")
     refused_document = gate.admit(Outbound(request=clean, document=(ROOT / "secret.py").as_uri()))
-    assert "AWS access key id" in refused_document.reason
+    assert "AWS Access Key" in refused_document.reason
     assert gate.admit(Outbound(request=clean, files={"a.py": "x = 1\n"}, snippet_paths=("b.py",)))
     refused_file = gate.admit(Outbound(request=clean, files={"a.py": "x = 1\n", ".env": "A=1\n"}))
     assert refused_file.reason.startswith(".env: looks like a secret by its name")
     refused_snippet = gate.admit(Outbound(request=clean, snippet_paths=("b.py", "secret.py")))
-    assert refused_snippet.reason.startswith("a snippet from secret.py: contains what looks like an AWS access key")
+    assert refused_snippet.reason.startswith("a snippet from secret.py: contains a credential (AWS Access Key")

@@ -4,6 +4,7 @@ directory or starts a process (`tests/unit/test_machine_door.py` checks it); `do
 door and every git command with the reason it cannot run a repository's programs.
 
 - `files`        one file read: regular files only (after links), O_NONBLOCK and fstat, bounded, inside
+- `ignores`      every source of ignore rules git reads (and .tandemignore), kept current
 - `scan`         listing the workspace: iterative, bounded in depth and entries, naming what it did not see
 - `git`          the only process: rev-parse, ls-tree, cat-file, log, none of which can reach a program
 - `worktree`     which of HEAD's files differ on disk, hashed in-process (no `git diff`)

@@ -20,6 +20,29 @@ from collections.abc import Iterable
 _NEVER_WRITTEN = ".git"
 
 
+def folder_refusal(path: pathlib.Path) -> str:
+    """ "" if `path` may be a workspace folder, else why not (for the user). A folder is where tandem reads
+    files for context and writes edits: never the root of the file system, the home directory or a directory
+    holding it (a repository's `.code-workspace` may name any of them), never a relative path (it would be
+    taken from wherever the server happens to run)."""
+    if not path.is_absolute():
+        return f"{path} is not an absolute path"
+    home = os.environ.get("HOME", "")
+    guarded = {pathlib.Path("/")}
+    if home and os.path.isabs(home):
+        guarded |= {pathlib.Path(os.path.normpath(home)), real_path(pathlib.Path(home))}
+    for place in (pathlib.Path(os.path.normpath(path)), real_path(path)):
+        for top in guarded:
+            if place == top or place in top.parents:
+                what = (
+                    "the root of the file system"
+                    if place == pathlib.Path("/")
+                    else ("your home directory" if place == top else "a directory that holds your home directory")
+                )
+                return f"{path} is {what}"
+    return ""
+
+
 def real_path(path: pathlib.Path) -> pathlib.Path:
     """`path` with every link and `..` resolved (as far as it exists; the rest is normalised)."""
     return pathlib.Path(os.path.realpath(path))
@@ -29,7 +52,9 @@ class Folders:
     """The workspace folders, as given and as they really are."""
 
     def __init__(self, roots: Iterable[pathlib.Path]) -> None:
-        self.roots = tuple(pathlib.Path(os.path.abspath(root)) for root in roots)
+        # Relative roots are dropped (the lsp edge refuses them with a message; `folder_refusal`): taken from
+        # the server's current directory, they would make a link out look inside.
+        self.roots = tuple(pathlib.Path(os.path.normpath(root)) for root in roots if pathlib.Path(root).is_absolute())
         self.real_roots = tuple(real_path(root) for root in self.roots)
 
     def __bool__(self) -> bool:

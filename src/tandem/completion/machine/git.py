@@ -46,6 +46,7 @@ from __future__ import annotations
 import logging
 import os
 import pathlib
+import shutil
 import subprocess
 import threading
 from collections.abc import Sequence
@@ -67,11 +68,35 @@ _GUARD = (
 )  # fmt: skip
 
 
+def search_path() -> str:
+    """The user's `PATH` with only its absolute entries: an empty or relative entry means "the current
+    directory" (or one under it) to a process that searches it, and tandem's current directory (or git's)
+    may be a repository's, holding a `./git` or `node_modules/.bin/git` of its own."""
+    value = os.environ.get("PATH", "")
+    return os.pathsep.join(entry for entry in value.split(os.pathsep) if entry and os.path.isabs(entry)) or (
+        "/usr/bin:/bin"
+    )
+
+
+_git_lock = threading.Lock()
+_git_path: list[str | None] = []
+
+
+def executable() -> str | None:
+    """git's absolute path, found once in the absolute entries of `PATH` (never a repository's `./git` or
+    `node_modules/.bin/git` reached through an empty or relative entry); None without one."""
+    with _git_lock:
+        if not _git_path:
+            found = shutil.which("git", path=search_path())
+            _git_path.append(os.path.abspath(found) if found else None)
+        return _git_path[0]
+
+
 def _environment() -> dict[str, str]:
-    """A fixed environment: the user's PATH and HOME, and git told to read no config or attributes but the
-    repository's own, to fetch nothing and to ask nothing."""
+    """A fixed environment: the user's PATH (absolute entries only) and HOME, and git told to read no config
+    or attributes but the repository's own, to fetch nothing and to ask nothing."""
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": search_path(),
         "HOME": os.environ.get("HOME", "/"),
         "LC_ALL": "C",
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -87,22 +112,43 @@ def _environment() -> dict[str, str]:
     }
 
 
-def _run(
-    top: pathlib.Path, args: Sequence[str], *, stdin: bytes = b"", timeout_s: float, limit: int
-) -> tuple[bytes, bool] | None:
-    """(stdout up to `limit` bytes, whether it ended by itself), or None (no git, failed, timed out)."""
-    command = ["git", *_GUARD, "-C", str(top), *args]
+# git runs here, never in the workspace: `-C` (or `--git-dir`/`--work-tree`) names the repository.
+_NEUTRAL_DIRECTORY = "/"
+
+
+def command(top: pathlib.Path, args: Sequence[str]) -> list[str] | None:
+    """The argument vector for git `args` on the repository at `top` (None: git is not installed)."""
+    git = executable()
+    return None if git is None else [git, *_GUARD, "-C", str(top), *args]
+
+
+def _start(top: pathlib.Path, args: Sequence[str], *, stdin: bool) -> subprocess.Popen[bytes] | None:
+    """git `args` started with the guard, the fixed environment and a directory outside the workspace;
+    None if it cannot start."""
+    argv = command(top, args)
+    if argv is None:
+        return None
     try:
-        proc = subprocess.Popen(
-            command,
+        return subprocess.Popen(
+            argv,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             env=_environment(),
+            cwd=_NEUTRAL_DIRECTORY,
             close_fds=True,
         )
     except OSError as error:
-        _log.debug("git %s: %s", args[0], error)
+        _log.debug("git %s: %s", args[0] if args else "", error)
+        return None
+
+
+def _run(
+    top: pathlib.Path, args: Sequence[str], *, stdin: bytes = b"", timeout_s: float, limit: int
+) -> tuple[bytes, bool] | None:
+    """(stdout up to `limit` bytes, whether it ended by itself), or None (no git, failed, timed out)."""
+    proc = _start(top, args, stdin=bool(stdin))
+    if proc is None:
         return None
     timer = threading.Timer(timeout_s, proc.kill)
     timer.start()
@@ -146,6 +192,27 @@ def _run(
 def toplevel(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> pathlib.Path | None:
     """The top of the work tree holding `root` if it is in a git repository with a HEAD commit, else None."""
     done = _run(root, ["rev-parse", "--show-toplevel", "--verify", "HEAD"], timeout_s=timeout_s, limit=65536)
+    if done is None:
+        return None
+    lines = done[0].decode("utf-8", "surrogateescape").splitlines()
+    return pathlib.Path(lines[0]) if lines and lines[0] else None
+
+
+def git_directories(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> tuple[pathlib.Path, ...] | None:
+    """The repository's own directories for the work tree holding `root`, as git finds them: its git
+    directory and its common directory (`.git` may be a file naming another place, a worktree's git
+    directory lives under the main one's). None if `root` is in no repository git will open."""
+    done = _run(root, ["rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir"],
+                timeout_s=timeout_s, limit=65536)  # fmt: skip
+    if done is None:
+        return None
+    lines = [line for line in done[0].decode("utf-8", "surrogateescape").splitlines() if line]
+    return tuple(dict.fromkeys(pathlib.Path(line) for line in lines)) or None
+
+
+def work_tree_top(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> pathlib.Path | None:
+    """The top of the work tree holding `root` (with or without a commit), or None outside one."""
+    done = _run(root, ["rev-parse", "--path-format=absolute", "--show-toplevel"], timeout_s=timeout_s, limit=65536)
     if done is None:
         return None
     lines = done[0].decode("utf-8", "surrogateescape").splitlines()

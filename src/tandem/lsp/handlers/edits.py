@@ -44,6 +44,7 @@ from tandem.lsp.handlers import next_edit
 # At run time, not only for type checking: pygls resolves a command handler's annotations to find its
 # arguments. (lsp.server imports this module only inside build_server, so there is no cycle.)
 from tandem.lsp.server import TandemServer
+from tandem.lsp.shown import shown
 
 if TYPE_CHECKING:
     from tandem.completion.routing.router import Tier
@@ -188,6 +189,7 @@ def _scan_words(files: int) -> str:
 
 
 def _show(ls: TandemServer, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
+    message = shown(message)
     log.info("%s", message)
     ls.window_show_message(types.ShowMessageParams(type=kind, message=message))
 
@@ -334,7 +336,7 @@ def _done(
         if kind is None:
             kind = types.MessageType.Warning if conflict or outcome is None else types.MessageType.Error
         _show(ls, message, kind)
-    result: dict[str, Any] = {"applied": applied, "message": message}
+    result: dict[str, Any] = {"applied": applied, "message": shown(message)}
     if outcome is not None:
         result.update(
             tier=outcome.tier,

@@ -1,0 +1,114 @@
+"""What a credential looks like in a text: detect-secrets' maintained rules, and tandem's own where they add.
+
+The rules come from two sources, each named in the reason a refusal gives:
+
+    detect-secrets  Yelp's detect-secrets (a maintained, installable rule set): every detector that is a
+                    set of regular expressions (`RegexBasedDetector`, its `denylist`) except those that flag
+                    ordinary code: `BasicAuthDetector` (any `scheme://user:pass@` in an example URL),
+                    `IPPublicDetector` (addresses), `JwtTokenDetector` (any `eyJ.x.y`; detect-secrets
+                    itself confirms a JWT by decoding it), the keyword and entropy detectors (any
+                    `password = ...` line, any random-looking string), and the two IBM detectors, whose
+                    service-name part may be empty (any `key = '<44 letters>'`). A refusal stops a whole document
+                    from being completed, so a detector has to be specific.
+    tandem          formats detect-secrets does not know or knows too narrowly (`OWN_RULES`, each with
+                    the gap it fills; `bench/bench_secret_rules.py` measures what each source catches).
+
+Speed: every rule is screened at once by one RE2 alternation (linear in the text, one pass), and only a line
+the screen matched is checked with each rule's own (Python) pattern, which names it. A keystroke checks the
+lines it touched; opening a document checks the document in pieces (`completion.gate`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import re2
+from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+from detect_secrets.plugins.base import RegexBasedDetector
+
+# detect-secrets detectors left out, and why (the module docstring says more).
+EXCLUDED_DETECTORS = frozenset(
+    {"BasicAuthDetector", "IPPublicDetector", "JwtTokenDetector", "KeywordDetector", "Base64HighEntropyString",
+     "HexHighEntropyString", "IbmCloudIamDetector", "IbmCosHmacDetector"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One credential pattern: what it finds (for the reason), which rule set it comes from."""
+
+    what: str
+    pattern: re.Pattern[str]
+    source: str
+
+
+# tandem's own rules: only formats detect-secrets misses (each comment names the gap).
+OWN_RULES = (
+    # detect-secrets lists seven PEM headers; any `-----BEGIN ... PRIVATE KEY-----` (ENCRYPTED, DSA, ...).
+    Rule("Private key", re.compile(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"), "tandem"),
+    # Not in detect-secrets at all.
+    Rule("Anthropic API key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}"), "tandem"),
+    # detect-secrets' OpenAI rule needs the legacy `T3BlbkFJ` marker; project and service keys lack it.
+    Rule("OpenAI-style API key", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}"), "tandem"),
+    # detect-secrets has the classic gh*_ tokens only; fine-grained tokens start github_pat_.
+    Rule("GitHub fine-grained token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{60,}"), "tandem"),
+    # detect-secrets needs digits between the dashes (`xoxb-1-...`); newer tokens and legacy ones vary.
+    Rule("Slack token", re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{10,}"), "tandem"),
+    # Not in detect-secrets.
+    Rule("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), "tandem"),
+    # detect-secrets: live keys of exactly 24 characters; test keys and longer keys too.
+    Rule("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{20,}"), "tandem"),
+    # Not in detect-secrets.
+    Rule("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "tandem"),
+    # Not in detect-secrets (HashiCorp Vault service, batch and recovery tokens).
+    Rule("Vault token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}"), "tandem"),
+    # Not in detect-secrets (personal, OAuth and refresh tokens).
+    Rule("DigitalOcean token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b"), "tandem"),
+    # detect-secrets wants whitespace or a double quote around it (a single-quoted one passes).
+    Rule("Artifactory token", re.compile(r"\bAKC[a-zA-Z0-9]{10,}\b"), "tandem"),
+    # detect-secrets finds npm tokens only in an .npmrc `_authToken=` line.
+    Rule("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), "tandem"),
+)
+
+
+def maintained_rules() -> tuple[Rule, ...]:
+    """detect-secrets' regular-expression detectors, less `EXCLUDED_DETECTORS`."""
+    rules: list[Rule] = []
+    mapping = get_mapping_from_secret_type_to_class()
+    for secret_type, detector in sorted(mapping.items()):
+        if not issubclass(detector, RegexBasedDetector) or detector.__name__ in EXCLUDED_DETECTORS:
+            continue
+        for pattern in detector().denylist:
+            rules.append(Rule(secret_type, pattern, "detect-secrets"))
+    return tuple(rules)
+
+
+# Lookarounds (which RE2 lacks) are dropped for the screen, and repetitions past RE2's bound of 1,000
+# opened: the screen finds a superset, the rule's own pattern decides.
+_LOOKAROUND = re.compile(r"\(\?<?[=!](?:[^()\\]|\\.)*\)")
+_LONG_REPEAT = re.compile(r"\{(\d+),\d{4,}\}")
+
+
+def _screenable(rule: Rule) -> str:
+    source = _LONG_REPEAT.sub(r"{\1,}", _LOOKAROUND.sub("", rule.pattern.pattern))
+    flags = "i" if rule.pattern.flags & re.IGNORECASE else ""
+    return f"(?{flags}m:{source})" if flags else f"(?m:{source})"
+
+
+RULES = (*maintained_rules(), *OWN_RULES)
+_SCREEN = re2.compile("|".join(_screenable(rule) for rule in RULES))
+
+
+def credential_in(text: str) -> str:
+    """What credential `text` holds, on which line and by whose rule ("AWS Access Key, line 3,
+    detect-secrets rule"), or "" if none. Never the credential itself."""
+    for match in _SCREEN.finditer(text):
+        start = text.rfind("\n", 0, match.start()) + 1
+        end = text.find("\n", match.end())
+        line_text = text[start : len(text) if end < 0 else end]
+        for rule in RULES:
+            if rule.pattern.search(line_text):
+                line = text.count("\n", 0, start) + 1
+                return f"{rule.what}, line {line}, {rule.source} rule"
+    return ""
