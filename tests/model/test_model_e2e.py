@@ -9,8 +9,10 @@ that each path works on a real model, not how well: the figures come from `tande
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pathlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -121,3 +123,19 @@ async def test_an_edit_by_the_real_accurate_model_is_applied(
         assert isinstance(result, dict), result
         assert editor.applied.is_set(), f"no edit was applied: {result}"
         assert "def plus(" in editor.text, editor.text
+
+
+@pytest.mark.timeout(600)
+async def test_the_readmes_local_demo_runs_on_the_real_model(tmp_path: pathlib.Path, llama: LocalServer) -> None:
+    """`tandem demo --local` as the README gives it (shortened): its own llama-server, the real 0.5B."""
+    del llama  # set up (or skipped) by the fixture; the demo starts a server of its own
+    demo = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tandem", "demo", "--local", "--seconds", "15", "--json",
+        "--trace", str(tmp_path / "trace.jsonl"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await demo.communicate()
+    assert demo.returncode == 0, err.decode()[-2000:]
+    summary = json.loads(out)
+    assert summary["simulated_provider"] is False and summary["provider"]["local"] is True
+    assert summary["requests"] > 0 and summary["cost_usd"] == 0.0
