@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import re2
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
@@ -75,7 +76,7 @@ OWN_RULES = (
 def maintained_rules() -> tuple[Rule, ...]:
     """detect-secrets' regular-expression detectors, less `EXCLUDED_DETECTORS`."""
     rules: list[Rule] = []
-    mapping = get_mapping_from_secret_type_to_class()
+    mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
     for secret_type, detector in sorted(mapping.items()):
         if not issubclass(detector, RegexBasedDetector) or detector.__name__ in EXCLUDED_DETECTORS:
             continue

@@ -14,7 +14,7 @@ import math
 import pathlib
 import sys
 import time
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from tandem.eval.replay.runner import ReplayOptions, replay
 from tandem.eval.replay.sources import SOURCE_SUFFIXES
@@ -105,6 +105,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=_positive(int), default=96, help="tokens per completion (default 96)")
     parser.add_argument(
         "--fim-template", default="", metavar="NAME", help="with --provider fim: the model's FIM template (raw prompt)"
+    )
+    parser.add_argument(
+        "--completion-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a [completion] setting for the server, as TOML (e.g. early_units=false); repeatable",
     )
     parser.add_argument(
         "--read-first",
@@ -258,6 +265,7 @@ def run_replay(args: argparse.Namespace) -> int:
         fim_template=args.fim_template,
         local=args.local,
         warm_s=args.read_first or 0.0,
+        settings={"completion": _completion_settings(args.completion_setting)} if args.completion_setting else {},
         trace_path=args.trace,
     )
     return _run(options, command="replay", as_json=args.json, show_progress=False)
@@ -326,3 +334,19 @@ def _run_local_demo(args: argparse.Namespace) -> int:
     except LocalServerError as error:
         sys.stderr.write(f"tandem demo: error: {error}\n")
         return 1
+
+
+def _completion_settings(pairs: list[str]) -> dict[str, Any]:
+    """`NAME=VALUE` pairs (VALUE in TOML) as a `[completion]` table."""
+    import tomllib
+
+    table: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise SystemExit(f"tandem replay: error: --completion-setting {pair!r} is not NAME=VALUE")
+        try:
+            table.update(tomllib.loads(f"{name.strip()} = {value.strip()}"))
+        except tomllib.TOMLDecodeError as error:
+            raise SystemExit(f"tandem replay: error: --completion-setting {pair!r}: {error}") from None
+    return table
