@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import pathlib
 import sys
 from collections.abc import Callable, Iterator
@@ -129,12 +130,15 @@ async def test_an_edit_by_the_real_accurate_model_is_applied(
 async def test_the_readmes_local_demo_runs_on_the_real_model(tmp_path: pathlib.Path, llama: LocalServer) -> None:
     """`tandem demo --local` as the README gives it (shortened): its own llama-server, the real 0.5B."""
     del llama  # set up (or skipped) by the fixture; the demo starts a server of its own
-    demo = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "tandem", "demo", "--local", "--seconds", "15", "--json",
-        "--trace", str(tmp_path / "trace.jsonl"),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    # In a thread: starting a process forks this one, which holds the event loop (the loop watch) under load.
+    demo = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "tandem", "demo", "--local", "--seconds", "15", "--json",
+         "--trace", str(tmp_path / "trace.jsonl")],
+        capture_output=True,
+        check=False,
     )  # fmt: skip
-    out, err = await demo.communicate()
+    out, err = demo.stdout, demo.stderr
     assert demo.returncode == 0, err.decode()[-2000:]
     summary = json.loads(out)
     assert summary["simulated_provider"] is False and summary["provider"]["local"] is True
