@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import pathlib
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
