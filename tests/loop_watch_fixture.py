@@ -46,7 +46,7 @@ def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> d
 
 # In these tiers the test's own loop runs only the client (pytest-lsp, an editor driver); the server is a
 # process of its own, which watches its loop itself.
-CLIENT_SIDE_MARKERS = ("e2e", "editor")
+CLIENT_SIDE_MARKERS = ("e2e", "editor", "model")
 
 
 # Set-up that a server does once, which tests do on their loop every time: building a server (pygls
