@@ -337,16 +337,10 @@ def _run_local_demo(args: argparse.Namespace) -> int:
 
 
 def _completion_settings(pairs: list[str]) -> dict[str, Any]:
-    """`NAME=VALUE` pairs (VALUE in TOML) as a `[completion]` table."""
-    import tomllib
+    """`--completion-setting NAME=VALUE` pairs as a `[completion]` table."""
+    from tandem.eval.replay.next_edits import toml_table
 
-    table: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise SystemExit(f"tandem replay: error: --completion-setting {pair!r} is not NAME=VALUE")
-        try:
-            table.update(tomllib.loads(f"{name.strip()} = {value.strip()}"))
-        except tomllib.TOMLDecodeError as error:
-            raise SystemExit(f"tandem replay: error: --completion-setting {pair!r}: {error}") from None
-    return table
+    try:
+        return toml_table(pairs)
+    except ValueError as error:
+        raise SystemExit(f"tandem replay: error: --completion-setting: {error}") from None

@@ -345,7 +345,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
         sys.stderr.write(f"tandem replay: error: no commit among {looked} makes several small changes to one file\n")
         return 1
     try:
-        settings = _settings(args.next_edit_setting)
+        settings = toml_table(args.next_edit_setting)
     except ValueError as error:
         sys.stderr.write(f"tandem replay: error: --next-edit-setting: {error}\n")
         return 1
@@ -440,8 +440,8 @@ def _model_for(args: argparse.Namespace) -> Iterator[Any]:
     yield _RealModel(args.base_url, model)
 
 
-def _settings(pairs: list[str]) -> dict[str, Any]:
-    """`NAME=VALUE` pairs (VALUE in TOML) as a `[next_edit]` table."""
+def toml_table(pairs: list[str]) -> dict[str, Any]:
+    """`NAME=VALUE` pairs (VALUE in TOML) as a table (`--next-edit-setting`, `--completion-setting`)."""
     import tomllib
 
     table: dict[str, Any] = {}
