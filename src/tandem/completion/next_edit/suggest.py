@@ -121,6 +121,8 @@ class NextEdits:
         # with them (`completion.next_edit.rebase`).
         self._generations: dict[str, Generation] = {}
         self._last: dict[str, NextEditResult] = {}
+        # The ask under way for each document: (its version, its answer), joined by a second ask of that version.
+        self._running: dict[str, tuple[int, asyncio.Future[NextEditResult]]] = {}
         # Learns the typing rhythm, and says how long a request waits for a pause in it.
         self._pause = NextEditPause(debounce_ms=config.next_edit.debounce_ms)
 
@@ -140,7 +142,19 @@ class NextEdits:
             return result
         if prefetched is not None:
             prefetched[1].cancel()
-        if self._asked_version.get(request.uri) == request.version and not request.prefetch:
+        running = self._running.get(request.uri)
+        joined_cancelled = False
+        if running is not None and running[0] == request.version and not request.prefetch:
+            # The same version is being asked already (VS Code asks for code actions, which offer the next
+            # edit, and for the inline edit at the same version): answer with that ask, not "no edit since".
+            try:
+                return await asyncio.shield(running[1])
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    raise
+                joined_cancelled = True  # the other ask was cancelled (its client withdrew it): ask anew
+        if self._asked_version.get(request.uri) == request.version and not request.prefetch and not joined_cancelled:
             # No edit since the last request: cursor motion alone asks no model.
             last = self._last.get(request.uri)
             if last is not None and last.suggestion is not None and last.suggestion.version == request.version:
@@ -158,13 +172,22 @@ class NextEdits:
             prefetched=request.prefetch,
         )
         self._settle(request.uri, "superseded")
-        with self._tickets.newest(request.uri) as ticket:
-            try:
-                result = await self._suggest(request, record, ticket)
-            except asyncio.CancelledError:
-                record.outcome = "cancelled"
-                self._write(record)
-                raise
+        answer: asyncio.Future[NextEditResult] = asyncio.get_running_loop().create_future()
+        self._running[request.uri] = (request.version, answer)
+        try:
+            with self._tickets.newest(request.uri) as ticket:
+                try:
+                    result = await self._suggest(request, record, ticket)
+                except asyncio.CancelledError:
+                    record.outcome = "cancelled"
+                    self._write(record)
+                    raise
+            answer.set_result(result)
+        finally:
+            if not answer.done():
+                answer.cancel()
+            if self._running.get(request.uri, (0, None))[1] is answer:
+                del self._running[request.uri]
         self._last[request.uri] = result
         if result.suggestion is not None:
             self._open_records[request.uri] = record
