@@ -79,7 +79,10 @@ async def test_the_accurate_model_stands_in_only_when_the_user_chose_it(
         assert {r["tier"] for r in records} == {"fast"}
         assert held, [r.get("error") for r in records]
         # The status says why there is no suggestion: the fast model is unreachable.
-        assert after and all(s["text"] == "tandem ⚠ fast model unreachable" for s in after), after
+        # (A key after the hold-off's back-off probes the model again; under load one may: its failure is said.)
+        texts = {s["text"] for s in after}
+        assert "tandem ⚠ fast model unreachable" in texts, after
+        assert texts <= {"tandem ⚠ fast model unreachable", "tandem ⚠ provider unavailable"}, after
         assert all(s["state"] == "error" for s in after)
         return
     assert _completions(accurate) > 0
