@@ -81,11 +81,11 @@ async def test_slots_serve_the_user_before_speculation_and_drop_a_cancelled_wait
                 await release.wait()
 
     first = asyncio.create_task(hold("first", USER, wait=True))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # sleep-ok: one turn of the loop, so the tasks made above take their first step
     speculative = asyncio.create_task(hold("speculative", SPECULATIVE))
     dropped = asyncio.create_task(hold("dropped", USER))
     user = asyncio.create_task(hold("user", USER))
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # sleep-ok: one turn of the loop, so the tasks made above take their first step
     assert slots.busy and slots.waiting == 3
     dropped.cancel()
     release.set()
@@ -100,13 +100,13 @@ async def test_a_patient_stream_reading_its_prompt_stops_at_its_first_token() ->
     async def producer(stream: Stream) -> None:
         stream.stats.request_sent_ns = 1
         started.set()
-        await asyncio.sleep(3600)
+        await asyncio.Event().wait()  # a server still reading the prompt
 
     patient = Stream(uri="u", line=0, character=0, before="", after="", model="m", patient=True)
     patient.run(producer(patient))
     await started.wait()
     patient.supersede()
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # sleep-ok: one turn of the loop, so the tasks made above take their first step
     assert not patient.done, "a request still being read must be let finish reading"
     patient.append("x")
     with pytest.raises(asyncio.CancelledError):

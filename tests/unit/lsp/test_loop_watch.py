@@ -24,9 +24,9 @@ def _run(work: Callable[[], None], *, then_idle_s: float = 0.15) -> tuple[list[B
     watch.start()
 
     async def main() -> None:
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # sleep-ok: the hold (or the idle time) this test measures
         loop.call_soon(work)
-        await asyncio.sleep(then_idle_s)
+        await asyncio.sleep(then_idle_s)  # sleep-ok: the hold (or the idle time) this test measures
 
     try:
         loop.run_until_complete(main())
@@ -53,7 +53,7 @@ def test_a_callback_that_computes_for_300_ms_is_reported_and_named() -> None:
 
 def test_a_callback_that_sleeps_for_300_ms_is_reported() -> None:
     def hold_the_loop_sleeping() -> None:
-        time.sleep(0.3)
+        time.sleep(0.3)  # sleep-ok: the hold (or the idle time) this test measures
 
     blocks, _ = _run(hold_the_loop_sleeping)
     assert len(blocks) == 1 and blocks[0].blocked_ms >= 250
@@ -101,8 +101,8 @@ def test_a_loop_slowed_by_a_busy_machine_is_not_reported(crowded_cpu: None) -> N
     async def main() -> None:
         for _ in range(5):
             loop.call_soon(work)
-            await asyncio.sleep(0)
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0)  # sleep-ok: the hold (or the idle time) this test measures
+            await asyncio.sleep(0.02)  # sleep-ok: the hold (or the idle time) this test measures
 
     try:
         loop.run_until_complete(main())

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from tandem.completion.providers.backends import fim_templates
 from tandem.completion.providers.backends.http_backend import HttpBackend
+from tandem.completion.providers.backends.openai_chat import chat_body
 from tandem.completion.providers.backends.streaming import StreamCall, now_ns, stream_chunks
 from tandem.completion.providers.errors import NotConfigured
 
@@ -56,7 +57,7 @@ class FimBackend(HttpBackend):
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
         if request.messages:
-            return self._chat_body(request)
+            return chat_body(request, self._config.model)
         stop = list(request.stop)
         template = self._config.fim_template
         body: dict[str, object] = {}
@@ -79,20 +80,6 @@ class FimBackend(HttpBackend):
         )
         if stop:
             body["stop"] = stop
-        return body
-
-    def _chat_body(self, request: ModelRequest) -> dict[str, object]:
-        body: dict[str, object] = {
-            "messages": [{"role": role, "content": content} for role, content in request.messages],
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if self._config.model:
-            body["model"] = self._config.model
-        if request.stop:
-            body["stop"] = list(request.stop)
         return body
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:

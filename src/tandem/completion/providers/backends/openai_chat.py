@@ -33,28 +33,7 @@ class OpenAIChatBackend(HttpBackend):
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
-        body: dict[str, object] = {
-            "messages": (
-                [{"role": role, "content": content} for role, content in request.messages]
-                if request.messages
-                else chat_messages(
-                    request.prefix,
-                    request.suffix,
-                    path=request.path,
-                    language=request.language,
-                    context=request.context,
-                )
-            ),
-            "max_tokens": request.max_tokens,
-            "temperature": request.temperature,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        if self._config.model:
-            body["model"] = self._config.model
-        if request.stop:
-            body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
-        return body
+        return chat_body(request, self._config.model)
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield cleaned text as it arrives; see `base.Backend.stream`."""
@@ -259,3 +238,29 @@ class _HoleFilter:
     def finish(self) -> str:
         out, self._held = self._held, ""
         return out
+
+
+def chat_body(request: ModelRequest, model: str) -> dict[str, object]:
+    """A Chat Completions body for `request`: its conversation as given, or the hole-filling prompt."""
+    body: dict[str, object] = {
+        "messages": (
+            [{"role": role, "content": content} for role, content in request.messages]
+            if request.messages
+            else chat_messages(
+                request.prefix,
+                request.suffix,
+                path=request.path,
+                language=request.language,
+                context=request.context,
+            )
+        ),
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if model:
+        body["model"] = model
+    if request.stop:
+        body["stop"] = list(request.stop[:MAX_STOP_SEQUENCES])
+    return body
