@@ -92,6 +92,11 @@ local ok, err = pcall(function()
       rpc = ok and chan_id or 0
       return rpc > 0
     end)
+    -- The socket listens before the inner Neovim has read its --cmd and init (a request then finds no
+    -- plugin on the runtimepath): steps start once it has entered its first window.
+    wait("the inner Neovim to finish starting", 30000, function()
+      return vim.rpcrequest(rpc, "nvim_get_vvar", "vim_did_enter") == 1
+    end)
     local function inner(expr)
       return vim.rpcrequest(rpc, "nvim_exec_lua", "return " .. expr, {})
     end
