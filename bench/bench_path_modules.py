@@ -2,8 +2,8 @@
 
 `tandem serve` runs over stdio with a profiler (`sys.setprofile`, in every thread) that records the source
 file of every product function that runs (under `lsp/`, `completion/` and `cache/` of the installed
-package) from the moment the request's handler is first called until `shutdown`. Two requests, each in its
-own server: one inline completion (`textDocument/inlineCompletion`, a cache miss answered by the model) and
+package) from the moment the request's handler is first called until `shutdown`. The calls between product modules are recorded too, and those that run backwards (from an inner layer to an
+outer one: `LAYERS`) are listed. Two requests, each in its own server: one inline completion (`textDocument/inlineCompletion`, a cache miss answered by the model) and
 one edit (`workspace/executeCommand tandem.edit`, the fast model's answer applied). The models are the
 simulator on loopback (its answers are SIMULATED; only the code they pass through is counted here).
 
@@ -53,13 +53,24 @@ def profile(frame, event, arg):
     if code.co_name == "shutdown" and "lifecycle" in code.co_filename:
         state["on"] = False
         return
-    name = code.co_filename
+    name = product(code.co_filename)
+    if name is None:
+        return
+    seen.add(name)
+    caller = frame.f_back
+    if caller is not None:
+        source = product(caller.f_code.co_filename)
+        if source is not None and source != name:
+            calls.add(source + " -> " + name)
+def product(name):
     for part in parts:
         if name.startswith(part):
-            seen.add(os.path.basename(part.rstrip(os.sep)) + "/" + name[len(part):])
+            return os.path.basename(part.rstrip(os.sep)) + "/" + name[len(part):]
+    return None
+calls = set()
 def dump():
     with open(out, "w") as f:
-        f.write("\n".join(sorted(seen)))
+        f.write("\n".join(sorted(seen) + sorted(calls)))
 atexit.register(dump)
 import tandem.lsp.server as server_module
 original_exit = os._exit
@@ -100,11 +111,21 @@ async def one_request(kind: str, base_url: str, folder: pathlib.Path) -> list[st
         applied.append(params)
         return types.ApplyWorkspaceEditResult(applied=True)
 
+    # The models go in the user's config: a workspace (initializationOptions) may not choose where code goes.
+    (home / ".config" / "tandem" / "config.toml").write_text(
+        "".join(
+            f'[models.{tier}]\nprovider = "openai-chat"\nbase_url = "{base_url}"\nmodel = "{model}"\n'
+            for tier, model in (("fast", "sim-spark"), ("accurate", "sim-codex"))
+        )
+    )
+    messages: list[str] = []
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def show_message(params: types.ShowMessageParams) -> None:
+        if params.type in (types.MessageType.Error, types.MessageType.Warning):
+            messages.append(params.message)
+
     await client.start_io(sys.executable, "-P", "-c", BOOT, env=env, cwd=str(workspace))
-    models = {
-        "fast": {"provider": "openai-chat", "base_url": base_url, "model": "sim-spark"},
-        "accurate": {"provider": "openai-chat", "base_url": base_url, "model": "sim-codex"},
-    }
     capabilities = types.ClientCapabilities(
         workspace=types.WorkspaceClientCapabilities(
             apply_edit=True, workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)
@@ -115,7 +136,6 @@ async def one_request(kind: str, base_url: str, folder: pathlib.Path) -> list[st
             capabilities=capabilities,
             root_uri=workspace.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="w")],
-            initialization_options={"models": models},
         )
     )
     client.initialized(types.InitializedParams())
@@ -151,7 +171,33 @@ async def one_request(kind: str, base_url: str, folder: pathlib.Path) -> list[st
     if process is not None:
         await asyncio.wait_for(process.wait(), 10)  # the server writes what it saw as it exits
     await client.stop()
+    # A request that never reached a model (a refused setting, no model configured) walks a short path.
+    if messages:
+        raise SystemExit(f"{kind}: the server said {messages!r}; the walk would not be the request's")
     return out.read_text().split("\n") if out.exists() else []
+
+
+# Layers, outermost first: a call from a module to one in an outer layer runs backwards (a callback, or a
+# lower part that knows a higher one). Services every layer may use (observe, machine, cache) are last.
+LAYERS = (
+    ("lsp/",),
+    ("completion/inline/", "completion/next_edit/", "completion/edit/", "completion/session.py"),
+    ("completion/routing/", "completion/workspace.py", "completion/gate.py", "completion/spend.py"),
+    ("completion/providers/",),
+    ("completion/config/", "completion/observe/", "completion/machine/", "cache/"),
+)
+
+
+def layer(module: str) -> int:
+    return next((i for i, prefixes in enumerate(LAYERS) if module.startswith(prefixes)), len(LAYERS))
+
+
+def walk(lines: list[str]) -> dict[str, Any]:
+    """The modules run, the calls between them, and the calls that run backwards (inner layer to outer)."""
+    modules = [line for line in lines if line and " -> " not in line]
+    calls = [tuple(line.split(" -> ")) for line in lines if " -> " in line]
+    backwards = [f"{a} -> {b}" for a, b in calls if layer(b) < layer(a)]
+    return {"modules": modules, "calls": [f"{a} -> {b}" for a, b in calls], "backwards": backwards}
 
 
 async def main() -> None:
@@ -164,14 +210,17 @@ async def main() -> None:
             (await http.post(f"{sim.root_url}/_sim/edit-truth", json=truth)).raise_for_status()
         with tempfile.TemporaryDirectory() as scratch:
             folder = pathlib.Path(scratch)
-            results = {kind: await one_request(kind, sim.base_url, folder) for kind in ("inline", "edit")}
+            results = {kind: walk(await one_request(kind, sim.base_url, folder)) for kind in ("inline", "edit")}
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    for kind, modules in results.items():
-        print(f"{kind}: {len(modules)} product modules")
-        for name in modules:
+    for kind, found in results.items():
+        print(f"{kind}: {len(found['modules'])} product modules, {len(found['calls'])} calls between them")
+        for name in found["modules"]:
             print(f"  {name}")
+        print(f"  calls that run backwards (to an outer layer): {len(found['backwards'])}")
+        for call in found["backwards"]:
+            print(f"    {call}")
 
 
 if __name__ == "__main__":
