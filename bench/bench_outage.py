@@ -30,6 +30,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 from bench_soak import Client  # noqa: E402
+import user_config  # noqa: E402
 
 RESPONSES = {
     "401": (401, "application/json", b'{"error": {"message": "Incorrect API key provided"}}'),
@@ -113,7 +114,8 @@ async def outage(kind: str, seconds: float, rate: float) -> dict[str, Any]:
 
     client.frames.feed = feed  # type: ignore[method-assign]
     model = {"provider": "openai-chat", "base_url": base_url, "model": "m", "api_key_env": "BENCH_KEY"}
-    init = {"processId": None, "capabilities": {}, "initializationOptions": {"models": {"fast": model}}}
+    user_config.write(home, {"models": {"fast": model}})
+    init = {"processId": None, "capabilities": {}}
     await client.request("initialize", init)[1]
     client.notify("initialized", {})
     uri = (tmp / "a.py").as_uri()

@@ -42,6 +42,7 @@ from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+import user_config  # noqa: E402
 from tandem.eval.replay.sources import stdlib_files  # noqa: E402
 from tandem.lsp.framing import FrameReader, Message  # noqa: E402
 from tandem.sim.runner import SimSettings, start_in_thread  # noqa: E402
@@ -122,7 +123,8 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         }
         if args.cache_max_bytes:
             options["cache"] = {"max_bytes": args.cache_max_bytes}
-        init = {"processId": None, "capabilities": {}, "rootUri": None, "initializationOptions": options}
+        user_config.write(home, options)
+        init = {"processId": None, "capabilities": {}, "rootUri": None}
         await client.request("initialize", init)[1]
         client.notify("initialized", {})
         uri = (tmp / "typed.py").as_uri()
