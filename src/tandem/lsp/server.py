@@ -63,9 +63,10 @@ class TandemProtocol(DocumentSync):
         kwargs: dict[str, Any] | None = None,
     ) -> None:
         """pygls' handler execution, minus a leak: a generator or async handler's future is kept in
-        `_request_futures` under its id, and only a request's answer removes it. Notifications (every
-        didOpen/didChange/didClose goes through a generator) and the steps of generator handlers ran under
-        fresh ids nobody removed: one future per keystroke, held for the life of the process."""
+        `_request_futures` under its id, and only a request's answer removes it. Notifications handled by a
+        generator or a coroutine (pygls' built-in initialized, tandem's async notifications) and the steps
+        of generator handlers ran under fresh ids nobody removed: one future per keystroke when document
+        sync went through a generator, held for the life of the process."""
 
         def finished(future: Any) -> None:
             if self._request_futures.get(msg_id) is future:

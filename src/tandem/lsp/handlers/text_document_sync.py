@@ -10,7 +10,6 @@ real request).
 from __future__ import annotations
 
 import re
-from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -32,25 +31,27 @@ class DocumentSync(LanguageServerProtocol):
 
     pygls' built-in didOpen/didChange/didClose keep a `TextDocument` that rebuilds the whole text on
     every incremental change (O(file) per keystroke). tandem keeps its own store (`lsp.documents`), so
-    these overrides only forward to the handlers below (registered in `handlers.registry`, which is also
-    what makes pygls announce open/close and save sync).
+    these overrides only call the handlers below (registered in `handlers.registry`, which is also what
+    makes pygls announce open/close and save sync). They call them at once: pygls' built-ins are
+    generators that hand the handler back to be run as a second handler, with a future of its own, on
+    every keystroke.
     """
 
-    def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
+    def _forward(self, method: str, params: Any) -> None:
         if (handler := self.fm.features.get(method)) is not None:
-            yield handler, (params,), None
+            handler(params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> None:
+        self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> None:
+        self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> None:
+        self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
 
 def did_open(ls: TandemServer, params: types.DidOpenTextDocumentParams) -> None:
