@@ -247,4 +247,4 @@ async def test_logs_reach_the_client_at_their_own_level(tmp_path: pathlib.Path, 
     started = logged[types.MessageType.Info, "tandem.lsp.handlers.lifecycle"]
     assert started.startswith("tandem.lsp.handlers.lifecycle: tandem serving code-server (utf-16) in ")
     assert "fast model openai-chat sim-spark @ 127.0.0.1:" in started and "no accurate model" in started
-    assert (types.MessageType.Warning, "tandem.lsp.handlers.completion") in logged
+    assert (types.MessageType.Warning, "tandem.lsp.completing") in logged

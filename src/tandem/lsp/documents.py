@@ -1,8 +1,10 @@
-"""The open documents: textDocument/didOpen, didChange (incremental), didClose.
+"""The open documents, as textDocument/didOpen, didChange (incremental) and didClose leave them
+(`lsp.handlers.text_document_sync`).
 
 Each document is a `cache.lines.LineBuffer`, so a keystroke costs the size of the edit, not of the
-file. pygls' own workspace copy is bypassed entirely (see `lsp.server.TandemProtocol`). Every document is
-tracked whatever it holds; whether anything of it may be sent is the model side's gate (`completion.gate`).
+file. pygls' own workspace copy is bypassed entirely (`lsp.handlers.text_document_sync.DocumentSync`).
+Every document is tracked whatever it holds; whether anything of it may be sent is the model side's gate
+(`completion.gate`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The tandem language server: a small `LanguageServer` subclass and `build_server()`.
 
-Handlers live in `lsp/handlers/` by feature; this module only holds state and wires them up.
+Handlers live in `lsp/handlers/`, one module per LSP method or method family, listed in one table
+(`handlers.registry`); this module holds the server's state and the protocol's process-level overrides.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
+from pygls.protocol import lsp_method
 
 from tandem.cache.edit_history import EditHistory
 from tandem.completion.config.tree import Config, ModelConfig
@@ -31,6 +32,7 @@ from tandem.completion.session import Session
 from tandem.lsp.client_log import ClientLogHandler
 from tandem.lsp.config_loading import ConfigSources
 from tandem.lsp.documents import DocumentStore
+from tandem.lsp.handlers.text_document_sync import DocumentSync
 from tandem.lsp.heap import HeapTrimmer
 from tandem.lsp.loop_watch import watch_from_env
 from tandem.lsp.shown import shown
@@ -47,13 +49,10 @@ RECOVERY_SHOWN_S = 30.0
 _TRACED_REQUESTS = {types.TEXT_DOCUMENT_INLINE_COMPLETION: "inline", types.TEXT_DOCUMENT_COMPLETION: "completion"}
 
 
-class TandemProtocol(LanguageServerProtocol):
-    """pygls' protocol minus its own document copies.
-
-    pygls' built-in didOpen/didChange/didClose keep a `TextDocument` that rebuilds the whole text on
-    every incremental change (O(file) per keystroke). tandem keeps its own store (`lsp.documents`), so
-    these overrides only forward to tandem's handlers.
-    """
+class TandemProtocol(DocumentSync):
+    """pygls' protocol, without its document copies (`handlers.text_document_sync.DocumentSync`), without a
+    leak of request futures, answering requests after shutdown, tracing withdrawn completions, and leaving
+    at once on exit."""
 
     def _execute_handler(
         self,
@@ -64,9 +63,10 @@ class TandemProtocol(LanguageServerProtocol):
         kwargs: dict[str, Any] | None = None,
     ) -> None:
         """pygls' handler execution, minus a leak: a generator or async handler's future is kept in
-        `_request_futures` under its id, and only a request's answer removes it. Notifications (every
-        didOpen/didChange/didClose goes through a generator) and the steps of generator handlers ran under
-        fresh ids nobody removed: one future per keystroke, held for the life of the process."""
+        `_request_futures` under its id, and only a request's answer removes it. Notifications handled by a
+        generator or a coroutine (pygls' built-in initialized, tandem's async notifications) and the steps
+        of generator handlers ran under fresh ids nobody removed: one future per keystroke when document
+        sync went through a generator, held for the life of the process."""
 
         def finished(future: Any) -> None:
             if self._request_futures.get(msg_id) is future:
@@ -85,18 +85,6 @@ class TandemProtocol(LanguageServerProtocol):
                 self._send_response(message.id, None, error.to_response_error())
                 return
         super().handle_message(message)
-
-    def _forward(self, method: str, params: Any) -> Generator[Any, Any, None]:
-        if (handler := self.fm.features.get(method)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_OPEN, params)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_CHANGE, params)
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         """pygls' dispatch, plus: a completion request the client withdraws before its handler ever ran
@@ -127,10 +115,6 @@ class TandemProtocol(LanguageServerProtocol):
             yield handler, args, None
         logging.shutdown()
         os._exit(0 if self._shutdown else 1)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Generator[Any, Any, None]:
-        yield from self._forward(types.TEXT_DOCUMENT_DID_CLOSE, params)
 
 
 class TandemServer(LanguageServer):
@@ -310,15 +294,12 @@ class TandemServer(LanguageServer):
 
 def build_server(*, env: Mapping[str, str] | None = None, trace_path: pathlib.Path | None = None) -> TandemServer:
     """A fresh server with every handler registered (tests call this for isolation)."""
-    from tandem.lsp.handlers import completion, documents, edits, health, lifecycle, next_edit
+    # Imported here: the `tandem.edit` handler's module imports this one at run time (pygls reads a command
+    # handler's annotations).
+    from tandem.lsp.handlers import registry
 
     server = TandemServer(env=env, trace_path=trace_path)
-    lifecycle.register(server)
-    documents.register(server)
-    completion.register(server)
-    edits.register(server)
-    next_edit.register(server)
-    health.register(server)
+    registry.register(server)
     return server
 
 

@@ -13,7 +13,7 @@ import pytest
 from lsprotocol import types
 
 from tandem.completion.edit.service import gather_inputs
-from tandem.lsp.handlers.edits import _offered
+from tandem.lsp.handlers.code_action import _offered
 
 
 @dataclass

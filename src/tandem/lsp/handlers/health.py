@@ -17,23 +17,21 @@ if TYPE_CHECKING:
 METHOD = "tandem/health"
 
 
-def register(server: TandemServer) -> None:
-    @server.feature(METHOD)
-    def health(ls: TandemServer, params: Any) -> dict[str, Any]:
-        pool: dict[str, int] | None = None
-        session = ls.session
-        transport = getattr(session.client, "_transport", None) if session is not None else None
-        if isinstance(transport, ResilientTransport):
-            pool = transport.health().as_dict()
-        return {
-            "rss_mb": round(_rss_kb() / 1024, 2),
-            "fds": _open_fds(),
-            "tasks": len(asyncio.all_tasks()),
-            "request_futures": len(ls.protocol._request_futures),
-            "documents": len(ls.documents.all()),
-            "pool": pool,
-            "completion_cache": session.inline.cache_figures() if session is not None else None,
-        }
+def health(ls: TandemServer, params: Any) -> dict[str, Any]:
+    pool: dict[str, int] | None = None
+    session = ls.session
+    transport = getattr(session.client, "_transport", None) if session is not None else None
+    if isinstance(transport, ResilientTransport):
+        pool = transport.health().as_dict()
+    return {
+        "rss_mb": round(_rss_kb() / 1024, 2),
+        "fds": _open_fds(),
+        "tasks": len(asyncio.all_tasks()),
+        "request_futures": len(ls.protocol._request_futures),
+        "documents": len(ls.documents.all()),
+        "pool": pool,
+        "completion_cache": session.inline.cache_figures() if session is not None else None,
+    }
 
 
 def _open_fds() -> int:

@@ -1,5 +1,7 @@
 """textDocument/copilotInlineEdit and textDocument/didShowInlineEdit (GitHub Copilot's shape), the accept and
-dismiss commands, and the "Apply next edit" code action (for clients without inline edits: Helix).
+dismiss commands, and the next edit as offered elsewhere, for clients without inline edits (Helix): the
+"Apply next edit" code action (`handlers.code_action` assembles textDocument/codeAction) and a menu item
+(`handlers.completion`).
 
     request   {textDocument: {uri, version}, position}
     result    {edits: [{text, textDocument: {uri, version}, range, command}]}   (items are alternatives)
@@ -164,55 +166,55 @@ def _uinteger(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31
 
 
-def register(server: TandemServer) -> None:
-    @server.feature(METHOD)
-    async def inline_edit(ls: TandemServer, params: Any) -> dict[str, Any]:
-        plain = _plain(params)
-        text_document = plain.get("textDocument") if isinstance(plain, dict) else None
-        position = plain.get("position") if isinstance(plain, dict) else None
-        # pygls has no type for this method: its params are checked here, and answered -32602 as typed ones
-        # are (lsp.stdio logs a hostile client's bad params once).
-        if not isinstance(text_document, dict) or not isinstance(position, dict):
-            raise JsonRpcInvalidParams(f"{METHOD} takes textDocument and position")
-        uri = str(text_document.get("uri", ""))
-        line, character = position.get("line"), position.get("character")
-        if not _uinteger(line) or not _uinteger(character):
-            raise JsonRpcInvalidParams(f"{METHOD}: position must be {{line, character}}, whole numbers >= 0")
-        client_position = types.Position(line=line, character=character)
-        document = ls.documents.get(uri)
-        asked = text_document.get("version")
-        if document is not None and isinstance(asked, int) and asked != document.version:
-            # The user typed on before this request was read: an answer would be for an older text.
-            if (next_edits := _next_edits(ls)) is not None:
-                next_edits.stale(document.path, ls.client_name, time.perf_counter_ns())
-            return {"edits": []}
-        document, result = await suggest(ls, uri, client_position)
-        suggestion = result.suggestion
-        if document is None or suggestion is None or suggestion.version != document.version:
-            return {"edits": []}
-        return {
-            "edits": [
-                {
-                    "text": suggestion.edit.text,
-                    "textDocument": {"uri": uri, "version": suggestion.version},
-                    "range": _CONVERTER.unstructure(_range(ls, document, suggestion)),
-                    "command": _command(uri, suggestion),
-                }
-            ]
-        }
+async def inline_edit(ls: TandemServer, params: Any) -> dict[str, Any]:
+    plain = _plain(params)
+    text_document = plain.get("textDocument") if isinstance(plain, dict) else None
+    position = plain.get("position") if isinstance(plain, dict) else None
+    # pygls has no type for this method: its params are checked here, and answered -32602 as typed ones
+    # are (lsp.stdio logs a hostile client's bad params once).
+    if not isinstance(text_document, dict) or not isinstance(position, dict):
+        raise JsonRpcInvalidParams(f"{METHOD} takes textDocument and position")
+    uri = str(text_document.get("uri", ""))
+    line, character = position.get("line"), position.get("character")
+    if not _uinteger(line) or not _uinteger(character):
+        raise JsonRpcInvalidParams(f"{METHOD}: position must be {{line, character}}, whole numbers >= 0")
+    client_position = types.Position(line=line, character=character)
+    document = ls.documents.get(uri)
+    asked = text_document.get("version")
+    if document is not None and isinstance(asked, int) and asked != document.version:
+        # The user typed on before this request was read: an answer would be for an older text.
+        if (next_edits := _next_edits(ls)) is not None:
+            next_edits.stale(document.path, ls.client_name, time.perf_counter_ns())
+        return {"edits": []}
+    document, result = await suggest(ls, uri, client_position)
+    suggestion = result.suggestion
+    if document is None or suggestion is None or suggestion.version != document.version:
+        return {"edits": []}
+    return {
+        "edits": [
+            {
+                "text": suggestion.edit.text,
+                "textDocument": {"uri": uri, "version": suggestion.version},
+                "range": _CONVERTER.unstructure(_range(ls, document, suggestion)),
+                "command": _command(uri, suggestion),
+            }
+        ]
+    }
 
-    @server.feature(DID_SHOW)
-    def did_show(ls: TandemServer, params: Any) -> None:
-        _, trace_id = _trace_id(params)
-        if (next_edits := _next_edits(ls)) is not None and trace_id:
-            next_edits.shown(trace_id)
 
-    @server.command(ACCEPTED)
-    def accepted(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
-        _accepted(ls, args[0] if args else None)
+def did_show(ls: TandemServer, params: Any) -> None:
+    _, trace_id = _trace_id(params)
+    if (next_edits := _next_edits(ls)) is not None and trace_id:
+        next_edits.shown(trace_id)
 
-    @server.command(DISMISSED)
-    def dismissed(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
-        _, trace_id = _trace_id(args[0] if args else None)
-        if (next_edits := _next_edits(ls)) is not None and trace_id:
-            next_edits.dismissed(trace_id)
+
+# pygls resolves a command handler's annotations at call time: `ls` stays unannotated because
+# TandemServer is only imported for type checking here.
+def accepted(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
+    _accepted(ls, args[0] if args else None)
+
+
+def dismissed(ls, *args: Any) -> None:  # type: ignore[no-untyped-def]
+    _, trace_id = _trace_id(args[0] if args else None)
+    if (next_edits := _next_edits(ls)) is not None and trace_id:
+        next_edits.dismissed(trace_id)
