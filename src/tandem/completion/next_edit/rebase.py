@@ -46,6 +46,12 @@ class Generation:
         for _, stream in self.parts:
             stream.cancel()
 
+    def supersede(self) -> None:
+        """A newer rewrite replaces this one: its streams stop, except a patient one that a local server is
+        still reading, which stops at its first token (its prompt, cached by then, begins the next one's)."""
+        for _, stream in self.parts:
+            stream.supersede()
+
 
 def snapshot(document: Lines) -> tuple[str, ...]:
     return tuple(document.line_content(i) for i in range(document.line_count))

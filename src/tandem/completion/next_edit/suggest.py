@@ -249,7 +249,10 @@ class NextEdits:
         hedge: list[tuple[Region, Region, Stream]] = []
         if generation is not None and settings.rebase:
             parts = self._carried(generation, request)
-            if parts and behind(parts) and (request.prefetch or self._delay_s(request) <= 0):
+            # Not beside a local server's rewrite: it reads one prompt at a time, so a second request would
+            # only queue behind the first (and be cancelled, unread, by the next key).
+            ask_beside = not tier.local and (request.prefetch or self._delay_s(request) <= 0)
+            if parts and behind(parts) and ask_beside:
                 record.rebased_from, record.hedged, hedge = generation.record_id, True, parts
             else:
                 rebased = await self._rebase(generation, parts, request, record, ticket)
@@ -377,14 +380,20 @@ class NextEdits:
         streams: list[Stream] = []
         for _, asked, _ in asks:
             stream = Stream(
-                uri=request.uri, line=request.line, character=request.character, before="", after="", model=tier.label
+                uri=request.uri,
+                line=request.line,
+                character=request.character,
+                before="",
+                after="",
+                model=tier.label,
+                patient=tier.local,
             )
             stream.run(read_into(stream, tier, asked, remember=lambda _: None))
             streams.append(stream)
         record.source, record.stream_id, record.streams = "model", streams[0].id, streams
         replaced = self._generations.get(request.uri)
         if replaced is not None and replaced is not hedged:
-            replaced.cancel()
+            replaced.supersede()
         current = self._generations[request.uri] = Generation(
             uri=request.uri,
             version=request.version,

@@ -45,7 +45,8 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
 
 
-def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
+def summarise(tally: Tally, baseline_keys: int, *, local: bool = False) -> dict[str, Any]:
+    """The figures of one strategy's run (`local`: the model runs on this machine and costs no money)."""
     records = [r for r in tally.trace if r.get("kind") == "next_edit"]
     asked = [r for r in records if r.get("source") == "model"]
     answered = [r for r in records if r.get("outcome") == "answered"]
@@ -57,7 +58,8 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
     for record in records:
         outcomes[record["outcome"]] = outcomes.get(record["outcome"], 0) + 1
     tokens = sum(r["tokens"]["in"] + r["tokens"]["out"] for r in records)
-    cost = cost_usd("fast", sum(r["tokens"]["in"] for r in records), sum(r["tokens"]["out"] for r in records))
+    tokens_in, tokens_out = sum(r["tokens"]["in"] for r in records), sum(r["tokens"]["out"] for r in records)
+    cost = None if local else cost_usd("fast", tokens_in, tokens_out)
     # Tokens of model requests the next key press overtook before their first token: paid for, never read.
     overtaken = sum(r["tokens"]["in"] + r["tokens"]["out"] for r in asked if "first_token" not in r.get("ms", {}))
     cached = sum(r["tokens"]["cached"] for r in records)
@@ -195,8 +197,10 @@ def summarise(tally: Tally, baseline_keys: int) -> dict[str, Any]:
         "tokens": tokens,
         "tokens_cached": cached,
         "tokens_per_accepted_char": round(tokens / tally.accepted_chars, 1) if tally.accepted_chars else None,
-        "cost_usd": round(cost, 6),
-        "usd_per_1000_accepted_chars": round(cost * 1000 / tally.accepted_chars, 4) if tally.accepted_chars else None,
+        "cost_usd": None if cost is None else round(cost, 6),
+        "usd_per_1000_accepted_chars": (
+            round(cost * 1000 / tally.accepted_chars, 4) if cost is not None and tally.accepted_chars else None
+        ),
         "tokens_overtaken_before_first_token": overtaken,
         "overtaken_share_of_tokens": share(overtaken, tokens),
     }
@@ -240,11 +244,19 @@ def render(results: dict[str, Any]) -> str:
             f"    shares: {', '.join(f'{k} {_share(v)}' for k, v in r['shares'].items())}",
             f"    tokens {r['tokens']} ({r['tokens_cached']} of them cached prompt tokens), per accepted character"
             f" {r['tokens_per_accepted_char']}; {r['tokens_overtaken_before_first_token']} of them"
-            f" ({_share(r['overtaken_share_of_tokens'])}) on requests overtaken before their first token;"
-            f" ${r['cost_usd']:.4f}, ${r['usd_per_1000_accepted_chars']} per 1,000 accepted characters at the fast"
-            " tier's list price (tandem.eval.edit_cost)",
+            f" ({_share(r['overtaken_share_of_tokens'])}) on requests overtaken before their first token; "
+            + _cost(r),
         ]
     return "\n".join(lines) + "\n"
+
+
+def _cost(r: dict[str, Any]) -> str:
+    if r["cost_usd"] is None:
+        return "cost none (a model on this machine costs no money)"
+    return (
+        f"${r['cost_usd']:.4f}, ${r['usd_per_1000_accepted_chars']} per 1,000 accepted characters at the fast"
+        " tier's list price (tandem.eval.edit_cost)"
+    )
 
 
 def _share(value: float | None) -> str:

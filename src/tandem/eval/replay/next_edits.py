@@ -401,7 +401,7 @@ def run_next_edits(args: argparse.Namespace) -> int:
                         args.tokens_per_minute,
                     )
                 )
-            results[strategy] = summarise(tally, baseline_keys)
+            results[strategy] = summarise(tally, baseline_keys, local=bool(args.base_url and args.local))
     if sys.stderr.isatty():
         sys.stderr.write("\n")
     if args.json:
