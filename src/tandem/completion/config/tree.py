@@ -43,6 +43,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from tandem.completion.config.ranges import RANGES, range_for
 from tandem.completion.config.trust import untrusted_values
+from tandem.completion.machine.containment import really_inside
 from tandem.completion.machine.state import is_state_file
 from tandem.completion.routing.router import RouterThresholds
 
@@ -426,9 +427,7 @@ def _resolve_trace_path(
             Problem(layer.source, "trace.path", "ignored: it names one of tandem's own state files (the day's spend)")
         )
     elif layer.from_workspace:
-        real = os.path.realpath(path)
-        inside = any(real.startswith(os.path.realpath(d).rstrip("/") + "/") for d in private_dirs)
-        if not inside:
+        if not really_inside(path, private_dirs):
             trace.pop("path")
             where = " or ".join(private_dirs) or "tandem's state directory"
             problems.append(
