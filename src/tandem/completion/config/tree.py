@@ -62,7 +62,7 @@ class ModelConfig:
     max_tokens: int = 256
     timeout_s: float = 10.0
     connect_timeout_s: float = 3.0
-    # For provider "fim": a template name from completion.backends.fim_templates sends a raw FIM prompt;
+    # For provider "fim": a template name from providers.backends.fim_templates sends a raw FIM prompt;
     # empty sends `prompt` + `suffix` fields (vLLM, llama.cpp server, DeepSeek beta).
     fim_template: str = ""
     temperature: float = 0.0
