@@ -1,4 +1,6 @@
-"""Shared pytest set-up. Fixture modules live beside the tests and are loaded here by name."""
+"""Shared pytest set-up. Fixture modules (`fixtures_sim`, `loop_watch_fixture`) and helpers the tests import
+by name (`hostile_git`, `e2e_support`, ...) live in this folder, which pytest puts on sys.path for this
+conftest; the tier folders (unit/, contract/, e2e/, editors/, model/) hold the tests."""
 
 from __future__ import annotations
 
@@ -6,9 +8,8 @@ import os
 
 from hypothesis import settings
 
-# Tests import tandem as it is installed (`pip install '.[test]'`, as CI does, or editable). The checkout's
-# root is deliberately not put on sys.path: its `tandem/` folder holds only the command, and would hide the
-# installed package's mapped parts (tandem.sim, tandem.lsp, ...) behind it.
+# Tests import tandem as it is installed (`pip install '.[test]'`, as CI does, or editable): the package is
+# in src/tandem/ (a src layout), so nothing in the checkout's root can stand in for it.
 
 pytest_plugins = ["fixtures_sim", "loop_watch_fixture"]
 

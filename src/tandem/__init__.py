@@ -1,9 +1,18 @@
 """tandem: an AI-completion language server.
 
-The distribution installs one package, `tandem`, whose parts live in the repository's top-level folders:
-`tandem.lsp` (lsp/, the edge), `tandem.completion` (completion/, the model side), `tandem.cache` (cache/,
-data structures) are the product; `tandem.sim` (sim/, the stand-in provider) and `tandem.eval` (eval/, replay
-and evaluation) are tooling the product never imports. `tandem.cli` is the `tandem` command.
+The distribution installs one package, `tandem` (src/tandem/ in the repository, nothing else at the top
+level). The product, layered one way (`lsp` -> `completion` -> `cache`):
+
+- `lsp/`         the edge: the pygls server, the only part that speaks LSP
+- `completion/`  the model side, a room per feature (inline, next_edit, edit, routing, providers, ...)
+- `cache/`       pure data structures: lines, tokens, context windows, the completion cache
+
+The tooling, which the product never imports:
+
+- `sim/`         the stand-in model provider (`tandem sim`), which imports nothing of the product
+- `eval/`        replay, git-history tasks, router and edit evaluation, trace reports
+- `local/`       a local model pair on this machine (`tandem local setup`, `tandem check`)
+- `cli.py`       the `tandem` command (`__main__.py` runs it for `python -P -m tandem`)
 """
 
 from __future__ import annotations

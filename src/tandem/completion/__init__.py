@@ -5,9 +5,9 @@ A room per feature; open the module named after each to start reading:
 
 inline/       the keystroke path, top to bottom in `inline.engine.Engine.complete`
 next_edit/    next-edit suggestions, `next_edit.suggest.NextEdits.suggest`
-edit/         instruction edits, `edit.flow.EditFlow.run`
+edit/         instruction edits, `edit.service.Edits.run` (the model side in `edit.flow.EditFlow.run`)
 routing/      fast or accurate, and every input the router reads: `routing.router`
-providers/    the one path to a model: `providers.tiers.Tier.run` over the backends, breaker and transport
+providers/    the one path to a model: `providers.tiers.Tier.read` over the backends, breaker and transport
 observe/      trace records, OpenTelemetry export, live stats: `observe.trace`
 config/       the typed configuration tree (`config.tree`) and what a workspace may set (`config.trust`)
 machine/      the only door to the user's machine: workspace files, ignore files, git, where edits may write

@@ -46,7 +46,6 @@ Who calls what:
 from __future__ import annotations
 
 import logging
-import os
 import pathlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +55,7 @@ from tandem.cache.lines import Edit, LineBuffer
 from tandem.cache.privacy import PrivacyFilter, PrivacyPolicy, Verdict
 from tandem.cache.secrets import credential_in
 from tandem.completion.machine.containment import Folders
+from tandem.completion.machine.files import identity as file_identity
 from tandem.completion.machine.ignores import IgnoreRules
 from tandem.completion.providers.backends.base import ModelRequest
 
@@ -204,11 +204,7 @@ class Gate:
         file = self.root / path
         # The answer is kept for the file as it is now: a path that did not exist, or a file since replaced
         # by a link (another inode or type), is judged again (one lstat instead of resolving every link).
-        try:
-            stat = os.lstat(file)
-            identity: tuple[int, int, int] | None = (stat.st_dev, stat.st_ino, stat.st_mode)
-        except OSError:
-            identity = None
+        identity = file_identity(file)
         kept = self._links.get(path)
         if kept is not None and kept[0] == identity:
             return kept[1]

@@ -1,6 +1,6 @@
 """Time to a correct edit: the router vs always-fast vs always-accurate, through the real edit path. Simulated.
 
-Every edit task of a git history (`completion.history`) is run through `EditFlow.run` against two
+Every edit task of a git history (`eval.history`) is run through `EditFlow.run` against two
 simulators over loopback: spark as the fast model, codex as the accurate one, each answering edit prompts
 from the commit's after-texts (the edit truth) with its calibrated, difficulty-dependent error model
 (`tandem.sim.error_model`). The edit path sees what an editor would: the parent's version of the
@@ -24,7 +24,7 @@ reaching far outside the user's block may now fail it and escalate, as it would 
     always-fast      the fast tier only (nothing to escalate to: a fast-only tool)
     always-accurate  the accurate tier only
 
-Beside them, derived exactly from the runs (`completion.edit_runs`): the router at other decision
+Beside them, derived exactly from the runs (`eval.edit_runs`): the router at other decision
 boundaries, a router that knew which tasks are hard, and a bound no router can beat (the least time to
 keep the target share of always-accurate's correct edits if each task's outcome on each tier were known
 before asking). A router sees only what is there before generating.

@@ -1,6 +1,6 @@
 """What other routers would have done on the same edit tasks, derived exactly from the strategies' runs.
 
-`completion.edit_eval` runs every task through each strategy against simulators that draw the same
+`eval.edit_eval` runs every task through each strategy against simulators that draw the same
 dice for the same prompt; a router that sends a task fast would meet exactly fast-first's outcome, and
 one that sends it accurate exactly always-accurate's. So, from the `TaskRun`s alone:
 

@@ -12,11 +12,15 @@ Skipped, and counted by reason: root commits, commits that change only binary fi
 change no source file, and huge ones (vendored code, generated files, mass reformatting) whose
 truth says little about an editor's edits.
 
-Only `git` (a subprocess) is used; nothing is checked out and the repository is not modified.
+Only `git` (a subprocess) is used; nothing is checked out and the repository is not modified. git runs as
+the product's door runs it (`completion.machine.git`: its guard options, its fixed environment, outside the
+repository), and only commands that read objects, each with the options that keep the repository's
+programs (diff drivers, textconv, signatures) from running: a history under evaluation is someone else's.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections import Counter
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tandem.completion.edit.file_edits import line_offset
+from tandem.completion.machine import git as machine_git
 from tandem.eval.code_label import code_hard, file_role
 from tandem.eval.code_label import is_source as is_source  # kept importable from here
 from tandem.eval.user_selection import code_anchor, enclosing_block
@@ -131,10 +136,38 @@ class HistoryScan:
     skipped: Mapping[str, int] = field(default_factory=dict)
 
 
+# The commands the evaluation runs, each with what switches off the programs a repository can name for it
+# (external diff and drivers' `command`, textconv, gpg for signatures). None of them reads the working tree,
+# so no filter or fsmonitor starts either.
+_COMMANDS: dict[str, tuple[str, ...]] = {
+    "log": ("--no-ext-diff", "--no-textconv", "--no-show-signature"),
+    "diff": ("--no-ext-diff", "--no-textconv"),
+    "show": ("--no-ext-diff", "--no-textconv", "--no-show-signature"),
+    "ls-tree": (),
+    "cat-file": (),
+}
+
+
 def git(repo: Path, *args: str, input_bytes: bytes | None = None) -> bytes:
-    """stdout of `git -C repo args...`; raises `GitError` with git's own message on failure."""
+    """stdout of git `args` on the repository at `repo`, run with the door's guard and environment
+    (`completion.machine.git`); raises `GitError` with git's own message on failure, and for a command
+    not in `_COMMANDS`."""
+    options = _COMMANDS.get(args[0]) if args else None
+    if options is None:
+        raise GitError(f"git {args[0] if args else ''}: not a command the evaluation runs")
+    # git runs outside the repository (`-C` names it), so a relative `repo` is made absolute here.
+    argv = machine_git.command(Path(os.path.abspath(repo)), [args[0], *options, *args[1:]])
+    if argv is None:
+        raise GitError("cannot run git: no git in the absolute entries of PATH")
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], input=input_bytes, capture_output=True, check=False)
+        done = subprocess.run(
+            argv,
+            input=input_bytes or b"",
+            capture_output=True,
+            check=False,
+            env=machine_git.environment(),
+            cwd=machine_git.NEUTRAL_DIRECTORY,
+        )
     except OSError as error:
         raise GitError(f"cannot run git: {error}") from error
     if done.returncode != 0:

@@ -1,6 +1,6 @@
 """How well the router's pre-generation features predict real edits: replaying a git history.
 
-Each task of `completion.history` is routed exactly as an edit would be in the editor, seeing only
+Each task of `eval.history` is routed exactly as an edit would be in the editor, seeing only
 what the user would have shown: the selection and instruction (the selection a user would make, the
 function or block enclosing the changed code, `EditTask.user_selection`, which the shipped weights are
 fitted on; the commit's changed region, derived from the answer, is routed too and its AUC given

@@ -6,6 +6,7 @@
 - `servers`: start `llama-server` for a model with the flags tandem is measured with, and stop it.
 - `check`: `tandem check`: ask each configured model whether it answers, how fast, whether its prompt cache
   is reused and whether fill-in-the-middle works, before any editor is opened.
+- `cli`: the command line of `tandem local setup` and `tandem local serve`.
 
 Nothing here is imported by `tandem serve`: the language server talks to whatever serves the model over
 HTTP, and this package only makes one such server for people (and tests) who have none.

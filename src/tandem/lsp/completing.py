@@ -69,7 +69,7 @@ async def complete(
 
 def replace_end(ls: TandemServer, request: CompletionRequest, text: str, cursor: types.Position) -> types.Position:
     """Where the suggestion's range ends: past the closers the editor auto-inserted after the cursor when
-    the suggestion holds them (completion.closers), else at the cursor."""
+    the suggestion holds them (completion.inline.closers), else at the cursor."""
     document = ls.documents.get(request.uri)
     if document is None or document.version != request.version:
         return cursor  # the document moved on: the client drops this answer

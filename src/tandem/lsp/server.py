@@ -229,7 +229,7 @@ class TandemServer(LanguageServer):
         loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
 
     def announce(self, notice: Notice) -> None:
-        """A model's outage or recovery (completion.breaker decides it is news): window/showMessage, and
+        """A model's outage or recovery (completion.providers.breaker decides it is news): window/showMessage, and
         window/logMessage for clients that show only the log (Helix without a plugin)."""
         kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
         # The end of an outage is said in the status too, for the statuses of the next RECOVERY_SHOWN_S.

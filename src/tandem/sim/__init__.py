@@ -7,20 +7,31 @@ follows the prompt's prefix; without them it answers with filler that says it is
 response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
 
     settings.py           SimSettings, speed profiles, fault kinds
+    state.py              one running simulator's state: settings, truth, armed faults, counters
     runner.py             serve_forever, start_in_thread (SimHandle), command-line options
     app.py                routes and the outer ASGI layer
+    openai_common.py      what the OpenAI-shaped endpoints share: fields, error bodies, SSE framing, usage
     openai_chat.py        POST /v1/chat/completions
     openai_completions.py POST /v1/completions (FIM)
     openai_responses.py   POST /v1/responses
     responses_ws.py       the Responses API's WebSocket mode (GET /v1/responses, upgraded)
+    anthropic.py          POST /v1/messages (Anthropic's Messages API)
     control.py            GET /v1/models and the /_sim/ control API
+    request_log.py        what the simulator was sent, for tests to read
     respond.py            faults, pacing and streaming, shared by every API
+    prompt_reading.py     its own reading of a completion request
     answers.py            what is answered: truth continuation or filler, stop strings, max_tokens
     truth.py              the truth index
+    prompt_cache.py       simulated prompt caching: cached tokens and a shorter time to first token
+    next_edit.py          next-edit prompts answered: the editable region as the truth has it
+    edits.py              edit prompts answered: SEARCH/REPLACE blocks that reach the edit truth
+    edit_reading.py       its own reading of an edit request, and applying a SEARCH/REPLACE answer
     error_model.py        when and how the simulated model is wrong
+    edit_mistakes.py      what a wrong edit answer looks like, for each kind of mistake
     pacing.py             tokens paced by the clock
     faults.py             armed faults and the counters of /_sim/stats
     tokens.py             tiktoken counting and splitting
+    __main__.py           `python -P -m tandem.sim`, the same as `tandem sim`
 """
 
 from __future__ import annotations

@@ -7,9 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hostile_git import PLACES, arm, ran
 
 from tandem.completion.routing.router import RouterThresholds
-from tandem.eval.history import GitError, edit_tasks, instruction_of, scan_history
+from tandem.eval.history import GitError, edit_tasks, git, instruction_of, read_blobs, scan_history, tree_blobs
+from tandem.eval.next_edit_tasks import next_edit_tasks
 from tandem.eval.router_eval import TreeSymbols, decide, evaluate_repo, render_json, render_text, roc_auc
 
 
@@ -158,6 +160,26 @@ def test_the_users_selection_is_the_function_changed_not_the_import_added(repo: 
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(GitError, match="git log failed"):
         scan_history(tmp_path)
+
+
+def test_the_evaluation_runs_none_of_a_repositorys_programs(tmp_path: Path) -> None:
+    """A history under evaluation is someone else's: its config names filters, diff drivers, textconv,
+    gpg, pagers and hooks (`hostile_git`), and the evaluation's git runs none of them (as the door's does)."""
+    repo = Repo(tmp_path / "repo")
+    first = repo.commit("Add the models", {"app/models.py": MODELS})
+    repo.commit("Add the views", {"app/views.py": VIEWS})
+    repo.commit("Round the total", {"app/models.py": MODELS.replace("return invoice.amount", "return round(x)")})
+    out = tmp_path / "out"
+    out.mkdir()
+    arm(repo.root, out, PLACES)
+    assert scan_history(repo.root, limit=5).tasks
+    next_edit_tasks(repo.root, limit=5)
+    blobs = tree_blobs(repo.root, "HEAD")
+    assert read_blobs(repo.root, list(blobs.values()))
+    assert git(repo.root, "show", f"{first}:app/models.py").decode() == MODELS
+    assert ran(out) == []
+    with pytest.raises(GitError, match="not a command"):
+        git(repo.root, "checkout", first)  # would run the smudge filter and the hooks
 
 
 def test_roc_auc() -> None:

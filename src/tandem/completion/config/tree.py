@@ -43,6 +43,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from tandem.completion.config.ranges import RANGES, range_for
 from tandem.completion.config.trust import untrusted_values
+from tandem.completion.machine.containment import really_inside
 from tandem.completion.machine.state import is_state_file
 from tandem.completion.routing.router import RouterThresholds
 
@@ -61,7 +62,7 @@ class ModelConfig:
     max_tokens: int = 256
     timeout_s: float = 10.0
     connect_timeout_s: float = 3.0
-    # For provider "fim": a template name from completion.backends.fim_templates sends a raw FIM prompt;
+    # For provider "fim": a template name from providers.backends.fim_templates sends a raw FIM prompt;
     # empty sends `prompt` + `suffix` fields (vLLM, llama.cpp server, DeepSeek beta).
     fim_template: str = ""
     temperature: float = 0.0
@@ -426,9 +427,7 @@ def _resolve_trace_path(
             Problem(layer.source, "trace.path", "ignored: it names one of tandem's own state files (the day's spend)")
         )
     elif layer.from_workspace:
-        real = os.path.realpath(path)
-        inside = any(real.startswith(os.path.realpath(d).rstrip("/") + "/") for d in private_dirs)
-        if not inside:
+        if not really_inside(path, private_dirs):
             trace.pop("path")
             where = " or ".join(private_dirs) or "tandem's state directory"
             problems.append(

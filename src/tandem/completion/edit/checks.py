@@ -1,7 +1,7 @@
 """Checking a model's answer to an edit against the files as they are now, off the event loop.
 
 `check_answer` reads the current texts on the loop (the versions recorded are those of these texts), then
-parses, validates and rebases the answer in a worker thread (`completion.edits.checked_edits`): parsing and
+parses, validates and rebases the answer in a worker thread (`answer.checked_edits`): parsing and
 name-checking a large file takes a noticeable time, and completions must not wait. A fast model's answer
 is held to more than an accurate one's: to the route's predicted size, to defined names, and to the names
 other files still import from what it removed (`check_references`).

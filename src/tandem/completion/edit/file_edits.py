@@ -3,7 +3,7 @@
 A `FileEdit` replaces `[start, end)` (offsets in code points into the text the edit was computed
 against) with `new_text`. Edits of one file never overlap; `apply_edits` applies them.
 
-    CompletionError                  (completion.errors)
+    CompletionError                  (completion.providers.errors)
     └── EditError                    an edit answer could not be turned into a safe change
         ├── AnswerParseError         the answer is malformed, truncated or does not match the files
         │                            (also a BadResponse: the model answered, but unusably)

@@ -48,6 +48,13 @@ def real_path(path: pathlib.Path) -> pathlib.Path:
     return pathlib.Path(os.path.realpath(path))
 
 
+def really_inside(path: str | pathlib.Path, directories: Iterable[str | pathlib.Path]) -> bool:
+    """True if `path`'s real location lies below the real location of one of `directories` (the directory
+    itself is not below itself)."""
+    real = os.path.realpath(path)
+    return any(real.startswith(os.path.realpath(d).rstrip("/") + "/") for d in directories)
+
+
 class Folders:
     """The workspace folders, as given and as they really are."""
 

@@ -123,3 +123,13 @@ def is_directory(path: pathlib.Path) -> bool:
 
 def is_link(path: pathlib.Path) -> bool:
     return os.path.islink(path)
+
+
+def identity(path: pathlib.Path) -> tuple[int, int, int] | None:
+    """What is at `path` now, without following a last link: (device, inode, mode), or None for nothing
+    (or nothing tandem may look at). Two equal answers mean the same file, of the same kind, is still there."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_mode

@@ -26,7 +26,7 @@ The working diff (HEAD against the files on disk) is never asked of git (`git di
 the working tree through filters and fsmonitor): `routing.working_diff` reads HEAD's blobs with
 `ls-tree`/`cat-file` and the files through `machine.files`, and diffs them in-process.
 
-Every command also gets `_GUARD` and `_environment()`, a second wall in case a future git grows a new way:
+Every command also gets `_GUARD` and `environment()`, a second wall in case a future git grows a new way:
 no system or global config (`GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`), no system or global
 attributes (`GIT_ATTR_NOSYSTEM`, `core.attributesFile=/dev/null`), `core.fsmonitor=false`,
 `core.hooksPath=/dev/null`, `diff.external=` and `--no-ext-diff`, no pager (`--no-pager`, `core.pager=cat`),
@@ -92,7 +92,7 @@ def executable() -> str | None:
         return _git_path[0]
 
 
-def _environment() -> dict[str, str]:
+def environment() -> dict[str, str]:
     """A fixed environment: the user's PATH (absolute entries only) and HOME, and git told to read no config
     or attributes but the repository's own, to fetch nothing and to ask nothing."""
     return {
@@ -113,7 +113,7 @@ def _environment() -> dict[str, str]:
 
 
 # git runs here, never in the workspace: `-C` (or `--git-dir`/`--work-tree`) names the repository.
-_NEUTRAL_DIRECTORY = "/"
+NEUTRAL_DIRECTORY = "/"
 
 
 def command(top: pathlib.Path, args: Sequence[str]) -> list[str] | None:
@@ -134,8 +134,8 @@ def _start(top: pathlib.Path, args: Sequence[str], *, stdin: bool) -> subprocess
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=_environment(),
-            cwd=_NEUTRAL_DIRECTORY,
+            env=environment(),
+            cwd=NEUTRAL_DIRECTORY,
             close_fds=True,
         )
     except OSError as error:

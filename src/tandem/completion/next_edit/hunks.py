@@ -86,7 +86,7 @@ def parses(document: Lines, path: str, edit: CharEdit) -> bool:
 
 
 def holds(lines: Lines, edit: CharEdit) -> bool:
-    """Whether the document holds `edit.text` where the edit put it (the edit was applied as suggested)."""
+    """Whether the document holds the edit's text where the edit put it (the edit was applied as suggested)."""
     parts = edit.text.split("\n")
     for offset, part in enumerate(parts):
         index = edit.start_line + offset

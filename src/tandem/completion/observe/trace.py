@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tandem.completion.machine.state import is_state_file
+from tandem.completion.machine.trace_files import open_trace, rotate_trace
 from tandem.completion.providers.errors import describe
 
 if TYPE_CHECKING:
@@ -252,24 +253,18 @@ class Tracer:
         self._size += len(line)
         self.written += 1
 
-    def _open(self, mode: str = "ab") -> None:
+    def _open(self, *, truncate: bool = False) -> None:
         assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = io.FileIO(self.path, mode)
-        self._size = self._file.seek(0, os.SEEK_END)
+        self._file, self._size = open_trace(self.path, truncate=truncate)
 
     def _rotate(self) -> None:
         assert self.path is not None and self._file is not None
         self._file.close()
         if self.keep > 0:
-            for n in range(self.keep - 1, 0, -1):
-                older = self.path.with_name(f"{self.path.name}.{n}")
-                if older.exists():
-                    older.replace(self.path.with_name(f"{self.path.name}.{n + 1}"))
-            self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+            rotate_trace(self.path, self.keep)
             self._open()
         else:
-            self._open("wb")
+            self._open(truncate=True)
 
     def close(self) -> None:
         if self._file is not None:

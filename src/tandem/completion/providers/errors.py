@@ -48,7 +48,7 @@ class BadResponse(CompletionError):
 
     def __init__(self, message: str, *, permanent: bool = False) -> None:
         super().__init__(message)
-        # Retrying cannot help until the configuration changes (completion.breaker).
+        # Retrying cannot help until the configuration changes (providers.breaker).
         self.permanent = permanent
 
 

@@ -53,7 +53,7 @@ def make_client(
         keepalive_expiry=keepalive_expiry_s,
     )
     if transport is None:
-        # The pool under a transport that cancellation cannot wedge (see completion.transport).
+        # The pool under a transport that cancellation cannot wedge (see providers.transport).
         transport = ResilientTransport(
             lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=max_connections
         )

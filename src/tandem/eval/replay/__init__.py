@@ -8,4 +8,7 @@ runner.py              a whole run: simulator (unless a provider is given), serv
 summary.py             the figures: client counts joined with the server's trace records
 cli.py                 the command-line options, the progress bar, printing
 vscode_capabilities.py VS Code's recorded initialize capabilities
+edits.py               `tandem replay --edits`: the router on a real git history
+next_edits.py          `tandem replay --next-edits`: next-edit suggestions on real edit sequences
+next_edit_summary.py   what `--next-edits` reports: the client's tally, the figures, the text
 """

@@ -9,11 +9,11 @@ router fitted without it the way the shipped weights are fitted (on a user's sel
 Two parts, printed one after the other (or as one JSON object):
 
 1. How well the router's pre-generation features predict each commit's true size and span
-   (`completion.router_eval`: ROC AUC for "hard", precision and recall at the configured thresholds).
+   (`eval.router_eval`: ROC AUC for "hard", precision and recall at the configured thresholds).
    Real figures: nothing is simulated here.
 2. Time to a correct edit and correct edits per hour, router vs fast-first vs always-fast vs
    always-accurate, through the real edit path against two simulators started here on loopback
-   (`completion.edit_eval`), a user's selection routed and edited (the block enclosing the changed code).
+   (`eval.edit_eval`), a user's selection routed and edited (the block enclosing the changed code).
    Simulated figures, and labelled so. `--router-only` skips this part.
 
 `--time-scale X` runs the simulators 1/X times faster than their profiles (default 0.25: 4x) and scales

@@ -5,10 +5,9 @@ completion cache's size."""
 from __future__ import annotations
 
 import asyncio
-import os
-import pathlib
 from typing import TYPE_CHECKING, Any
 
+from tandem.completion.machine.own_process import open_descriptors, resident_kb
 from tandem.completion.providers.transport import ResilientTransport
 
 if TYPE_CHECKING:
@@ -35,16 +34,8 @@ def health(ls: TandemServer, params: Any) -> dict[str, Any]:
 
 
 def _open_fds() -> int:
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return -1
+    return open_descriptors()
 
 
 def _rss_kb() -> int:
-    status = pathlib.Path("/proc/self/status")
-    if status.exists():
-        for line in status.read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return -1
+    return resident_kb()
