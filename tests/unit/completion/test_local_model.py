@@ -182,3 +182,16 @@ def test_a_block_that_copies_the_prompts_numbered_view_is_read_as_code() -> None
     plain = "<<<<<<< SEARCH\n    return a + b\n=======\n    return a + b  # 1| sum\n>>>>>>> REPLACE"
     [kept] = parse_answer(plain, EditTarget(originals={"calc.py": text}, primary="calc.py"))
     assert kept.new_text.endswith("# 1| sum\n")
+
+
+def test_a_local_models_read_timeout_covers_reading_its_window() -> None:
+    """A local server sends nothing while it reads a prompt (2,800 tokens at ~120 tokens/s: 23 s), so a
+    10 s read timeout failed every next-edit prompt of a real 0.5B and opened the breaker."""
+    from tandem.completion.config.tree import ModelConfig
+    from tandem.completion.providers.http import request_timeout
+
+    cloud = ModelConfig(timeout_s=10.0)
+    assert cloud.read_timeout_s == 10.0 and request_timeout(cloud).read == 10.0
+    local = ModelConfig(timeout_s=10.0, local=True, context_tokens=8192)
+    assert local.read_timeout_s >= 8192 / 60 and request_timeout(local).read == local.read_timeout_s
+    assert ModelConfig(timeout_s=300.0, local=True).read_timeout_s == 300.0  # a longer one set is kept

@@ -53,6 +53,12 @@ PROVIDERS: tuple[str, ...] = get_args(Provider)
 IMPLEMENTED_PROVIDERS: frozenset[str] = frozenset({"openai-chat", "fim", "anthropic", "openai-responses"})
 
 
+# The slowest prompt reading a local model's read timeout allows for (a 1.5B model on two shared cores reads
+# ~56 tokens/s), and the window assumed when `context_tokens` is not given (llama-server's common `-c`).
+LOCAL_SLOWEST_PROMPT_TOKENS_PER_S = 50.0
+LOCAL_WINDOW_TOKENS = 8192
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelConfig:
     provider: Provider = "openai-chat"
@@ -92,6 +98,15 @@ class ModelConfig:
     @property
     def slot_count(self) -> int:
         return self.slots or (1 if self.local else 0)
+
+    @property
+    def read_timeout_s(self) -> float:
+        """How long a response may send nothing. A local server sends nothing while it reads a prompt, so
+        for a local model it is at least the time to read a whole window at `LOCAL_SLOWEST_PROMPT_TOKENS_PER_S`
+        (8,192 tokens: ~164 s); `timeout_s` otherwise."""
+        if not self.local:
+            return self.timeout_s
+        return max(self.timeout_s, (self.context_tokens or LOCAL_WINDOW_TOKENS) / LOCAL_SLOWEST_PROMPT_TOKENS_PER_S)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -72,12 +72,13 @@ def request_timeout(
     write_timeout_s: float = DEFAULT_WRITE_TIMEOUT_S,
     pool_timeout_s: float = DEFAULT_POOL_TIMEOUT_S,
 ) -> httpx.Timeout:
-    """Per-request limits for one model: `connect_timeout_s` to connect, and `timeout_s` as the read
+    """Per-request limits for one model: `connect_timeout_s` to connect, and `read_timeout_s` (`timeout_s`,
+    or longer for a local model, which sends nothing while it reads a prompt) as the read
     limit, which httpx applies to each read, so it bounds the stall between two bytes (time to first
     byte included), not the whole stream. The whole completion is bounded by its caller's deadline."""
     return httpx.Timeout(
         connect=config.connect_timeout_s,
-        read=config.timeout_s,
+        read=config.read_timeout_s,
         write=write_timeout_s,
         pool=pool_timeout_s,
     )

@@ -145,7 +145,7 @@ class Tier:
     ) -> ReadEnd:
         if limit_s is None:
             # A local server may read a cold prompt for longer than a cloud model takes to answer whole.
-            limit_s = stream_time_limit_s(request.max_tokens, self.config.timeout_s, capped=not self.local)
+            limit_s = stream_time_limit_s(request.max_tokens, self.config.read_timeout_s, capped=not self.local)
         now = time.perf_counter()
         if now < self.not_before_s:
             return ReadEnd(error=RateLimited("waiting out the provider's Retry-After"))
