@@ -351,7 +351,7 @@ class Engine:
             language=request.language,
             path=request.path,
         )
-        record.prompt_chars = len(model_request.raw_prompt) or len(model_request.prefix) + len(window.suffix)
+        record.prompt_chars = len(model_request.raw_prompt) or len(window.prefix + window.middle + window.suffix)
         record.mark("context_built")
         verdict = self.gate.admit(Outbound(request=model_request, document=request.uri))
         if not verdict:
