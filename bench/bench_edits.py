@@ -38,8 +38,10 @@ import httpx  # noqa: E402
 from tandem.cache.symbols import SymbolIndex  # noqa: E402
 from tandem.completion.config.tree import Config, EditConfig, ModelConfig, ModelsConfig  # noqa: E402
 from tandem.completion.edit.flow import EditFlow, EditInputs, EditRequest  # noqa: E402
+from tandem.completion.inline.answer import AnswerCleaner  # noqa: E402
+from tandem.completion.inline.prompts import completion_request  # noqa: E402
 from tandem.completion.observe.trace import Tracer  # noqa: E402
-from tandem.completion.providers.backends.base import ModelRequest, StreamStats  # noqa: E402
+from tandem.completion.providers.backends.base import StreamStats  # noqa: E402
 from tandem.completion.providers.backends.openai_chat import OpenAIChatBackend  # noqa: E402
 from tandem.completion.providers.tiers import Tiers  # noqa: E402
 from tandem.completion.routing.working_diff import working_diff  # noqa: E402
@@ -158,11 +160,13 @@ def block_positions(count: int) -> list[tuple[str, str, str]]:
 
 
 async def block_ready_s(backend: OpenAIChatBackend, path: str, prefix: str, suffix: str) -> float:
-    request = ModelRequest(prefix=prefix, suffix=suffix, path=path, language="python", max_tokens=160)
+    config = ModelConfig(max_tokens=160)
+    request = completion_request(config, prefix=prefix, suffix=suffix, path=path, language="python")
+    cleaner = AnswerCleaner()  # a conversation's answer, read as the completion reads it
     began = time.perf_counter()
     text = ""
     async for chunk in backend.stream(request, StreamStats()):
-        text += chunk
+        text += cleaner.feed(chunk)
         if text.count("\n") >= BLOCK_LINES:
             break
     return time.perf_counter() - began

@@ -35,7 +35,7 @@ import httpx
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 from tandem.completion.config.tree import ModelConfig  # noqa: E402
-from tandem.completion.providers.backends.base import ModelRequest  # noqa: E402
+from tandem.completion.inline.prompts import completion_request  # noqa: E402
 from tandem.completion.providers.backends.openai_chat import OpenAIChatBackend  # noqa: E402
 from tandem.eval.replay.client import OpenDocument, ReplayClient  # noqa: E402
 from tandem.eval.replay.sources import stdlib_files  # noqa: E402
@@ -222,7 +222,9 @@ async def added_latency(
             # The same prompt tandem sent: the simulator reports the last request's prefix and suffix sizes.
             last = (await http.get(base_url.removesuffix("/v1") + "/_sim/stats")).json()["last_request"]
             prefix, suffix = typed[len(typed) - last["prefix_chars"] :], text[cursor:][: last["suffix_chars"]]
-            body = backend.body(ModelRequest(prefix=prefix, suffix=suffix, path=path, language="python", max_tokens=16))
+            config = ModelConfig(max_tokens=16)
+            asked = completion_request(config, prefix=prefix, suffix=suffix, path=path, language="python")
+            body = backend.body(asked)
             direct_ms.append(await first_line_ms(http, base_url, body))
             # Checked after the direct request: the same number of prompt tokens means the same prompt size.
             again = (await http.get(base_url.removesuffix("/v1") + "/_sim/stats")).json()["last_request"]
@@ -295,9 +297,9 @@ async def relay_ceiling(base_url: str, workdir: pathlib.Path, *, requests: int, 
         client.close(document)
     tokens_out = max(int(record["tokens"]["out"]), 1)
     direct: list[float] = []
-    body = OpenAIChatBackend(
-        ModelConfig(base_url=base_url, model="sim-spark", max_tokens=max_tokens), httpx.AsyncClient()
-    ).body(ModelRequest(prefix=text[:cursor][-6000:], suffix=text[cursor:][:2000], max_tokens=max_tokens))
+    config = ModelConfig(base_url=base_url, model="sim-spark", max_tokens=max_tokens)
+    asked = completion_request(config, prefix=text[:cursor][-6000:], suffix=text[cursor:][:2000])
+    body = OpenAIChatBackend(config, httpx.AsyncClient()).body(asked)
     async with httpx.AsyncClient(timeout=30) as http:
         for _ in range(requests):
             started = time.perf_counter_ns()

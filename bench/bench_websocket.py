@@ -51,6 +51,7 @@ from typing import Any
 import httpx
 
 from tandem.completion.config.tree import ModelConfig
+from tandem.completion.inline.prompts import completion_request, warm_request
 from tandem.completion.providers.backends import continuation as continuation_rules
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.backends.openai_responses import OpenAIResponsesBackend
@@ -76,10 +77,9 @@ def session(chars: int) -> list[ModelRequest]:
     # The prompt's window starts at a fixed line, as tandem's does while the cursor stays in one place.
     window = text.rfind("\n", 0, max(0, start - PREFIX_CHARS)) + 1
     suffix = text[start + chars : start + chars + SUFFIX_CHARS]
+    config = ModelConfig(provider="openai-responses", max_tokens=64)
     return [
-        ModelRequest(
-            prefix=text[window : start + n], suffix=suffix, path="decoder.py", language="python", max_tokens=64
-        )
+        completion_request(config, prefix=text[window : start + n], suffix=suffix, path="decoder.py", language="python")
         for n in range(chars)
     ]
 
@@ -128,11 +128,11 @@ async def measure(sim: Any, requests: list[ModelRequest], rounds: int) -> dict[s
     warm_client = make_client()
     warm_client.event_hooks["request"] = [hook]
     http_warm = OpenAIResponsesBackend(config, warm_client, env={})
-    await http_warm.warm()
+    await http_warm.warm(warm_request())
     ws_full = ResponsesWebSocketBackend(ws_config, env={}, continue_turns=False)
     ws_cont = ResponsesWebSocketBackend(ws_config, env={})
-    await ws_full.warm()
-    await ws_cont.warm()
+    await ws_full.warm(warm_request())
+    await ws_cont.warm(warm_request())
     try:
         for round_number in range(rounds):
             order = MODES if round_number % 2 == 0 else tuple(reversed(MODES))
@@ -177,7 +177,7 @@ async def drops(sim: Any, request: ModelRequest) -> list[str]:
                 if transport == "websocket"
                 else OpenAIResponsesBackend(ModelConfig(**{**config.__dict__, "transport": "http"}), client, env={})
             )
-            await backend.warm()
+            await backend.warm(warm_request())
             for fault in ("truncate", "reset"):
                 sim.arm_fault(fault, 1)
                 started = time.perf_counter()
@@ -221,7 +221,7 @@ async def superseded_run(sim: Any, config: ModelConfig, requests: list[ModelRequ
         if mode == "http"
         else ResponsesWebSocketBackend(ws_config, env={}, continue_turns=mode == "ws (continued)")
     )
-    await backend.warm()
+    await backend.warm(warm_request())
     connects_before = sim.stats()["requests"].get("responses.websocket.connect", 0)
     ttfts: list[float] = []
     for request in requests:

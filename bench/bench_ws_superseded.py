@@ -60,6 +60,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from responses_ws_standin import StandIn, start  # noqa: E402
 
 from tandem.completion.config.tree import ModelConfig  # noqa: E402
+from tandem.completion.inline.prompts import completion_request, warm_request  # noqa: E402
 from tandem.completion.providers.backends import responses_ws  # noqa: E402
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats  # noqa: E402
 from tandem.completion.providers.backends.factory import make_backend  # noqa: E402
@@ -144,9 +145,11 @@ async def _session(
     server, base_url = await start(stand_in)
     backend = _backend(base_url)
     figures = Figures(session=name, way=way, turns=turns)
-    request = ModelRequest(prefix="def f(x):\n    ", suffix="", path="m.py", language="python", max_tokens=max_tokens)
+    config = ModelConfig(provider="openai-responses", max_tokens=max_tokens)
+    request = completion_request(config, prefix="def f(x):\n    ", suffix="", path="m.py", language="python")
     try:
-        await backend.warm()  # as the server does when it starts: one connection open before the first key
+        # As the server does when it starts: one connection open before the first key.
+        await backend.warm(warm_request())
         stand_in.deltas_sent = 0
         for _ in range(turns):
             reader = asyncio.ensure_future(_read(backend, request, figures.waits_ms))

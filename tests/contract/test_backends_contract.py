@@ -6,11 +6,16 @@ every fault kind mapped to its `completion.providers.errors` type with the next 
 hold-offs, kept-alive and pre-warmed connections, and cancellation releasing the connection at once. The
 accurate tier's APIs (`anthropic`, `openai-responses`) add what they do differently: stop strings applied
 by the client, edits streamed back raw, errors in their own shape, prompt-cache counts.
+
+A completion is asked as the completion feature asks it (`inline.prompts.completion_request`: a fill for
+`fim`, the hole-filling conversation for the chat APIs) and its answer read as the feature reads it
+(`inline.answer`: a conversation's answer cleaned).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import pathlib
 from collections.abc import Callable
 from contextlib import aclosing
@@ -24,6 +29,8 @@ from tandem.completion.config.tree import ModelConfig, Provider
 from tandem.completion.edit.file_edits import apply_all
 from tandem.completion.edit.parse import EditTarget, parse_answer
 from tandem.completion.edit.prompt import EditPrompt, edit_messages
+from tandem.completion.inline.answer import answer_cleaner
+from tandem.completion.inline.prompts import completion_request
 from tandem.completion.providers.backends.anthropic import AnthropicBackend
 from tandem.completion.providers.backends.base import Backend, ModelRequest, StreamStats
 from tandem.completion.providers.backends.factory import make_backend
@@ -60,7 +67,24 @@ SUFFIX = """    return message.upper()
 def main():
     print(greet("world"))
 """
-REQUEST = ModelRequest(prefix=PREFIX, suffix=SUFFIX, path="greet.py", language="python", max_tokens=128)
+
+
+def completion(
+    provider: str,
+    prefix: str = PREFIX,
+    suffix: str = SUFFIX,
+    *,
+    max_tokens: int = 128,
+    stop: tuple[str, ...] = (),
+    path: str = "greet.py",
+    language: str = "python",
+    context: str = "",
+) -> ModelRequest:
+    """A completion's request in the shape `provider`'s API takes, built as the completion feature builds it."""
+    config = ModelConfig(provider=provider, max_tokens=max_tokens)  # type: ignore[arg-type]
+    request = completion_request(config, prefix=prefix, suffix=suffix, path=path, language=language, context=context)
+    return dataclasses.replace(request, stop=stop) if stop else request
+
 
 StartSim = Callable[..., SimHandle]
 
@@ -119,17 +143,28 @@ def model(sim: SimHandle, provider: Provider, **overrides: object) -> ModelConfi
     return ModelConfig(provider=provider, **settings)  # type: ignore[arg-type]
 
 
-async def collect(backend: Backend, request: ModelRequest = REQUEST) -> tuple[str, StreamStats, CompletionError | None]:
+async def collect(
+    backend: Backend, request: ModelRequest | None = None, *, clean: bool = True
+) -> tuple[str, StreamStats, CompletionError | None]:
+    """The text `backend` streams for `request` (by default the completion of the module above, in its API's
+    shape), as the completion feature reads it (a conversation's answer cleaned; `clean=False`: as streamed),
+    its stats and its error."""
+    request = request or completion(backend.name)
+    cleaner = answer_cleaner(request) if clean else None
     stats = StreamStats()
     texts: list[str] = []
+    error: CompletionError | None = None
     try:
         async with aclosing(backend.stream(request, stats)) as stream:  # type: ignore[type-var]
             async for text in stream:
                 texts.append(text)
-    except CompletionError as error:
-        assert KEY not in str(error)
-        return "".join(texts), stats, error
-    return "".join(texts), stats, None
+    except CompletionError as failed:
+        assert KEY not in str(failed)
+        error = failed
+    text = "".join(texts)
+    if cleaner is not None:
+        text = cleaner.feed(text) + cleaner.finish()
+    return text, stats, error
 
 
 def track_local_ports(client: httpx.AsyncClient) -> list[int]:
@@ -187,7 +222,7 @@ async def test_long_answer_arrives_in_many_chunks_and_stops_at_max_tokens(
     start_sim: StartSim, case: ProviderCase
 ) -> None:
     sim = start_sim(truth=())
-    request = ModelRequest(prefix="# notes\n", suffix="", max_tokens=300)
+    request = completion(case.provider, "# notes\n", "", max_tokens=300, path="", language="")
     async with make_client() as client:
         backend = case.backend(sim, client)
         stats = StreamStats()
@@ -322,7 +357,7 @@ async def test_abandoning_a_stream_releases_its_connection_at_once(
     # connection and a short pool wait: if the abandoned response held it, the next request would fail
     # with a pool timeout instead of streaming.
     sim = start_sim(truth=(), profile="codex", ttft_ms=0.0)
-    long_request = ModelRequest(prefix="# notes\n", suffix="", max_tokens=2000)
+    long_request = completion(case.provider, "# notes\n", "", max_tokens=2000, path="", language="")
     async with make_client(max_connections=1, max_keepalive_connections=1, pool_timeout_s=1.0) as client:
         responses = track_responses(client)
         backend = case.backend(sim, client)
@@ -349,7 +384,9 @@ async def test_abandoning_a_stream_releases_its_connection_at_once(
         # Closed by the time the consumer is done, not later by the garbage collector's finaliser.
         assert len(responses) == 1 and responses[0].is_closed
         # 16 tokens: the Responses API's minimum.
-        text, _, error = await collect(backend, ModelRequest(prefix="# notes\n", suffix="", max_tokens=16))
+        text, _, error = await collect(
+            backend, completion(case.provider, "# notes\n", "", max_tokens=16, path="", language="")
+        )
         assert error is None, error
         assert text.startswith("# tandem sim")
 
@@ -358,7 +395,7 @@ async def test_abandoning_a_stream_releases_its_connection_at_once(
 async def test_stop_strings_end_the_text_where_the_provider_would_have(start_sim: StartSim, case: ProviderCase) -> None:
     # Anthropic refuses a whitespace-only stop sequence and the Responses API has none: the backend cuts.
     sim = start_sim(profile="spark")
-    request = ModelRequest(prefix=PREFIX, suffix=SUFFIX, path="greet.py", max_tokens=128, stop=("\n",))
+    request = completion(case.provider, stop=("\n",), language="")
     async with make_client() as client:
         text, stats, error = await collect(case.backend(sim, client), request)
     assert error is None
@@ -382,9 +419,9 @@ async def test_an_edit_conversation_streams_back_raw_and_applies_to_the_truth(
         path="views.py", text=views, first_line=0, end_line=2, instruction="add paging", context={"urls.py": urls}
     )
     messages = tuple((m["role"], m["content"]) for m in edit_messages(prompt))
-    request = ModelRequest(prefix="", suffix="", path="views.py", max_tokens=2000, messages=messages)
+    request = ModelRequest(path="views.py", max_tokens=2000, messages=messages)
     async with make_client() as client:
-        text, stats, error = await collect(case.backend(sim, client), request)
+        text, stats, error = await collect(case.backend(sim, client), request, clean=False)
     assert error is None
     # Raw: no fence or chatter cleanup, the SEARCH/REPLACE markers and path lines arrive as sent.
     assert text.startswith("views.py\n<<<<<<< SEARCH\n")
@@ -414,7 +451,7 @@ async def test_a_repeated_long_prompt_reports_the_providers_cached_tokens(
     # cache_control (tandem marks none), so its cached count stays 0, as it would for real.
     sim = start_sim(truth=())
     long_prefix = "".join(f"value_{n} = compute({n}, factor={n * 7})\n" for n in range(300))
-    request = ModelRequest(prefix=long_prefix, suffix="", max_tokens=16)
+    request = completion(case.provider, long_prefix, "", max_tokens=16, path="", language="")
     async with make_client() as client:
         backend = case.backend(sim, client)
         _, first, error = await collect(backend, request)
@@ -454,12 +491,10 @@ async def test_the_bodies_follow_each_api() -> None:
         )
     assert isinstance(anthropic_backend, AnthropicBackend)
     assert isinstance(responses_backend, OpenAIResponsesBackend)
-    request = ModelRequest(
-        prefix="a = ",
-        suffix="\n",
-        context="def helper():\n    return 1\n",
-        max_tokens=8,
-        stop=("\n", "\n\n", "```"),
+    request = dataclasses.replace(
+        completion(
+            "anthropic", "a = ", "\n", context="def helper():\n    return 1\n", max_tokens=8, stop=("\n", "\n\n", "```")
+        ),
         temperature=0.2,
     )
     anthropic = anthropic_backend.body(request)

@@ -12,11 +12,12 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 import pytest
-from test_backends_contract import ENV, KEY, MIDDLE, SUFFIX, collect, model
+from test_backends_contract import ENV, KEY, MIDDLE, SUFFIX, collect, completion, model
 from test_backends_contract import PREFIX as SHORT_PREFIX
 from websockets.asyncio.client import connect
 
 from tandem.completion.config.tree import Layer, ModelConfig, merge_layers
+from tandem.completion.inline.prompts import FOLLOW_UP, SYSTEM_PROMPT, warm_request
 from tandem.completion.observe.trace import TraceRecord
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.backends.continuation import Held, continuation, edit_message
@@ -60,17 +61,15 @@ def ws_backend(sim: SimHandle) -> ResponsesWebSocketBackend:
 
 
 def typed(extra: int) -> ModelRequest:
-    """The request after typing the first `extra` characters of the true middle."""
-    return ModelRequest(
-        prefix=PREFIX + MIDDLE[:extra], suffix=SUFFIX, path="greet.py", language="python", max_tokens=128
-    )
+    """The completion's request after typing the first `extra` characters of the true middle."""
+    return completion("openai-responses", PREFIX + MIDDLE[:extra], SUFFIX)
 
 
 @pytest.mark.contract
 async def test_warmed_connection_serves_turn_after_turn(start_sim: StartSim) -> None:
     sim = start_sim()
     backend = ws_backend(sim)
-    await backend.warm()
+    await backend.warm(warm_request())
     assert sim.stats()["requests"] == {CONNECTS: 1, TURNS: 1}  # the generate: false turn
     for extra in (0, 3):
         text, stats, error = await collect(backend, typed(extra))
@@ -84,6 +83,8 @@ async def test_warmed_connection_serves_turn_after_turn(start_sim: StartSim) -> 
     logged = sim.state.requests.all()
     assert [r.endpoint for r in logged] == [TURNS] * 3
     assert all(KEY not in r.body for r in logged) and '"generate":false' in logged[0].body
+    # The warm-up turn prepares what the completions to come start with: the model and their instructions.
+    assert json.loads(logged[0].body)["instructions"] == SYSTEM_PROMPT
     await backend.aclose()
 
 
@@ -154,7 +155,7 @@ async def test_a_socket_dropped_before_answering_is_replaced_and_the_turn_sent_a
 async def test_a_superseded_turn_is_read_out_and_its_connection_serves_again(start_sim: StartSim) -> None:
     sim = start_sim(truth=(), profile="spark", tokens_per_s=2000.0, ttft_ms=1.0)
     backend = ws_backend(sim)
-    long = ModelRequest(prefix="# notes\n", suffix="", path="notes.py", max_tokens=400)
+    long = completion("openai-responses", "# notes\n", "", path="notes.py", language="", max_tokens=400)
     async with aclosing(backend.stream(long, StreamStats())) as stream:  # type: ignore[type-var]
         async for _ in stream:
             break  # the user typed on: the completion is abandoned after its first text
@@ -172,7 +173,7 @@ async def test_a_superseded_turn_is_read_out_and_its_connection_serves_again(sta
 async def test_a_connection_the_server_closes_while_idle_is_reopened_in_the_background(start_sim: StartSim) -> None:
     first = start_sim()
     backend = ws_backend(first)
-    await backend.warm()
+    await backend.warm(warm_request())
     port = int(first.base_url.rsplit(":", 1)[1].split("/")[0])
     [idle] = backend.pool.idle_sockets
     first.stop()  # the server goes away (a restart, a connection time limit): the idle connection closes
@@ -210,30 +211,30 @@ async def test_the_simulator_refuses_a_second_turn_in_flight_and_a_stream_flag(s
 def test_edit_message_replaces_whole_unique_lines_inside_a_long_enough_fence() -> None:
     old = "a = 1\nx = 0\nx = 0\nb = ~~~~~ 2<hole>\nend\n"
     new = "a = 1\nx = 0\nx = 0\nb = ~~~~~ 22<hole>\nend\n"
-    message = edit_message(old, new)
-    assert message is not None
+    message = edit_message(old, new, follow_up=FOLLOW_UP)
+    assert message is not None and message.endswith(f"\n{FOLLOW_UP}")
     match = re.search(r"\n(~+)\n(.*?)\n\1\nwith\n\1\n(.*?)\n\1\n", message, re.DOTALL)
     assert match is not None and len(match.group(1)) == 6
     before, after = match.group(2), match.group(3)
     assert old.count(before) == 1 and old.replace(before, after) == new
     # A changed line that is not unique is widened until it is.
     old2, new2 = "x = 0\nx = 0\ny\n", "x = 0\nx = 1\ny\n"
-    message = edit_message(old2, new2)
+    message = edit_message(old2, new2, follow_up=FOLLOW_UP)
     assert message is not None and "x = 0\nx = 0" in message
-    assert edit_message(old, old) is None
+    assert edit_message(old, old, follow_up=FOLLOW_UP) is None
 
 
 def test_continuation_only_where_it_is_shorter_and_the_chain_is_short() -> None:
     user = "header\n" + "line\n" * 400 + "cur<hole>sor\n" + "tail\n" * 10
     held = Held(response_id="r1", path="a.py", instructions="sys", user_text=user, held_chars=len(user) + 50)
     typed_on = user.replace("cur<hole>", "curs<hole>")
-    assert continuation(held, path="a.py", instructions="sys", user_text=typed_on) is not None
-    assert continuation(held, path="b.py", instructions="sys", user_text=typed_on) is None
-    assert continuation(held, path="a.py", instructions="other", user_text=typed_on) is None
+    assert continuation(held, path="a.py", instructions="sys", user_text=typed_on, follow_up=FOLLOW_UP) is not None
+    assert continuation(held, path="b.py", instructions="sys", user_text=typed_on, follow_up=FOLLOW_UP) is None
+    assert continuation(held, path="a.py", instructions="other", user_text=typed_on, follow_up=FOLLOW_UP) is None
     rewritten = "something else entirely\n" * 3
-    assert continuation(held, path="a.py", instructions="sys", user_text=rewritten) is None
+    assert continuation(held, path="a.py", instructions="sys", user_text=rewritten, follow_up=FOLLOW_UP) is None
     grown = Held(response_id="r1", path="a.py", instructions="sys", user_text=user, held_chars=2 * len(user))
-    assert continuation(grown, path="a.py", instructions="sys", user_text=typed_on) is None
+    assert continuation(grown, path="a.py", instructions="sys", user_text=typed_on, follow_up=FOLLOW_UP) is None
 
 
 def test_configuration_websocket_transport_and_store() -> None:

@@ -11,7 +11,7 @@ import pathlib
 
 import pytest
 from fixtures_sim import SimFactory
-from test_backends_contract import MIDDLE, PREFIX, REQUEST, SUFFIX, collect
+from test_backends_contract import MIDDLE, PREFIX, SUFFIX, collect
 
 from tandem.completion.config.tree import ModelConfig
 from tandem.completion.edit import prompt as edit_prompt
@@ -86,13 +86,13 @@ async def test_a_changed_prompt_format_is_noticed(
     else:
         config = ModelConfig(provider="fim", base_url=sim.base_url, model="sim", fim_template="qwen2.5-coder")
     async with make_client() as client:
-        text, _, error = await collect(make_backend(config, client, env={}), REQUEST)
+        text, _, error = await collect(make_backend(config, client, env={}))
         assert (text, error) == (MIDDLE, None)  # the format as it is: the true continuation
         if what == "chat hole marker":
             monkeypatch.setattr(prompts, "HOLE", "<|tandem:gap|>")
         else:
             changed = fim_templates.FimTemplate("qwen2.5-coder", "<|fim_begin|>", "<|fim_hole|>", "<|fim_end|>")
             monkeypatch.setitem(fim_templates.TEMPLATES, "qwen2.5-coder", changed)
-        text, _, error = await collect(make_backend(config, client, env={}), REQUEST)
+        text, _, error = await collect(make_backend(config, client, env={}))
     assert error is None and text != MIDDLE
     assert sim.stats()["last_request"]["truth_matched"] is False

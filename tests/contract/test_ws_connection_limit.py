@@ -11,10 +11,10 @@ from contextlib import aclosing
 
 import pytest
 from responses_ws_standin import StandIn, start
-from test_backends_contract import ENV, collect
+from test_backends_contract import ENV, collect, completion
 
 from tandem.completion.config.tree import ModelConfig
-from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.providers.backends.base import StreamStats
 from tandem.completion.providers.backends.factory import make_backend
 from tandem.completion.providers.backends.responses_ws import ResponsesWebSocketBackend
 
@@ -36,7 +36,7 @@ def _backend(base_url: str, timeout_s: float = 5.0) -> ResponsesWebSocketBackend
     return backend
 
 
-REQUEST = ModelRequest(prefix="def add(a, b):\n    ", suffix="", path="m.py", language="python", max_tokens=64)
+REQUEST = completion("openai-responses", "def add(a, b):\n    ", "", path="m.py", max_tokens=64)
 
 
 async def test_a_turn_met_by_the_connection_limit_is_sent_again_on_a_new_connection() -> None:
@@ -79,7 +79,7 @@ async def test_an_abandoned_edit_turn_is_not_read_to_its_end() -> None:
     server, base_url = await start(stand_in)
     # A read timeout longer than the wait below: a drained turn could not end by timing out either.
     backend = _backend(base_url, timeout_s=60.0)
-    request = ModelRequest(prefix="def f():\n    ", suffix="", path="m.py", language="python", max_tokens=4096)
+    request = completion("openai-responses", "def f():\n    ", "", path="m.py", max_tokens=4096)
     try:
         async with aclosing(backend.stream(request, StreamStats())) as texts:  # type: ignore[type-var]
             async for _ in texts:

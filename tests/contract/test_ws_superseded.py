@@ -13,11 +13,12 @@ from contextlib import aclosing, asynccontextmanager
 
 import pytest
 from responses_ws_standin import StandIn, start
+from test_backends_contract import completion
 from test_ws_connection_limit import _backend
 from websockets.protocol import State
 
 from tandem.completion.providers.backends import responses_ws
-from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.providers.backends.base import StreamStats
 from tandem.completion.providers.backends.responses_ws import ResponsesWebSocketBackend, websocket_url
 from tandem.completion.providers.backends.ws_pool import SocketPool
 
@@ -39,7 +40,7 @@ async def _serving(stand_in: StandIn, timeout_s: float = 5.0) -> AsyncIterator[R
         await server.wait_closed()
 
 
-COMPLETION = ModelRequest(prefix="def f():\n    ", suffix="", path="m.py", language="python", max_tokens=256)
+COMPLETION = completion("openai-responses", "def f():\n    ", "", path="m.py", max_tokens=256)
 
 
 async def test_a_superseded_turn_is_closed_when_every_connection_is_busy(monkeypatch: pytest.MonkeyPatch) -> None:

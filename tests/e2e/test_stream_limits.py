@@ -42,7 +42,7 @@ class Flooding:
         finally:
             self.closed.set()
 
-    async def warm(self) -> None:
+    async def warm(self, like: ModelRequest | None = None) -> None:
         pass
 
     async def aclose(self) -> None:

@@ -7,7 +7,9 @@ importing every module in a fresh interpreter:
 - only `tandem.lsp` imports pygls or lsprotocol (and, in the tooling, the replay client `tandem.eval.replay`,
   which is an LSP client);
 - the product never imports the tooling (`tandem.sim`, `tandem.eval`), and the simulator imports nothing of
-  the product, so tests against it check tandem against something tandem did not write.
+  the product, so tests against it check tandem against something tandem did not write;
+- inside the model side, the one path to a model (`tandem.completion.providers`) imports no feature: each
+  feature builds its own prompt and cleans its own answers, and a backend only speaks its API.
 
 And `pip install .` puts only `tandem` and its dist-info into site-packages (read from the wheel it would
 install)."""
@@ -30,13 +32,22 @@ import pytest
 PRODUCT = ("tandem.lsp", "tandem.completion", "tandem.cache")
 TOOLING = ("tandem.sim", "tandem.eval")
 LSP_LIBRARIES = ("pygls", "lsprotocol")
-# Who may import what: for each package, the packages it must never import.
+# The features of the model side, each a room that asks the providers for text.
+FEATURES = (
+    "tandem.completion.inline",
+    "tandem.completion.next_edit",
+    "tandem.completion.edit",
+    "tandem.completion.routing",
+)
+# Who may import what: for each package, the packages it must never import (a module keeps the rules of
+# every package it is in).
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "tandem.cache": ("tandem.completion", "tandem.lsp", *TOOLING, *LSP_LIBRARIES),
     "tandem.completion": ("tandem.lsp", *TOOLING, *LSP_LIBRARIES),
     "tandem.lsp": TOOLING,
     "tandem.sim": (*PRODUCT, "tandem.eval", *LSP_LIBRARIES),
     "tandem.eval": LSP_LIBRARIES,
+    "tandem.completion.providers": FEATURES,
 }
 # The one exception to "only tandem.lsp imports the LSP libraries": the replay client is an LSP client.
 ALLOWED: dict[str, tuple[str, ...]] = {"tandem.eval.replay": LSP_LIBRARIES}
@@ -85,7 +96,7 @@ def _within(name: str, packages: tuple[str, ...]) -> bool:
 
 def violations(module: str, named: set[str]) -> list[str]:
     """The imports in `named` that `module`'s layer forbids."""
-    forbidden = next((rule for package, rule in FORBIDDEN.items() if _within(module, (package,))), ())
+    forbidden = tuple(name for package, rule in FORBIDDEN.items() if _within(module, (package,)) for name in rule)
     allowed = next((rule for package, rule in ALLOWED.items() if _within(module, (package,))), ())
     return sorted(name for name in named if _within(name, forbidden) and not _within(name, allowed))
 
@@ -109,6 +120,10 @@ def test_every_module_keeps_to_its_layer() -> None:
         ("tandem.lsp.server", "from tandem.eval.replay.client import ReplayClient\n"),
         ("tandem.sim.app", "from tandem.completion.edit import prompt\n"),
         ("tandem.eval.trace_report", "from lsprotocol import types\n"),
+        ("tandem.completion.providers.backends.openai_chat", "from tandem.completion.inline.prompts import HOLE\n"),
+        ("tandem.completion.providers.backends.anthropic", "from ...inline import prompts\n"),
+        ("tandem.completion.providers.tiers", "def later():\n    import tandem.completion.edit.flow\n"),
+        ("tandem.completion.providers.backends.base", "if TYPE_CHECKING:\n    from ...next_edit import types\n"),
     ],
 )
 def test_the_rule_catches_an_import_against_the_layering(module: str, source: str) -> None:
@@ -120,6 +135,11 @@ def test_the_rule_lets_each_layer_import_downwards() -> None:
     assert not violations("tandem.lsp.server", {"tandem.completion.gate", "pygls.server", "tandem.cache.lines"})
     assert not violations("tandem.completion.gate", {"tandem.cache.privacy", "tandem.completion.observe.trace"})
     assert not violations("tandem.eval.replay.client", {"lsprotocol.types", "pygls.lsp.client", "tandem.lsp"})
+    assert not violations(
+        "tandem.completion.providers.tiers",
+        {"tandem.completion.config.tree", "tandem.completion.providers.errors", "tandem.cache.tokens"},
+    )
+    assert not violations("tandem.completion.inline.engine", {"tandem.completion.providers.tiers"})
 
 
 def _loaded_after_importing(packages: tuple[str, ...]) -> list[str]:

@@ -138,7 +138,7 @@ class Outbound:
 
 def outbound_text(request: ModelRequest) -> str:
     """Every text of `request` that a backend may put on the wire."""
-    parts = [request.context, request.prefix, request.suffix, request.instruction, request.raw_prompt]
+    parts = [request.prefix, request.suffix, request.instruction, request.raw_prompt, request.follow_up]
     parts += [content for _, content in request.messages]
     return "\n".join(part for part in parts if part)
 

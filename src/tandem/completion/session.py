@@ -29,6 +29,7 @@ from tandem.completion.edit.service import Edits
 from tandem.completion.gate import Gate
 from tandem.completion.inline.engine import Engine
 from tandem.completion.inline.prefetch import TokenBudget
+from tandem.completion.inline.prompts import warm_request
 from tandem.completion.machine.tokenizer_files import verified_copy
 from tandem.completion.next_edit.suggest import DocumentLookup, NextEdits
 from tandem.completion.observe.trace import Tracer
@@ -109,7 +110,7 @@ class Session:
 
     async def warm(self) -> None:
         """Open connections to the configured providers before the first keystroke needs them."""
-        await self.tiers.warm()
+        await self.tiers.warm(warm_request())
 
     def document_opened(self, uri: str) -> None:
         """A document was opened or saved: start the git reads an edit in it would route with (no wait)."""

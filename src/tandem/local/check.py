@@ -28,7 +28,9 @@ from typing import Any
 import httpx
 
 from tandem.completion.config.tree import Config, Layer, ModelConfig, merge_layers
-from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.inline.answer import answer_cleaner
+from tandem.completion.inline.prompts import completion_request
+from tandem.completion.providers.backends.base import StreamStats
 from tandem.completion.providers.backends.factory import describe_model, make_backend
 from tandem.completion.providers.errors import CompletionError, describe
 
@@ -79,16 +81,24 @@ def load_config(path: pathlib.Path | None) -> Config:
     return config
 
 
-async def _ask(model: ModelConfig, client: httpx.AsyncClient, request: ModelRequest) -> tuple[str, StreamStats, float]:
+async def _ask(
+    model: ModelConfig, client: httpx.AsyncClient, prefix: str, suffix: str, *, max_tokens: int
+) -> tuple[str, StreamStats, float]:
+    """A completion between `prefix` and `suffix`, asked and cleaned as `tandem serve` asks and cleans one."""
+    asked = dataclasses.replace(model, max_tokens=max_tokens, temperature=0.0)
+    request = completion_request(asked, prefix=prefix, suffix=suffix)
+    cleaner = answer_cleaner(request)
     backend = make_backend(model, client)
     stats = StreamStats()
     started = time.perf_counter_ns()
     text = ""
     try:
         async for chunk in backend.stream(request, stats):
-            text += chunk
+            text += chunk if cleaner is None else cleaner.feed(chunk)
     finally:
         await backend.aclose()
+    if cleaner is not None:
+        text += cleaner.finish()
     sent = stats.request_sent_ns or started
     first = stats.first_token_ns
     return text, stats, (first - sent) / 1e6 if first else float("nan")
@@ -111,9 +121,7 @@ async def check_model(tier: str, model: ModelConfig) -> ModelCheck:
     timeout = httpx.Timeout(model.timeout_s, connect=model.connect_timeout_s)
     async with httpx.AsyncClient(timeout=timeout) as client:
         try:
-            text, stats, ttft = await _ask(
-                model, client, ModelRequest(prefix="def add(a, b):\n    return ", suffix="\n", max_tokens=64)
-            )
+            text, stats, ttft = await _ask(model, client, "def add(a, b):\n    return ", "\n", max_tokens=64)
         except CompletionError as error:
             result.error = describe(error)
             return result
@@ -125,8 +133,8 @@ async def check_model(tier: str, model: ModelConfig) -> ModelCheck:
             result.tokens_per_s = round((stats.usage.output_tokens - 1) / max(elapsed_s, 1e-6), 1)
         prompt = _cache_prompt()
         try:
-            cold = await _ask(model, client, ModelRequest(prefix=prompt, suffix="\n", max_tokens=8))
-            warm = await _ask(model, client, ModelRequest(prefix=prompt, suffix="\n", max_tokens=8))
+            cold = await _ask(model, client, prompt, "\n", max_tokens=8)
+            warm = await _ask(model, client, prompt, "\n", max_tokens=8)
         except CompletionError as error:
             result.notes.append(f"prompt-cache check failed: {describe(error)}")
         else:
@@ -134,9 +142,7 @@ async def check_model(tier: str, model: ModelConfig) -> ModelCheck:
             result.prompt_tokens = warm[1].usage.input_tokens or None
             result.cached_tokens = warm[1].usage.cached_tokens
         try:
-            fim_text, _, _ = await _ask(
-                model, client, ModelRequest(prefix=FIM_PREFIX, suffix=FIM_SUFFIX, max_tokens=24)
-            )
+            fim_text, _, _ = await _ask(model, client, FIM_PREFIX, FIM_SUFFIX, max_tokens=24)
         except CompletionError as error:
             result.fim = f"failed: {describe(error)}"
         else:

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tandem.completion.config.tree import ModelConfig, Provider
+from tandem.completion.inline.prompts import completion_request
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.backends.factory import make_backend
 from tandem.completion.providers.backends.sse_stream import StopCutter
@@ -19,7 +20,10 @@ from tandem.completion.providers.http import make_client
 
 KEY = "sk-test-0123456789abcdef"
 ENV = {"TANDEM_TEST_KEY": KEY}
-REQUEST = ModelRequest(prefix="def add(a, b):\n    return ", suffix="\n", path="m.py", language="python")
+# A completion's prompt as both APIs take it: a conversation (`inline.prompts`).
+REQUEST = completion_request(
+    ModelConfig(provider="anthropic"), prefix="def add(a, b):\n    return ", suffix="\n", path="m.py", language="python"
+)
 
 
 def events(*pairs: tuple[str, dict[str, Any] | str]) -> bytes:
@@ -139,11 +143,12 @@ async def test_anthropic_body_ending_without_message_stop_is_truncated() -> None
     assert isinstance(error, BadResponse) and "stream truncated" in str(error) and "message_stop" in str(error)
 
 
-async def test_anthropic_completion_answer_is_cleaned_of_fences() -> None:
-    body = events(MESSAGE_START, anthropic_text("```python\na + b\n```\nThat adds them."), *MESSAGE_END)
-    texts, stats, error = await run("anthropic", body)
-    assert error is None and "".join(texts) == "a + b"
-    assert stats.usage.output_tokens == 7  # read on past the fence for the usage
+async def test_anthropic_answer_streams_as_written_to_the_usage_at_its_end() -> None:
+    # Cleaning a completion's answer of fences is the completion's (inline.answer; test_streams).
+    answer = "```python\na + b\n```\nThat adds them."
+    texts, stats, error = await run("anthropic", events(MESSAGE_START, anthropic_text(answer), *MESSAGE_END))
+    assert error is None and "".join(texts) == answer
+    assert stats.usage.output_tokens == 7
 
 
 async def test_responses_usage_has_cached_tokens_and_incomplete_is_length() -> None:

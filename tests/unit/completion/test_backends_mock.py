@@ -4,6 +4,7 @@ Everything a real provider does routinely is covered against the simulator in te
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,7 @@ import httpx
 import pytest
 
 from tandem.completion.config.tree import ModelConfig, Provider
-from tandem.completion.inline.prompts import split_chat_prompt
+from tandem.completion.inline.prompts import completion_request, split_chat_prompt
 from tandem.completion.providers.backends.base import Backend, ModelRequest, StreamStats
 from tandem.completion.providers.backends.factory import make_backend
 from tandem.completion.providers.errors import (
@@ -28,7 +29,8 @@ from tandem.completion.providers.http import make_client
 
 KEY = "sk-test-0123456789abcdef"
 ENV = {"TANDEM_TEST_KEY": KEY}
-REQUEST = ModelRequest(prefix="def add(a, b):\n    return ", suffix="\n", path="m.py", language="python")
+# A completion's prompt, asked of each provider in the shape its API takes (`inline.prompts`).
+PREFIX, SUFFIX = "def add(a, b):\n    return ", "\n"
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
@@ -77,17 +79,18 @@ async def run(
     env: dict[str, str] | None = None,
     **config: object,
 ) -> tuple[list[str], StreamStats, CompletionError | None]:
-    """Stream REQUEST through a backend on `handler`; the texts yielded, the stats, and the error raised."""
+    """Stream a completion through a backend on `handler`; the texts yielded, the stats, and the error raised."""
     settings: dict[str, object] = {"base_url": "https://api.example.test/v1", "model": "m-1"}
     settings["api_key_env"] = "TANDEM_TEST_KEY"
     settings.update(config)
     model = ModelConfig(provider=provider, **settings)  # type: ignore[arg-type]
+    request = completion_request(model, prefix=PREFIX, suffix=SUFFIX, path="m.py", language="python")
     stats = StreamStats()
     texts: list[str] = []
     async with make_client(transport=httpx.MockTransport(handler)) as client:
         backend: Backend = make_backend(model, client, env=ENV if env is None else env)
         try:
-            async for text in backend.stream(REQUEST, stats):
+            async for text in backend.stream(request, stats):
                 texts.append(text)
         except CompletionError as exc:
             assert KEY not in str(exc)
@@ -106,12 +109,16 @@ async def test_chat_streams_text_usage_and_timestamps() -> None:
 
 async def test_chat_request_body_and_headers() -> None:
     recorder = Recorder(stream_response(sse([chat_chunk("x")])))
-    request = ModelRequest(prefix="p", suffix="s", stop=("\n\n", "a", "b", "c", "d"), max_tokens=64, temperature=0.2)
+    config = ModelConfig(base_url="https://h.test/v1/", model="m-1", api_key_env="TANDEM_TEST_KEY")
+    request = dataclasses.replace(
+        completion_request(config, prefix="p", suffix="s"),
+        stop=("\n\n", "a", "b", "c", "d"),
+        max_tokens=64,
+        temperature=0.2,
+    )
     stats = StreamStats()
     async with make_client(transport=httpx.MockTransport(recorder)) as client:
-        backend = make_backend(
-            ModelConfig(base_url="https://h.test/v1/", model="m-1", api_key_env="TANDEM_TEST_KEY"), client, env=ENV
-        )
+        backend = make_backend(config, client, env=ENV)
         assert [t async for t in backend.stream(request, stats)] == ["x"]
     (sent,) = recorder.requests
     assert sent.method == "POST" and sent.url == "https://h.test/v1/chat/completions"
@@ -133,7 +140,7 @@ async def test_fim_sends_prompt_and_suffix_and_streams_text() -> None:
     (sent,) = recorder.requests
     assert sent.url.path == "/v1/completions"
     body = json.loads(sent.content)
-    assert (body["prompt"], body["suffix"]) == (REQUEST.prefix, REQUEST.suffix)
+    assert (body["prompt"], body["suffix"]) == (PREFIX, SUFFIX)
     assert body["stream_options"] == {"include_usage": True} and "stop" not in body
 
 
@@ -142,18 +149,31 @@ async def test_fim_with_a_template_sends_a_raw_prompt_and_its_stop_tokens() -> N
     texts, _, error = await run(recorder, provider="fim", fim_template="qwen2.5-coder")
     assert error is None and texts == ["a + b"]
     body = json.loads(recorder.requests[0].content)
-    assert body["prompt"] == f"<|fim_prefix|>{REQUEST.prefix}<|fim_suffix|>{REQUEST.suffix}<|fim_middle|>"
+    assert body["prompt"] == f"<|fim_prefix|>{PREFIX}<|fim_suffix|>{SUFFIX}<|fim_middle|>"
     assert "suffix" not in body
     assert "<|endoftext|>" in body["stop"]
 
 
-async def test_fenced_chat_answer_is_cleaned_and_the_rest_still_read_for_usage() -> None:
-    chunks = [chat_chunk(t) for t in ["Here is the code:\n", "```py", "thon\n", "a + b\n", "``", "`\n", "Done!"]]
-    recorder = Recorder(stream_response(sse([*chunks, USAGE])))
+async def test_a_chat_answer_streams_as_the_model_wrote_it_to_its_end() -> None:
+    # Cleaning a completion's answer is the completion's (inline.answer, tested in test_answer_cleaner and
+    # test_streams): the backend hands on every text, and reads on to the usage at the end.
+    pieces = ["Here is the code:\n", "```py", "thon\n", "a + b\n", "``", "`\n", "Done!"]
+    recorder = Recorder(stream_response(sse([*[chat_chunk(t) for t in pieces], USAGE])))
     texts, stats, error = await run(recorder)
     assert error is None
-    assert "".join(texts) == "a + b"
+    assert texts == pieces
     assert stats.usage.output_tokens == 3
+
+
+@pytest.mark.parametrize("provider", ["openai-chat", "anthropic", "openai-responses"])
+async def test_a_chat_api_refuses_a_fill_before_sending(provider: Provider) -> None:
+    recorder = Recorder(stream_response(sse([chat_chunk("x")])))
+    async with make_client(transport=httpx.MockTransport(recorder)) as client:
+        backend = make_backend(ModelConfig(provider=provider, base_url="https://h.test/v1"), client)
+        with pytest.raises(CompletionError, match="takes a conversation"):
+            async for _ in backend.stream(ModelRequest(prefix="a = ", suffix="\n"), StreamStats()):
+                pass
+    assert recorder.requests == []
 
 
 async def test_no_key_variable_configured_sends_no_authorization() -> None:
@@ -302,8 +322,7 @@ async def test_an_error_object_mid_stream_is_bad_response() -> None:
     assert isinstance(error, BadResponse) and "context length exceeded" in str(error)
 
 
-async def test_held_back_text_is_handed_over_before_a_failure() -> None:
-    # "Here" might have been the start of chatter, so the cleaner held it; the failure must not lose it.
+async def test_text_before_a_failure_is_handed_over_as_it_came() -> None:
     texts, _, error = await run(Recorder(stream_response(sse([chat_chunk("Here")], done=False))))
     assert texts == ["Here"] and isinstance(error, BadResponse)
 
@@ -330,7 +349,7 @@ async def test_a_closed_backend_refuses_to_stream() -> None:
         backend = make_backend(ModelConfig(base_url="https://h.test/v1"), client)
         await backend.aclose()
         with pytest.raises(BackendUnavailable, match="closed"):
-            async for _ in backend.stream(REQUEST, StreamStats()):
+            async for _ in backend.stream(completion_request(ModelConfig(), prefix="a", suffix=""), StreamStats()):
                 pass
     assert recorder.requests == []
 
@@ -341,5 +360,5 @@ async def test_a_closed_client_is_backend_unavailable_not_a_runtime_error() -> N
     backend = make_backend(ModelConfig(base_url="https://h.test/v1"), client)
     await client.aclose()
     with pytest.raises(BackendUnavailable, match="closed"):
-        async for _ in backend.stream(REQUEST, StreamStats()):
+        async for _ in backend.stream(completion_request(ModelConfig(), prefix="a", suffix=""), StreamStats()):
             pass

@@ -26,7 +26,8 @@ ROOT = pathlib.Path("/work/space")
 
 
 def _request(**fields: str) -> ModelRequest:
-    return ModelRequest(prefix=fields.get("prefix", "x = "), suffix="", context=fields.get("context", ""))
+    # Snippets of other files (`context`) go out in the prompt, ahead of the code around the cursor.
+    return ModelRequest(prefix=fields.get("context", "") + fields.get("prefix", "x = "), suffix="")
 
 
 def test_an_open_document_is_judged_once_by_path_skip_reasons_and_content() -> None:

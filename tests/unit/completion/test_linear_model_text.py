@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tandem.completion.edit.file_edits import AnswerParseError
 from tandem.completion.edit.parse import EditTarget, _fence_path, _path_line, parse_answer
-from tandem.completion.providers.backends.openai_chat import AnswerCleaner
+from tandem.completion.inline.answer import AnswerCleaner
 
 LONG = 28_000
 OLD_FENCE_PATH = re.compile(r"^\s*(?:`{3,}|~{3,})\w*[ :]([\w.-]*[/.][\w./-]+)\s*$")

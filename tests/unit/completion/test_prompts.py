@@ -1,10 +1,22 @@
-"""The chat prompt with a hole marker, its inverse, and `extract_middle` on real-looking answers."""
+"""A completion's request in each provider's shape, the chat prompt with a hole marker, its inverse, and
+`extract_middle` on real-looking answers."""
 
 from __future__ import annotations
 
 import pytest
 
-from tandem.completion.inline.prompts import HOLE, SYSTEM_PROMPT, chat_messages, extract_middle, split_chat_prompt
+from tandem.completion.config.tree import ModelConfig
+from tandem.completion.inline.answer import extract_middle
+from tandem.completion.inline.prompts import (
+    FOLLOW_UP,
+    HOLE,
+    SYSTEM_PROMPT,
+    chat_messages,
+    completion_request,
+    split_chat_prompt,
+    warm_request,
+)
+from tandem.completion.providers.backends.fim_templates import TEMPLATES
 
 SAMPLES: list[tuple[str, str]] = [
     ("def add(a, b):\n    return ", "\n\nprint(add(1, 2))\n"),
@@ -61,3 +73,41 @@ def test_split_chat_prompt_ignores_messages_without_a_hole() -> None:
 )
 def test_extract_middle(answer: str, middle: str) -> None:
     assert extract_middle(answer) == middle
+
+
+def test_a_chat_provider_is_asked_by_the_hole_filling_conversation() -> None:
+    config = ModelConfig(provider="anthropic", max_tokens=64, temperature=0.2)
+    asked = completion_request(config, prefix="a = ", suffix="\n", context="# b.py\n", path="m.py", language="python")
+    assert asked.messages == tuple(
+        (m["role"], m["content"])
+        for m in chat_messages("a = ", "\n", path="m.py", language="python", context="# b.py\n")
+    )
+    assert (asked.prefix, asked.suffix, asked.raw_prompt) == ("", "", "")
+    assert (asked.max_tokens, asked.temperature, asked.path, asked.follow_up) == (64, 0.2, "m.py", FOLLOW_UP)
+
+
+def test_a_fim_provider_is_asked_by_a_fill_with_other_files_first_in_the_prefix() -> None:
+    for template in ("", "qwen2.5-coder"):
+        asked = completion_request(
+            ModelConfig(provider="fim", fim_template=template), prefix="a = ", suffix="\n", context="# b.py\n"
+        )
+        # The backend adds a template's tokens to a fill; the prompt is the feature's.
+        assert (asked.prefix, asked.suffix, asked.raw_prompt, asked.stop) == ("# b.py\na = ", "\n", "", ())
+        assert not asked.messages and not asked.follow_up
+
+
+def test_a_local_window_begun_in_the_middle() -> None:
+    fim = ModelConfig(provider="fim", fim_template="qwen2.5-coder")
+    asked = completion_request(fim, prefix="def f():\n", middle="    re", suffix="\n")
+    assert asked.raw_prompt == "<|fim_prefix|>def f():\n<|fim_suffix|>\n<|fim_middle|>    re"
+    assert asked.stop == TEMPLATES["qwen2.5-coder"].stop
+    assert (asked.prefix, asked.suffix) == ("def f():\n    re", "\n")
+    # Without a template the middle ends the prefix, for a fill and a conversation alike.
+    plain = completion_request(ModelConfig(provider="fim"), prefix="def f():\n", middle="    re", suffix="\n")
+    assert (plain.prefix, plain.raw_prompt) == ("def f():\n    re", "")
+    chat = completion_request(ModelConfig(provider="openai-chat"), prefix="def f():\n", middle="    re", suffix="\n")
+    assert split_chat_prompt([{"role": r, "content": c} for r, c in chat.messages]) == ("def f():\n    re", "\n")
+
+
+def test_the_warm_up_request_carries_the_completions_system_text() -> None:
+    assert warm_request().messages[0] == ("system", SYSTEM_PROMPT)

@@ -243,7 +243,7 @@ def test_a_change_is_checked_on_the_lines_it_touched_only() -> None:
 
 # -- the door --------------------------------------------------------------------------------------
 
-_FIELDS = ("context", "prefix", "suffix", "instruction", "raw_prompt")
+_FIELDS = ("prefix", "suffix", "instruction", "raw_prompt", "follow_up")
 
 
 @pytest.mark.parametrize("field", [*_FIELDS, "messages"])
@@ -261,14 +261,17 @@ def test_a_credential_in_any_field_of_the_prompt_is_refused(field: str) -> None:
 
 def test_every_field_of_the_prompt_is_in_the_text_checked() -> None:
     request = _request(
-        context="C",
         prefix="P",
         suffix="S",
         instruction="I",
         raw_prompt="R",
+        follow_up="F",
         messages=(("system", "M1"), ("user", "M2")),
     )
-    assert outbound_text(request) == "C\nP\nS\nI\nR\nM1\nM2"
+    assert outbound_text(request) == "P\nS\nI\nR\nF\nM1\nM2"
+    # Every field of text a backend may send is one of them (where it goes, path and language are not sent).
+    texts = {f.name for f in dataclasses.fields(ModelRequest) if f.type in ("str", str)}
+    assert texts - {"path", "language"} == set(_FIELDS)
 
 
 def test_an_outbound_cannot_be_changed_once_made() -> None:

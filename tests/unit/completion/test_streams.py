@@ -1,12 +1,23 @@
-"""Typing through a suggestion: which streams a request may reuse, and which it must not."""
+"""Typing through a suggestion: which streams a request may reuse, and which it must not; and what a model's
+answer becomes in a stream (`read_into`): cleaned when the completion asked by a conversation, as written
+otherwise."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
 
 from tandem.cache.lines import LineBuffer
+from tandem.completion.config.tree import ModelConfig
+from tandem.completion.inline.answer import AnswerCleaner, answer_cleaner
+from tandem.completion.inline.prompts import completion_request
 from tandem.completion.inline.request import CompletionRequest
-from tandem.completion.inline.streams import StreamStore
+from tandem.completion.inline.streams import Stream, StreamStore, read_into
+from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.providers.errors import BadResponse, CompletionError
+from tandem.completion.providers.tiers import Tier
 
 
 def _request(buffer: LineBuffer, line: int, char: int, uri: str = "file:///a.py") -> CompletionRequest:
@@ -85,3 +96,76 @@ async def test_typing_ahead_of_a_live_stream_is_recognised_only_when_it_agrees()
     stream.finish()
     buffer.replace((0, 4), (0, 7), "foo")
     assert store.find_ahead(_request(buffer, 0, 7)) is None  # a finished stream will not catch up
+
+
+class Scripted:
+    """A backend that streams the given pieces as they are (stamping its first, as backends do), then raises
+    `error` if one is given."""
+
+    name = "scripted"
+
+    def __init__(self, *pieces: str, error: CompletionError | None = None) -> None:
+        self.pieces = pieces
+        self.error = error
+
+    async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
+        for piece in self.pieces:
+            stats.first_token_ns = stats.first_token_ns or 1
+            yield piece
+        if self.error is not None:
+            raise self.error
+
+    async def warm(self, like: ModelRequest | None = None) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+CHAT = completion_request(ModelConfig(provider="openai-chat"), prefix="def add(a, b):\n    return ", suffix="\n")
+
+
+async def _read(backend: Scripted, request: ModelRequest = CHAT) -> Stream:
+    tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
+    stream = Stream(uri="file:///a.py", line=1, character=11, before="", after="", model="m")
+    await read_into(stream, tier, request, remember=lambda _: None, cleaner=answer_cleaner(request))
+    return stream
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ("Here is the code:\n", "```py", "thon\n", "a + b\n", "``", "`\n", "Done!"),
+        ("Sure.\n```\na", " + b\n```"),
+        ("a + b",),
+        ("a <|tandem:", "hole|>+ b"),
+    ],
+)
+async def test_a_conversations_answer_goes_into_the_stream_cleaned(pieces: tuple[str, ...]) -> None:
+    stream = await _read(Scripted(*pieces))
+    assert stream.error is None and stream.text.replace(" ", "") == "a+b"
+    # The first token is the answer's first text, not the fence or the chatter the backend saw first.
+    assert stream.stats.first_token_ns > 1
+
+
+async def test_an_answer_that_is_only_a_fence_line_has_no_first_token() -> None:
+    stream = await _read(Scripted("```python"))
+    assert stream.text == "" and stream.stats.first_token_ns == 0
+
+
+async def test_text_held_back_is_handed_over_before_a_failure() -> None:
+    # "Here" might have been the start of chatter, so the cleaner held it; the failure must not lose it.
+    stream = await _read(Scripted("Here", error=BadResponse("stream truncated")))
+    assert stream.text == "Here" and isinstance(stream.error, BadResponse)
+
+
+async def test_a_fills_answer_and_a_conversation_without_a_cleaner_go_in_as_written() -> None:
+    fill = completion_request(ModelConfig(provider="fim"), prefix="x = ", suffix="\n")
+    assert answer_cleaner(fill) is None
+    stream = await _read(Scripted("```\n", "x\n"), fill)
+    assert stream.text == "```\nx\n" and stream.stats.first_token_ns == 1
+    tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), Scripted("Sure: x"), "m")
+    raw = Stream(uri="file:///a.py", line=0, character=0, before="", after="", model="m")
+    await read_into(raw, tier, CHAT, remember=lambda _: None)  # next edits read their answers whole
+    assert raw.text == "Sure: x"
+    assert isinstance(answer_cleaner(CHAT), AnswerCleaner)

@@ -14,8 +14,8 @@ import pytest
 from fixtures_sim import SimFactory, sse_data
 
 from tandem.completion.config.tree import ModelConfig
-from tandem.completion.inline.prompts import chat_messages
-from tandem.completion.providers.backends.base import ModelRequest, StreamStats
+from tandem.completion.inline.prompts import chat_messages, completion_request
+from tandem.completion.providers.backends.base import StreamStats
 from tandem.completion.providers.backends.factory import make_backend
 from tandem.completion.providers.http import make_client
 from tandem.sim.answers import Ask
@@ -202,7 +202,7 @@ async def test_tandems_chat_backend_reads_the_cached_tokens(sim: SimHandle) -> N
         backend = make_backend(config, client, env={})
         for end in ("1", "2"):
             stats = StreamStats()
-            request = ModelRequest(prefix=f"x = {end}", suffix="\n", context=CONTEXT, path="a.py", max_tokens=8)
+            request = completion_request(config, prefix=f"x = {end}", suffix="\n", context=CONTEXT, path="a.py")
             async with aclosing(backend.stream(request, stats)) as stream:  # type: ignore[type-var]
                 async for _ in stream:
                     pass

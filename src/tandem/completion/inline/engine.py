@@ -26,17 +26,17 @@ import anyio
 from tandem.cache.completions import CompletionCache
 from tandem.completion.config.tree import Config
 from tandem.completion.gate import Gate, Outbound
+from tandem.completion.inline.answer import answer_cleaner
 from tandem.completion.inline.debounce import AdaptiveDebounce
 from tandem.completion.inline.local_prompt import local_window
 from tandem.completion.inline.postprocess import Surroundings, clean
 from tandem.completion.inline.prefetch import AfterAccepting, Charge, TokenBudget
+from tandem.completion.inline.prompts import completion_request
 from tandem.completion.inline.request import CompletionRequest, CompletionResult, Ticket, Tickets
 from tandem.completion.inline.streams import Stream, StreamStore, read_into
 from tandem.completion.inline.units import UnitContext, useful_unit, wants_multiline
 from tandem.completion.observe.live_stats import LiveFigures, LiveStats
 from tandem.completion.observe.trace import Tracer, TraceRecord, estimate_cost_usd
-from tandem.completion.providers.backends import fim_templates
-from tandem.completion.providers.backends.base import ModelRequest
 from tandem.completion.providers.errors import BackendTimeout, describe
 from tandem.completion.providers.tiers import Tier, Tiers
 from tandem.completion.spend import SpendLedger, limit_notice
@@ -316,14 +316,8 @@ class Engine:
             # No window yet (the tokenizer is loading) or none for this document: a plain character window,
             # which the gate judges like any other prompt.
             prefix, suffix, context = request.prefix(settings.prefix_chars), request.suffix(settings.suffix_chars), ""
-        model_request = ModelRequest(
-            prefix=prefix,
-            suffix=suffix,
-            context=context,
-            language=request.language,
-            path=request.path,
-            max_tokens=tier.config.max_tokens,
-            temperature=tier.config.temperature,
+        model_request = completion_request(
+            tier.config, prefix=prefix, suffix=suffix, context=context, language=request.language, path=request.path
         )
         record.prompt_chars = len(prefix) + len(suffix) + len(context)
         record.mark("context_built")
@@ -334,7 +328,8 @@ class Engine:
             return None
         stream = self._streams.add(request, tier.label, prefetch=prefetch)
         record.source, record.stream_id = "model", stream.id
-        stream.run(read_into(stream, tier, model_request, remember=self._remember))
+        cleaner = answer_cleaner(model_request)
+        stream.run(read_into(stream, tier, model_request, remember=self._remember, cleaner=cleaner))
         return stream
 
     def _start_local(
@@ -348,18 +343,15 @@ class Engine:
         window = local_window(
             view, line, character, max_prefix_chars=settings.prefix_chars, max_suffix_chars=settings.suffix_chars
         )
-        template = tier.config.fim_template if tier.config.provider == "fim" else ""
-        model_request = ModelRequest(
-            prefix=window.prefix + window.middle,
+        model_request = completion_request(
+            tier.config,
+            prefix=window.prefix,
+            middle=window.middle,
             suffix=window.suffix,
             language=request.language,
             path=request.path,
-            max_tokens=tier.config.max_tokens,
-            temperature=tier.config.temperature,
-            raw_prompt=fim_templates.render(template, window.prefix, window.suffix, window.middle) if template else "",
-            stop=fim_templates.TEMPLATES[template].stop if template else (),
         )
-        record.prompt_chars = len(model_request.raw_prompt) or len(model_request.prefix) + len(window.suffix)
+        record.prompt_chars = len(model_request.raw_prompt) or len(window.prefix + window.middle + window.suffix)
         record.mark("context_built")
         verdict = self.gate.admit(Outbound(request=model_request, document=request.uri))
         if not verdict:
@@ -368,7 +360,8 @@ class Engine:
             return None
         stream = self._streams.add(request, tier.label, prefetch=prefetch, patient=True)
         record.source, record.stream_id = "model", stream.id
-        stream.run(read_into(stream, tier, model_request, remember=self._remember))
+        cleaner = answer_cleaner(model_request)
+        stream.run(read_into(stream, tier, model_request, remember=self._remember, cleaner=cleaner))
         return stream
 
     async def _answer(

@@ -24,6 +24,7 @@ from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.errors import CompletionError, describe
 
 if TYPE_CHECKING:
+    from tandem.completion.inline.answer import AnswerCleaner
     from tandem.completion.providers.tiers import Tier
 
 log = logging.getLogger(__name__)
@@ -277,20 +278,47 @@ def log_failure(stream: Stream, *, level: int = logging.WARNING) -> None:
         log.log(level, "stream %s (%s) ended: %s", stream.id, stream.model, describe(stream.error))
 
 
-async def read_into(stream: Stream, tier: Tier, request: ModelRequest, *, remember: Callable[[Stream], None]) -> None:
+async def read_into(
+    stream: Stream,
+    tier: Tier,
+    request: ModelRequest,
+    *,
+    remember: Callable[[Stream], None],
+    cleaner: AnswerCleaner | None = None,
+) -> None:
     """Stream `tier`'s answer into `stream` through the tier's one read path (`Tier.read`), calling
-    `remember` as it grows and at the end."""
+    `remember` as it grows and at the end. With a `cleaner` (a completion asked as a conversation:
+    `answer.answer_cleaner`) the text goes in as the cleaner releases it, and the stream's first token is
+    the first text it releases (a fence line or a sentence of chatter is not the answer's)."""
+    stats = stream.stats
+    shown = False
 
     def append(chunk: str) -> None:
+        nonlocal shown
+        if cleaner is not None:
+            chunk = cleaner.feed(chunk)
+            if not shown:
+                shown = bool(chunk)
+                stats.first_token_ns = time.perf_counter_ns() if shown else 0
+            if not chunk:
+                return  # held back, or past the answer's end (read on for the usage, not shown)
         stream.append(chunk)
         remember(stream)
 
     try:
-        end = await tier.read(request, stream.stats, append, speculative=stream.prefetch)
+        end = await tier.read(request, stats, append, speculative=stream.prefetch)
     except asyncio.CancelledError:
         stream.finish(Cancelled("superseded"))
         remember(stream)
         raise
+    tail = cleaner.finish() if cleaner is not None and not end.cut else ""
+    if tail:
+        # What the cleaner held back ends the answer, or is what came before a failure (a stream cut
+        # locally was closed mid-answer, and hands over nothing more).
+        if not shown and end.error is None:
+            stats.first_token_ns = time.perf_counter_ns()
+        stream.append(tail)
+        remember(stream)
     if end.error is None and stream.stats.finish_reason == "length":
         # Cut off by max_tokens (or locally): the last line is unfinished, and showing it would break the code.
         stream.text = stream.text[: stream.text.rfind("\n") + 1]

@@ -312,8 +312,9 @@ class Tiers:
     def __bool__(self) -> bool:
         return bool(self._tiers)
 
-    async def warm(self) -> None:
-        await asyncio.gather(*(tier.backend.warm() for tier in self._tiers.values()))
+    async def warm(self, like: ModelRequest | None = None) -> None:
+        """Open each tier's connections; `like` is a request like those to come (`base.Backend.warm`)."""
+        await asyncio.gather(*(tier.backend.warm(like) for tier in self._tiers.values()))
 
     async def aclose(self) -> None:
         for tier in self._tiers.values():

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from tandem.completion.inline.prompts import chat_messages
-from tandem.completion.providers.backends.base import Usage
+from tandem.completion.providers.backends.base import Usage, conversation
 from tandem.completion.providers.backends.sse_stream import SseBackend, count, event_payload, stream_error
 from tandem.completion.providers.backends.streaming import StreamCall, api_key, host_of, request_headers, stream_events
 from tandem.completion.providers.errors import NotConfigured
@@ -57,12 +56,7 @@ class AnthropicBackend(SseBackend):
 
     def body(self, request: ModelRequest) -> dict[str, object]:
         """The JSON body for `request` (public so tests and traces can see what is sent)."""
-        messages = list(request.messages) or [
-            (m["role"], m["content"])
-            for m in chat_messages(
-                request.prefix, request.suffix, path=request.path, language=request.language, context=request.context
-            )
-        ]
+        messages = conversation(request, "Anthropic Messages")
         system = "\n\n".join(text for role, text in messages if role not in _CONVERSATION_ROLES)
         body: dict[str, object] = {
             "max_tokens": request.max_tokens,
@@ -95,7 +89,7 @@ class AnthropicBackend(SseBackend):
                 if text:
                     yield text
 
-    async def warm(self) -> None:
+    async def warm(self, like: ModelRequest | None = None) -> None:
         """Open (and leave pooled) a connection: `GET {base_url}/models`. Best effort, never raises."""
         try:
             key = api_key(self._config, self._env)

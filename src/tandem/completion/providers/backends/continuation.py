@@ -16,8 +16,10 @@ after, fenced so that a model (and the simulator, which reads it with its own co
     ~~~~
     Then fill the hole in the changed code, answering as before (your previous answer no longer applies).
 
-The fence is four tildes or more: longer than any run of tildes in either block. The replaced block is
-whole lines, widened until it occurs exactly once in the previous message.
+The last sentence is the request's `follow_up`, worded by the feature whose prompts these are (completions:
+`completion.inline.prompts.FOLLOW_UP`); only a request that has one is continued. The fence is four tildes
+or more: longer than any run of tildes in either block. The replaced block is whole lines, widened until it
+occurs exactly once in the previous message.
 
 A continuation is sent only where it is cheaper than the whole prompt, and the conversation the server
 holds (every prompt, edit and answer since the last whole prompt) is billed as input on each turn, cached
@@ -30,7 +32,6 @@ import re
 from dataclasses import dataclass
 
 EDIT_INTRO = "The code changed since my previous message. In that message, replace"
-EDIT_OUTRO = "Then fill the hole in the changed code, answering as before (your previous answer no longer applies)."
 MIN_FENCE = 4
 # An edit is sent only when it is at most this share of the whole prompt (else the prompt goes in full).
 MAX_EDIT_SHARE = 0.25
@@ -68,14 +69,15 @@ class Held:
         )
 
 
-def continuation(held: Held | None, *, path: str, instructions: str, user_text: str) -> str | None:
-    """The edit message that continues `held` into `user_text`, or None when the whole prompt should go:
-    no chain, another document or system text, a long chain, or an edit not much smaller than the prompt."""
+def continuation(held: Held | None, *, path: str, instructions: str, user_text: str, follow_up: str) -> str | None:
+    """The edit message (ending with `follow_up`) that continues `held` into `user_text`, or None when the
+    whole prompt should go: no chain, another document or system text, a long chain, or an edit not much
+    smaller than the prompt."""
     if held is None or held.path != path or held.instructions != instructions:
         return None
     if held.turns >= MAX_CHAIN_TURNS or held.user_text == user_text:
         return None
-    message = edit_message(held.user_text, user_text)
+    message = edit_message(held.user_text, user_text, follow_up=follow_up)
     if message is None or len(message) > MAX_EDIT_SHARE * len(user_text):
         return None
     if held.held_chars + len(message) > MAX_HELD_GROWTH * len(user_text):
@@ -83,9 +85,9 @@ def continuation(held: Held | None, *, path: str, instructions: str, user_text: 
     return message
 
 
-def edit_message(old: str, new: str) -> str | None:
-    """The message that turns `old` into `new` (see the module docstring); None if they are equal or
-    no block of whole lines short of the whole text is unique in `old`."""
+def edit_message(old: str, new: str, *, follow_up: str) -> str | None:
+    """The message that turns `old` into `new` and ends with `follow_up` (see the module docstring); None if
+    they are equal or no block of whole lines short of the whole text is unique in `old`."""
     if old == new:
         return None
     same_start = _common_prefix(old, new)
@@ -107,7 +109,7 @@ def edit_message(old: str, new: str) -> str | None:
         return None  # the whole text: no smaller than sending it
     longest = max((len(run) for run in _TILDES.findall(before + "\n" + after)), default=0)
     fence = "~" * max(MIN_FENCE, longest + 1)
-    return f"{EDIT_INTRO}\n{fence}\n{before}\n{fence}\nwith\n{fence}\n{after}\n{fence}\n{EDIT_OUTRO}"
+    return f"{EDIT_INTRO}\n{fence}\n{before}\n{fence}\nwith\n{fence}\n{after}\n{fence}\n{follow_up}"
 
 
 def _common_prefix(a: str, b: str) -> int:

@@ -7,9 +7,10 @@ Two ways to ask, chosen by `ModelConfig.fim_template`:
 - a template name (`fim_templates.TEMPLATES`): one raw prompt with that family's special tokens, and
   the family's end-of-middle tokens added to `stop`.
 
-A request that is a conversation (`messages`: next edits and edits) goes to the same server's
-`{base_url}/chat/completions` (llama.cpp, Ollama, LM Studio and vLLM serve both), streamed back raw: one
-local model serves completions by fill-in-the-middle and the rest by chat.
+A request that is a fill (`prefix`, `suffix`: completions; or a `raw_prompt`) goes to `/completions`; one
+that is a conversation (`messages`: next edits and edits) goes to the same server's
+`{base_url}/chat/completions` (llama.cpp, Ollama, LM Studio and vLLM serve both): one local model serves
+completions by fill-in-the-middle and the rest by chat. Either way the text comes back as the model wrote it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from tandem.completion.providers.backends import fim_templates
 from tandem.completion.providers.backends.http_backend import HttpBackend
 from tandem.completion.providers.backends.openai_chat import chat_body
-from tandem.completion.providers.backends.streaming import StreamCall, now_ns, stream_chunks
+from tandem.completion.providers.backends.streaming import StreamCall, chunk_texts
 from tandem.completion.providers.errors import NotConfigured
 
 if TYPE_CHECKING:
@@ -66,11 +67,10 @@ class FimBackend(HttpBackend):
         if request.raw_prompt:
             body["prompt"] = request.raw_prompt
         elif template:
-            body["prompt"] = fim_templates.render(template, request.context + request.prefix, request.suffix)
+            body["prompt"] = fim_templates.render(template, request.prefix, request.suffix)
             stop += [s for s in fim_templates.TEMPLATES[template].stop if s not in stop]
         else:
-            # FIM has no slot for other files: snippets go first in the prefix, as code comments.
-            body["prompt"] = request.context + request.prefix
+            body["prompt"] = request.prefix
             body["suffix"] = request.suffix
         body.update(
             max_tokens=request.max_tokens,
@@ -85,9 +85,6 @@ class FimBackend(HttpBackend):
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
         call = self._call(request)
-        async with aclosing(stream_chunks(self._client, call, stats)) as chunks:
-            async for chunk in chunks:
-                if chunk.text:
-                    if not stats.first_token_ns:
-                        stats.first_token_ns = now_ns()
-                    yield chunk.text
+        async with aclosing(chunk_texts(self._client, call, stats)) as texts:
+            async for text in texts:
+                yield text

@@ -47,7 +47,7 @@ class HttpBackend:
             api_key=api_key(self._config, self._env),
         )
 
-    async def warm(self) -> None:
+    async def warm(self, like: ModelRequest | None = None) -> None:
         await warm_connection(self._client, self._config, self._env)
 
     async def aclose(self) -> None:

@@ -19,8 +19,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from tandem.completion.inline.prompts import chat_messages
-from tandem.completion.providers.backends.base import Usage
+from tandem.completion.providers.backends.base import Usage, conversation
 from tandem.completion.providers.backends.sse_stream import SseBackend, count, event_payload, stream_error
 from tandem.completion.providers.backends.streaming import StreamCall, request_headers, stream_events
 from tandem.completion.providers.errors import BadResponse
@@ -59,12 +58,7 @@ class OpenAIResponsesBackend(SseBackend):
 
 def request_body(config: ModelConfig, request: ModelRequest) -> dict[str, object]:
     """The body of a request for `request`, whichever transport carries it (HTTP adds `stream`)."""
-    messages = list(request.messages) or [
-        (m["role"], m["content"])
-        for m in chat_messages(
-            request.prefix, request.suffix, path=request.path, language=request.language, context=request.context
-        )
-    ]
+    messages = conversation(request, "Responses")
     instructions = "\n\n".join(content for role, content in messages if role in _SYSTEM_ROLES)
     body: dict[str, object] = {
         "input": [{"role": role, "content": content} for role, content in messages if role not in _SYSTEM_ROLES],

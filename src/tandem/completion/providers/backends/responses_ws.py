@@ -52,7 +52,7 @@ from websockets.exceptions import ConnectionClosed
 from tandem.completion.providers.backends.base import ModelRequest
 from tandem.completion.providers.backends.continuation import Held, continuation
 from tandem.completion.providers.backends.openai_responses import consume_payload, error_of, request_body
-from tandem.completion.providers.backends.sse_stream import clean_text, excerpt
+from tandem.completion.providers.backends.sse_stream import cut_at_stops, excerpt
 from tandem.completion.providers.backends.streaming import api_key, now_ns, request_headers
 from tandem.completion.providers.backends.ws_pool import Socket, SocketPool
 from tandem.completion.providers.errors import (
@@ -92,8 +92,10 @@ PREVIOUS_NOT_FOUND = "previous_response_not_found"
 # A connection open for the protocol's longest (60 minutes) refuses the next turn with this code; the
 # documented remedy is a new connection, on which the turn is sent again.
 CONNECTION_LIMIT = "websocket_connection_limit_reached"
-# What a warm-up turn prepares: the model and the completion instructions (there is no document yet).
-_WARM_REQUEST = ModelRequest(prefix="", suffix="")
+
+
+# A warm-up told of no request to come prepares the model only.
+_NO_PROMPT = ModelRequest(messages=(("user", ""),))
 
 
 def websocket_url(base_url: str) -> str:
@@ -166,8 +168,9 @@ class ResponsesWebSocketBackend:
         """The `response.create` event sending `request` in full (public so tests can see what is sent)."""
         return {"type": "response.create", **request_body(self._config, request)}
 
-    async def warm(self) -> None:
-        """Open a connection and send a `generate: false` turn with the instructions (best effort)."""
+    async def warm(self, like: ModelRequest | None = None) -> None:
+        """Open a connection and send a `generate: false` turn with the model and the instructions of `like`
+        (the system text of the requests to come: there is no document yet), best effort."""
         try:
             socket, _ = await self.pool.acquire()
         except NotConfigured:
@@ -176,7 +179,7 @@ class ResponsesWebSocketBackend:
             log.debug("warming %s failed (ignored): %s", self.pool.host, error)
             return
         event: dict[str, Any] = {"type": "response.create", "generate": False, "store": self._config.store}
-        warm_body = request_body(self._config, _WARM_REQUEST)
+        warm_body = request_body(self._config, like or _NO_PROMPT)
         for key in ("model", "instructions"):
             if key in warm_body:
                 event[key] = warm_body[key]
@@ -197,7 +200,7 @@ class ResponsesWebSocketBackend:
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
-        async with aclosing(clean_text(self._texts(request, stats), request, stats)) as texts:  # type: ignore[type-var]
+        async with aclosing(cut_at_stops(self._texts(request, stats), request, stats)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
 
@@ -212,7 +215,7 @@ class ResponsesWebSocketBackend:
             if socket is None:
                 socket, reused = await self.pool.acquire(prefer=lambda s: _holds(s, chain))
                 stats.connection_reused = reused
-            turn = self._turn(socket, full, chain, stats, fallback=fallback)
+            turn = self._turn(socket, full, chain, stats, fallback=fallback, follow_up=request.follow_up)
             try:
                 async with aclosing(self._run(turn, stats)) as texts:
                     async for text in texts:
@@ -236,6 +239,7 @@ class ResponsesWebSocketBackend:
         stats: StreamStats,
         *,
         fallback: bool,
+        follow_up: str,
     ) -> _Turn:
         if fallback:
             stats.continuation = "fallback"
@@ -245,7 +249,7 @@ class ResponsesWebSocketBackend:
             return _Turn(socket=socket, event=full, completion=None)
         path, instructions, user_text = chain
         held = socket.held if self._continue_turns else None
-        message = continuation(held, path=path, instructions=instructions, user_text=user_text)
+        message = continuation(held, path=path, instructions=instructions, user_text=user_text, follow_up=follow_up)
         if held is None or message is None:
             stats.continuation = "full"
             return _Turn(socket=socket, event=full, completion=chain)
@@ -419,9 +423,9 @@ class _Dropped(Exception):
 
 
 def _chain_key(request: ModelRequest, full: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """(path, instructions, user text) of a completion that may continue a chain; None for a conversation
-    (an edit) or anything that is not one user message."""
-    if request.messages:
+    """(path, instructions, user text) of a request that may continue a chain (one of a series: it has a
+    `follow_up`); None for any other (an edit) or anything that is not one user message."""
+    if not request.follow_up:
         return None
     items = full.get("input")
     if not isinstance(items, list) or len(items) != 1:

@@ -1,6 +1,6 @@
 """What the accurate tier's backends (`anthropic`, `openai-responses`) share: one streamed POST read as
-typed SSE events, the text pipeline from a model's raw text to what a caller sees, and their base class,
-`SseBackend`, whose `stream` runs each one's raw text through that pipeline.
+typed SSE events, the stop strings their APIs do not take (`cut_at_stops`), and their base class,
+`SseBackend`, whose `stream` hands each one's text on through that cut.
 
 Both APIs name each event (`event: content_block_delta`, `event: response.output_text.delta`) and end a
 stream with an event of their own (`message_stop`, `response.completed`) instead of `data: [DONE]`; they
@@ -21,7 +21,6 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from tandem.completion.providers.backends.http_backend import HttpBackend
-from tandem.completion.providers.backends.openai_chat import AnswerCleaner
 from tandem.completion.providers.backends.streaming import (
     ERROR_EXCERPT_CHARS,
     now_ns,
@@ -99,12 +98,12 @@ class StopCutter:
         return out
 
 
-async def clean_text(texts: AsyncGenerator[str, None], request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
-    """The model's raw text as a caller sees it: cut at the request's stop strings, then (for a
-    completion) cleaned of fences and chatter by `openai_chat.AnswerCleaner`; an edit conversation
-    (`request.messages`) comes through raw. Text that arrived before a failure is handed over first."""
+async def cut_at_stops(
+    texts: AsyncGenerator[str, None], request: ModelRequest, stats: StreamStats
+) -> AsyncIterator[str]:
+    """The model's text, ended at the request's first stop string (where the provider would have ended it);
+    the first text's time goes into `stats`. Text that arrived before a failure is handed over first."""
     cutter = StopCutter(request.stop)
-    cleaner = AnswerCleaner(raw=bool(request.messages))
 
     def seen(text: str) -> str:
         if text and not stats.first_token_ns:
@@ -114,9 +113,7 @@ async def clean_text(texts: AsyncGenerator[str, None], request: ModelRequest, st
     try:
         async with aclosing(texts) as source:
             async for raw in source:
-                if cleaner.done:
-                    continue  # past a closing fence: read on (not shown) for the usage at the end
-                text = seen(cleaner.feed(cutter.feed(raw)))
+                text = seen(cutter.feed(raw))
                 if text:
                     yield text
                 if cutter.stopped:
@@ -124,23 +121,23 @@ async def clean_text(texts: AsyncGenerator[str, None], request: ModelRequest, st
                     stats.finish_reason = "stop"
                     break
     except CompletionError:
-        tail = cleaner.feed(cutter.finish()) + cleaner.finish()
+        tail = cutter.finish()
         if tail:
             yield tail
         raise
-    tail = seen(cleaner.feed(cutter.finish()) + cleaner.finish())
+    tail = seen(cutter.finish())
     if tail:
         yield tail
 
 
 class SseBackend(HttpBackend):
-    """Base of the accurate tier's HTTP backends: subclasses read the model's raw text from their API's
-    events in `_texts`; `stream` hands it to the caller through `clean_text`."""
+    """Base of the accurate tier's HTTP backends: subclasses read the model's text from their API's events
+    in `_texts`; `stream` hands it to the caller through `cut_at_stops`."""
 
     async def stream(self, request: ModelRequest, stats: StreamStats) -> AsyncIterator[str]:
         """Yield text as it arrives; see `base.Backend.stream`."""
         call = self._call(request)
-        async with aclosing(clean_text(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
+        async with aclosing(cut_at_stops(self._texts(call, stats), request, stats)) as texts:  # type: ignore[type-var]
             async for text in texts:
                 yield text
 

@@ -2,7 +2,8 @@
 and parse the SSE body into typed chunks.
 
 Shared by the `openai-chat` and `fim` backends, which differ only in the body they send and in where a
-chunk keeps its text (`choices[0].delta.content` or `choices[0].text`), both of which `parse_chunk` reads.
+chunk keeps its text (`choices[0].delta.content` or `choices[0].text`), both of which `parse_chunk` reads;
+both stream the text of the chunks (`chunk_texts`).
 
 Failure mapping (the only place it happens):
 
@@ -145,6 +146,16 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
             chunk = _consume(event.data, stats)
             if chunk is not None:
                 yield chunk
+
+
+async def chunk_texts(client: httpx.AsyncClient, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
+    """The text of `call`'s chunks as they arrive (`stream_chunks`), stamping the first one's time in `stats`."""
+    async with aclosing(stream_chunks(client, call, stats)) as chunks:
+        async for chunk in chunks:
+            if chunk.text:
+                if not stats.first_token_ns:
+                    stats.first_token_ns = now_ns()
+                yield chunk.text
 
 
 async def stream_events(

@@ -1,12 +1,13 @@
-"""The streaming answer cleaner of the openai-chat backend: same result as `extract_middle`, however
-the answer is split into chunks, and text released as early as it is certain."""
+"""The streaming answer cleaner of a completion asked as a conversation (`inline.answer`): same result as
+`extract_middle`, however the answer is split into chunks, and text released as early as it is certain."""
 
 from __future__ import annotations
 
 import pytest
 
-from tandem.completion.inline.prompts import HOLE, extract_middle
-from tandem.completion.providers.backends.openai_chat import AnswerCleaner
+from tandem.completion.config.tree import ModelConfig
+from tandem.completion.inline.answer import AnswerCleaner, answer_cleaner, extract_middle
+from tandem.completion.inline.prompts import HOLE, completion_request
 
 # Answers where the streaming cleaner must agree with extract_middle exactly.
 ANSWERS = [
@@ -115,9 +116,10 @@ def test_hole_marker_split_across_chunks_is_removed() -> None:
     assert out == "ab"
 
 
-def test_raw_cleaner_passes_edit_answers_through_untouched() -> None:
-    from tandem.completion.providers.backends.openai_chat import AnswerCleaner
-
-    cleaner = AnswerCleaner(raw=True)
-    answer = "Here is the edit:\n```python\nx = 1\n```\n<<<<<<< SEARCH\n"
-    assert "".join(cleaner.feed(answer[i : i + 3]) for i in range(0, len(answer), 3)) + cleaner.finish() == answer
+def test_only_an_answer_to_a_conversation_is_cleaned() -> None:
+    # A chat API is asked for the hole's middle in a conversation: its answer is cleaned. A fill's answer (a
+    # completions API) is the code itself, as are next edits' and edits' answers, which never come here.
+    for provider in ("openai-chat", "anthropic", "openai-responses"):
+        asked = completion_request(ModelConfig(provider=provider), prefix="a = ", suffix="\n")  # type: ignore[arg-type]
+        assert isinstance(answer_cleaner(asked), AnswerCleaner)
+    assert answer_cleaner(completion_request(ModelConfig(provider="fim"), prefix="a = ", suffix="\n")) is None
