@@ -76,7 +76,7 @@ from tandem.completion.providers.errors import (
     NotSent,
     describe,
 )
-from tandem.completion.routing.router import RouteDecision, RouteInputs, RouterThresholds, Tier, route, route_features
+from tandem.completion.routing.router import RouteDecision, RouterThresholds, Tier, route, route_features
 from tandem.completion.routing.weights import DEFAULT_MODEL, RouterModel, RouterWeights
 
 __all__ = ["EditFlow", "EditInputs", "EditOutcome", "EditProgress", "EditRequest"]
@@ -193,21 +193,15 @@ class EditFlow:
     def decide(self, request: EditRequest, inputs: EditInputs) -> RouteDecision:
         """The route of `request`, with its reasons; the request's override, then the project's, win."""
         thresholds: RouterThresholds = self.config.router
-        features = route_features(
-            RouteInputs(
-                mode="edit",
-                path=request.path,
-                selection=request.text[request.start : request.end],
-                instruction=request.instruction,
-                new_file=not request.text,
-                symbols=inputs.symbols,
-                working_diff=inputs.working_diff,
-                history=inputs.file_history,
-                lines_history=inputs.lines_history,
-                past_commits=inputs.past_commits,
-            ),
-            thresholds=thresholds,
+        inputs_of_request = dataclasses.replace(
+            inputs.route,
+            mode="edit",
+            path=request.path,
+            selection=request.text[request.start : request.end],
+            instruction=request.instruction,
+            new_file=not request.text,
         )
+        features = route_features(inputs_of_request, thresholds=thresholds)
         override: Tier | None = request.override or (self.config.router.force or None)
         return route(features, thresholds, override=override, weights=self.weights)
 
@@ -244,8 +238,8 @@ class EditFlow:
             plan = "fast-first"  # one model to ask: the sequence below hands over to whichever is there
         record.route_score, record.features = decision.score, decision.trace_features()
         record.route_reasons = list(decision.reasons)
-        if inputs.late_inputs:
-            record.route_reasons.append(f"decided without {', '.join(inputs.late_inputs)} (not read in time)")
+        if inputs.route.late:
+            record.route_reasons.append(f"decided without {', '.join(inputs.route.late)} (not read in time)")
         record.plan = plan
         progress(_plan_progress(plan, decision))
         ask = await self._prepare(request, inputs, decision, record, progress)
@@ -616,11 +610,17 @@ class EditFlow:
         """(prompt tokens, answer tokens so far) counted here, for a stream cut before its usage arrived."""
         prompt = "".join(content for _, content in messages)
         answer = "".join(parts)
-        try:
-            counter = get_counter(self.config.context.encoding)
-        except EncodingUnavailable:
-            return len(prompt) // 4, len(answer) // 4
-        return await anyio.to_thread.run_sync(lambda: (counter.count(prompt), counter.count(answer)))
+        encoding = self.config.context.encoding
+
+        def count() -> tuple[int, int]:
+            # In the worker thread: the first call loads the encoding (a second or more), off the loop.
+            try:
+                counter = get_counter(encoding)
+            except EncodingUnavailable:
+                return len(prompt) // 4, len(answer) // 4
+            return counter.count(prompt), counter.count(answer)
+
+        return await anyio.to_thread.run_sync(count)
 
     # -- endings -------------------------------------------------------------------------------
 

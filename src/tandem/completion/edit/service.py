@@ -20,6 +20,7 @@ from tandem.completion.edit.flow import EditFlow
 from tandem.completion.edit.rebase import rebase_edits
 from tandem.completion.edit.types import EditInputs, EditOutcome, EditRequest, ProgressSink
 from tandem.completion.routing.inputs import RouterInputsCache, RouterInputsQuery, gather_router_inputs
+from tandem.completion.routing.router import RouteInputs
 from tandem.completion.routing.workspace_symbols import IndexLookup, candidate_names
 
 if TYPE_CHECKING:
@@ -111,10 +112,10 @@ class Edits:
 
 
 async def gather_inputs(request: EditRequest, files: EditFiles, cache: RouterInputsCache) -> EditInputs:
-    """What the router reads besides the request, off the loop: the working diff, the file's and the
-    selected lines' history and the repository's last commits read git under one deadline
-    (`routing.inputs`); the symbol lookup reads the indexed texts once. The open documents are snapshot on
-    the loop first (buffers change under typing)."""
+    """The router's one input (`RouteInputs`), gathered once, off the loop: the symbol lookup (reading the
+    indexed texts once), and the working diff, the file's and the selected lines' history and the
+    repository's last commits read from git under one deadline (`routing.inputs`). The open documents are
+    snapshot on the loop first (buffers change under typing)."""
     text, start, end = request.text, request.start, request.end
     overlay = files.open_texts()
     lookup = IndexLookup(files.symbols(), overlay)
@@ -125,17 +126,10 @@ async def gather_inputs(request: EditRequest, files: EditFiles, cache: RouterInp
     query = RouterInputsQuery(
         root=files.root, path=request.path, first_line=first_line, end_line=end_line, open_files=open_files
     )
-    _, read = await asyncio.gather(asyncio.to_thread(lookup.prepare, names), gather_router_inputs(query, cache))
-    return EditInputs(
-        current_texts=files.current,
-        read_text=files.read_text,
-        symbols=lookup,
-        working_diff=read.working_diff,
-        file_history=read.file_history,
-        lines_history=read.lines_history,
-        past_commits=read.past_commits,
-        late_inputs=read.late,
-    )
+    # The request's own part (selection, instruction) the flow fills in where it routes.
+    known = RouteInputs(mode="edit", path=request.path, symbols=lookup)
+    _, route = await asyncio.gather(asyncio.to_thread(lookup.prepare, names), gather_router_inputs(query, cache, known))
+    return EditInputs(current_texts=files.current, read_text=files.read_text, route=route)
 
 
 async def _apply(job: EditJob, outcome: EditOutcome) -> tuple[bool, str]:
