@@ -1,5 +1,9 @@
 """The workspace as one edit sees it: paths, current texts and versions, privacy, and the `WorkspaceEdit`.
 
+`EditWorkspace` is the edit service's one interface to the editor (`completion.edit.service.Workspace`):
+the open documents and the symbol index for the router, the files' current texts, `apply`
+(`workspace/applyEdit` as the client's capabilities allow), progress lines and notices for the user.
+
 Paths are what the model sees and the edits carry: POSIX, relative to the workspace root (the workspace
 index's `relative`), absolute outside it. A file's current text is its open document's buffer, else the
 file on disk; each read records the version it had (None for a file that is not open), and those are the
