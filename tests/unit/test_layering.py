@@ -205,7 +205,55 @@ def test_the_checkout_does_not_shadow_the_installed_package() -> None:
     # `python -c "import tandem.lsp"` in the repository root: the root holds no `tandem` of its own.
     done = subprocess.run(
         [sys.executable, "-c", "import tandem.lsp, tandem.completion.inline.engine"],
-        cwd=ROOT, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert not (ROOT / "tandem").exists()
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle in `graph` ({module: modules it imports}) as the modules along it, or []."""
+    done: set[str] = set()
+    path: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return []
+        path.append(module)
+        for imported in sorted(graph.get(module, ())):
+            if found := visit(imported):
+                return found
+        path.pop()
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        if found := visit(module):
+            return found
+    return []
+
+
+def test_routing_has_no_import_cycle_and_does_not_import_the_edit_path() -> None:
+    # The router is an input of the edit path (`edit` imports `routing`), never the other way: a feature of
+    # the router is added in `routing/` alone. Type-only imports count: they are a cycle in the reading.
+    package = "tandem.completion.routing"
+    modules = _modules(package)
+    assert len(modules) > 8  # the walk sees the package
+    graph = {m: {n for n in _imports(m) if n in modules and n != m} for m in modules}
+    assert _cycle(graph) == []
+    wrong = {
+        m: found
+        for m in modules
+        if (found := sorted(n for n in _imports(m) if _within(n, ("tandem.completion.edit",))))
+    }
+    assert wrong == {}
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": set()}) == []

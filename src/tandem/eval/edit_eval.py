@@ -62,7 +62,7 @@ from tandem.completion.edit.flow import EditFlow, EditInputs, EditOutcome, EditR
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.tiers import Tiers
 from tandem.completion.routing.file_history import read_history, read_past_commits
-from tandem.completion.routing.router import route
+from tandem.completion.routing.router import RouteInputs, route
 from tandem.completion.routing.weights import DEFAULT_MODEL, RouterModel, RouterWeights
 from tandem.eval.code_label import code_files
 from tandem.eval.edit_cost import REPLAY_PRICES, cost_usd
@@ -455,10 +455,14 @@ async def _run_task(
     inputs = EditInputs(
         current_texts=current,
         read_text=read_text,
-        symbols=symbols,
-        file_history=read_history(repo, task.path, rev=task.parent, timeout=60.0),
-        lines_history=lines_history_before(repo, task, selection),
-        past_commits=read_past_commits(repo, rev=task.parent, timeout=60.0),
+        route=RouteInputs(
+            mode="edit",
+            path=task.path,
+            symbols=symbols,
+            history=read_history(repo, task.path, rev=task.parent, timeout=60.0),
+            lines_history=lines_history_before(repo, task, selection),
+            past_commits=read_past_commits(repo, rev=task.parent, timeout=60.0),
+        ),
         extra_context=prepared.context,
     )
     start, end = task.selected_span(selection)

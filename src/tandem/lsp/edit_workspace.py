@@ -1,5 +1,9 @@
 """The workspace as one edit sees it: paths, current texts and versions, privacy, and the `WorkspaceEdit`.
 
+`EditWorkspace` is the edit service's one interface to the editor (`completion.edit.service.Workspace`):
+the open documents and the symbol index for the router, the files' current texts, `apply`
+(`workspace/applyEdit` as the client's capabilities allow), progress lines and notices for the user.
+
 Paths are what the model sees and the edits carry: POSIX, relative to the workspace root (the workspace
 index's `relative`), absolute outside it. A file's current text is its open document's buffer, else the
 file on disk; each read records the version it had (None for a file that is not open), and those are the
@@ -18,11 +22,13 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from tandem.completion.edit.file_edits import FileEdit, line_col
+from tandem.completion.edit.service import Applied
 from tandem.completion.gate import relative_path
 from tandem.completion.machine.containment import Folders
 from tandem.completion.machine.files import exists as lexists
@@ -31,6 +37,7 @@ from tandem.completion.machine.writes import Write, WriteDecision, write_decisio
 
 if TYPE_CHECKING:
     from tandem.cache.symbols import SymbolIndex
+    from tandem.completion.edit.types import EditProgress
     from tandem.lsp.documents import Document
     from tandem.lsp.server import TandemServer
 
@@ -39,11 +46,21 @@ if TYPE_CHECKING:
 MAX_EDIT_FILE_BYTES = 8_000_000
 
 
-class EditWorkspace:
-    """Reads for one edit; built on the event loop (it snapshots the open documents)."""
+class ProgressLine(Protocol):
+    """Where an edit's progress lines go (the handler's work-done progress)."""
 
-    def __init__(self, ls: TandemServer) -> None:
+    def report(self, message: str) -> None: ...
+
+
+class EditWorkspace:
+    """The workspace as one edit drives it (`completion.edit.service.Workspace`): its reads, `apply`, and
+    what the user is told; built on the event loop (it snapshots the open documents). `label` names the
+    edit in the editor's undo history; `progress` takes its progress lines."""
+
+    def __init__(self, ls: TandemServer, *, label: str = "", progress: ProgressLine | None = None) -> None:
         self._ls = ls
+        self._label = label
+        self._progress = progress
         self.index = ls.session.workspace if ls.session is not None else None
         self.root = self.index.root if self.index is not None else ls.sources.workspace_root
         self.folders = self.index.folders if self.index is not None else Folders(ls.sources.workspace_folders)
@@ -71,13 +88,20 @@ class EditWorkspace:
 
     def write_decision(self, path: str, *, creates: bool = False) -> WriteDecision:
         """The machine's one decision on writing `path` (`completion.machine.writes`): allowed, with the
-        user's confirmation, or never. `creates`: the answer makes it anew (the model was not shown it)."""
+        user's confirmation (when this client can ask for it), or never. `creates`: the answer makes it anew
+        (the model was not shown it)."""
         file = self.file_of(path)
         shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in path)  # a model's path: no control bytes
         opened = path in self._open_by_path
         exists = opened or lexists(file)
         return write_decision(
-            file, folders=self.folders, shown=shown, shown_to_model=not creates, exists=exists, open_outside=opened
+            file,
+            folders=self.folders,
+            shown=shown,
+            shown_to_model=not creates,
+            exists=exists,
+            open_outside=opened,
+            can_confirm=self.can_confirm(),
         )
 
     def can_confirm(self) -> bool:
@@ -89,11 +113,7 @@ class EditWorkspace:
     def write_refusal(self, path: str, *, creates: bool = False) -> str:
         """ "" if an edit may write `path` (perhaps after the user confirms it), else a message naming it."""
         decision = self.write_decision(path, creates=creates)
-        if decision.write is Write.REFUSE:
-            return decision.reason
-        if decision.write is Write.CONFIRM and not self.can_confirm():
-            return f"{decision.reason}; this editor cannot ask you to confirm such a change, so it is not written"
-        return ""
+        return decision.reason if decision.write is Write.REFUSE else ""
 
     def symbols(self) -> SymbolIndex | None:
         return self.index.symbols if self.index is not None else None
@@ -109,10 +129,6 @@ class EditWorkspace:
             for path, doc in self._open_by_path.items()
             if gate is None or gate.document(doc.uri)
         }
-
-    def open_files(self) -> dict[str, str]:
-        """{absolute file path: current text} of the open documents, for the working diff."""
-        return {str(self.file_of(path)): text for path, text in self.open_texts().items()}
 
     def read_text(self, path: str) -> str | None:
         """`path`'s current text, or None if unreadable (whether it may be shown to a model is the gate's
@@ -155,7 +171,42 @@ class EditWorkspace:
                 return True
         return False
 
+    # -- telling the user -----------------------------------------------------------------------
+
+    def progress(self, progress: EditProgress) -> None:
+        if self._progress is not None:
+            self._progress.report(progress.message)
+
+    def notify(self, message: str) -> None:
+        self._ls.notify_user(message)
+
     # -- the workspace edit ---------------------------------------------------------------------
+
+    async def apply(self, edits: Sequence[FileEdit], current: Mapping[str, str]) -> Applied:
+        """`workspace/applyEdit` of `edits` (over `current`), as the client's capabilities allow; nothing is
+        sent if any path the edit writes may not be written (`write_refusal`). A refusal the user's typing
+        cannot explain (no open file moved since `current` read it) is final."""
+        refused = sorted({r for e in edits if (r := self.write_refusal(e.path, creates=e.creates))})
+        if refused:
+            return Applied(applied=False, why="; ".join(refused), final=True)
+        workspace_caps = self._ls.client_capabilities.workspace
+        edit_caps = workspace_caps.workspace_edit if workspace_caps else None
+        # Neovim takes documentChanges without saying so; it does say it takes resource operations.
+        document_changes = bool(edit_caps and (edit_caps.document_changes or edit_caps.resource_operations))
+        can_create = bool(edit_caps and edit_caps.resource_operations and "create" in edit_caps.resource_operations)
+        if any(e.creates for e in edits) and not can_create:
+            why = "it creates a file, and this editor cannot create files for a language server"
+            return Applied(applied=False, why=why, final=True)
+        edit = self.workspace_edit(edits, current, document_changes=document_changes)
+        try:
+            result = await self._ls.workspace_apply_edit_async(
+                types.ApplyWorkspaceEditParams(edit=edit, label=f"tandem: {self._label[:60]}")
+            )
+        except JsonRpcException as error:
+            # Some editors (eglot) refuse with an error reply rather than `applied: false`.
+            return Applied(applied=False, why=f"the editor refused it: {error.message}", final=True)
+        why = result.failure_reason or ""
+        return Applied(applied=result.applied, why=why, final=not result.applied and not self.changed_since_read())
 
     def workspace_edit(
         self, edits: Sequence[FileEdit], current: Mapping[str, str], *, document_changes: bool
@@ -168,10 +219,9 @@ class EditWorkspace:
         confirm: dict[str, str] = {}
         annotations: dict[str, types.ChangeAnnotation] = {}
         for edit in edits:
-            refusal = self.write_refusal(edit.path, creates=edit.creates)
-            if refusal:
-                raise ValueError(f"refusing to write: {refusal}")  # callers check write_refusal first
             decision = self.write_decision(edit.path, creates=edit.creates)
+            if decision.write is Write.REFUSE:
+                raise ValueError(f"refusing to write: {decision.reason}")  # `apply` checks write_refusal first
             if decision.write is Write.CONFIRM and edit.path not in confirm:
                 confirm[edit.path] = f"tandem.confirm.{len(confirm)}"
                 annotations[confirm[edit.path]] = types.ChangeAnnotation(

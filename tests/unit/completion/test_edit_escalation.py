@@ -1,11 +1,11 @@
-"""The escalation rule (`completion.edit.flow.after_failure`) as the pure function of a failed attempt it is:
+"""The escalation rule (`completion.edit.escalation.after_failure`) as the pure function of a failed attempt it is:
 which failures hand an edit to the other model, and which end it."""
 
 from __future__ import annotations
 
 import pytest
 
-from tandem.completion.edit.flow import after_failure
+from tandem.completion.edit.escalation import after_failure
 from tandem.completion.edit.types import Attempt, AttemptOutcome
 from tandem.completion.routing.router import Tier
 

@@ -22,7 +22,8 @@ from tandem.completion.edit.prompt import read_edit_prompt
 from tandem.completion.edit.types import EditOutcome, EditProgress
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.tiers import Tiers
-from tandem.completion.routing.router import RouteDecision, WorkingDiff
+from tandem.completion.routing.change_in_progress import WorkingDiff
+from tandem.completion.routing.router import RouteDecision, RouteInputs
 from tandem.completion.routing.symbol_lookup import SymbolIndex
 
 VIEWS = "def show(invoice):\n    return invoice.total\n\n\ndef other():\n    return 1\n"
@@ -95,8 +96,9 @@ class Files:
         self.on_read()
         return {p: self.texts[p] for p in paths if p in self.texts}
 
-    def inputs(self, **fields: object) -> EditInputs:
-        return EditInputs(current_texts=self.current, read_text=self.texts.get, **fields)  # type: ignore[arg-type]
+    def inputs(self, **route: object) -> EditInputs:
+        routed = RouteInputs(mode="edit", **route)  # type: ignore[arg-type]
+        return EditInputs(current_texts=self.current, read_text=self.texts.get, route=routed)
 
 
 async def run(

@@ -10,8 +10,9 @@ from tandem.completion.edit.answer import checked_edits
 from tandem.completion.edit.file_edits import AnswerParseError, EditConflict, EditInvalid, FileEdit, apply_edits
 from tandem.completion.edit.parse import EditTarget
 from tandem.completion.edit.prompt import EditPrompt, edit_messages, read_edit_prompt, selection_lines
-from tandem.completion.edit.rebase import rebase_edits, user_changes
+from tandem.completion.edit.rebase import rebase_edits
 from tandem.completion.edit.validate import ValidationLimits, balance_issues, require_valid, validate_edits
+from tandem.completion.routing.change_in_progress import user_changes
 
 
 def edit_of(text: str, old: str, new: str, path: str = "f.py") -> FileEdit:

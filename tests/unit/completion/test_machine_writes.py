@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tandem.completion.machine.containment import Folders
-from tandem.completion.machine.writes import Write, write_decision
+from tandem.completion.machine.writes import Write, WriteDecision, write_decision
 
 
 def decide(root: pathlib.Path, path: str, *, shown: bool = False, exists: bool = False) -> Write:
@@ -78,3 +78,18 @@ def test_outside_and_git_are_refused_and_links_are_judged_by_both_names(tmp_path
     assert decide(root, ".envrc", shown=True, exists=True) is Write.CONFIRM  # the name direnv loads
     (root / "alias.py").symlink_to(root / "Makefile")
     assert decide(root, "alias.py", shown=True, exists=True) is Write.CONFIRM  # where it really writes
+
+
+def test_a_change_that_needs_the_users_word_is_refused_where_the_editor_cannot_ask(tmp_path: pathlib.Path) -> None:
+    def decision(path: str, *, can_confirm: bool) -> WriteDecision:
+        return write_decision(tmp_path / path, folders=Folders([tmp_path]), shown=path, shown_to_model=True,
+                              exists=path != "new.py", can_confirm=can_confirm)  # fmt: skip
+
+    assert decision("new.py", can_confirm=True).write is Write.CONFIRM
+    refused = decision("new.py", can_confirm=False)
+    assert refused.write is Write.REFUSE
+    assert refused.reason == (
+        "new.py is a new file; this editor cannot ask you to confirm such a change, so it is not written"
+    )
+    assert decision("app.py", can_confirm=False).write is Write.ALLOW
+    assert decision("../x.py", can_confirm=True).write is Write.REFUSE

@@ -6,16 +6,15 @@ import dataclasses
 
 import pytest
 
+from tandem.completion.routing.change_in_progress import WorkingDiff, working_diff_of
 from tandem.completion.routing.file_history import FileHistory
 from tandem.completion.routing.router import (
     RouteFeatures,
     RouteInputs,
     RouterThresholds,
-    WorkingDiff,
     feature_values,
     route,
     route_features,
-    working_diff_of,
 )
 from tandem.completion.routing.selection_shape import is_partial, is_whole_definition
 from tandem.completion.routing.symbol_lookup import SymbolIndex, file_symbols

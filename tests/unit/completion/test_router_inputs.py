@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from tandem.completion.machine.git import head_commit
 from tandem.completion.routing import inputs
 from tandem.completion.routing.inputs import (
     FILE_HISTORY,
@@ -19,7 +20,6 @@ from tandem.completion.routing.inputs import (
     RouterInputsCache,
     RouterInputsQuery,
     gather_router_inputs,
-    head_of,
 )
 
 IDENTITY = ["-c", "user.email=a@example.com", "-c", "user.name=a", "-c", "commit.gpgSign=false"]
@@ -53,13 +53,13 @@ def _query(root: pathlib.Path, deadline_s: float = 30.0) -> RouterInputsQuery:
 
 
 def test_head_is_read_from_the_repository_files(repo: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    assert head_of(repo) == git(repo, "rev-parse", "HEAD")
+    assert head_commit(repo) == git(repo, "rev-parse", "HEAD")
     git(repo, "pack-refs", "--all")
-    assert head_of(repo) == git(repo, "rev-parse", "HEAD")
+    assert head_commit(repo) == git(repo, "rev-parse", "HEAD")
     worktree = tmp_path / "wt"
     git(repo, "worktree", "add", "-q", "-b", "other", str(worktree))
-    assert head_of(worktree) == git(worktree, "rev-parse", "HEAD")
-    assert head_of(tmp_path) is None
+    assert head_commit(worktree) == git(worktree, "rev-parse", "HEAD")
+    assert head_commit(tmp_path) is None
 
 
 def test_inputs_are_read_then_served_from_the_cache_until_head_moves(repo: pathlib.Path) -> None:
@@ -68,16 +68,16 @@ def test_inputs_are_read_then_served_from_the_cache_until_head_moves(repo: pathl
     async def run() -> None:
         first = await gather_router_inputs(_query(repo), cache)
         assert first.late == ()
-        assert first.file_history is not None and first.file_history.commits == 2
+        assert first.history is not None and first.history.commits == 2
         assert first.lines_history is not None and first.past_commits is not None
         assert first.cached == ()
         again = await gather_router_inputs(_query(repo), cache)
         assert set(again.cached) == {FILE_HISTORY, LINES_HISTORY, PAST_COMMITS}
-        assert again.file_history == first.file_history
+        assert again.history == first.history
         commit(repo, "third", {"a.py": "x = 100\ny = 2\n"})
         moved = await gather_router_inputs(_query(repo), cache)
         assert moved.cached == ()
-        assert moved.file_history is not None and moved.file_history.commits == 3
+        assert moved.history is not None and moved.history.commits == 3
 
     asyncio.run(run())
     cache.close()
@@ -92,12 +92,12 @@ def test_past_the_deadline_the_router_decides_without_and_the_read_serves_the_ne
         # No time at all: nothing read in time, everything named.
         rushed = await gather_router_inputs(_query(repo, deadline_s=0.0), cache)
         assert set(rushed.late) == {WORKING_DIFF, FILE_HISTORY, LINES_HISTORY, PAST_COMMITS}
-        assert rushed.file_history is None and rushed.past_commits is None
+        assert rushed.history is None and rushed.past_commits is None
         # The reads went on in the background: the next edit finds them cached.
         later = await gather_router_inputs(_query(repo), cache)
         assert later.late == ()
         assert set(later.cached) == {FILE_HISTORY, LINES_HISTORY, PAST_COMMITS}
-        assert later.file_history is not None and later.file_history.commits == 2
+        assert later.history is not None and later.history.commits == 2
 
     asyncio.run(run())
     cache.close()
@@ -151,7 +151,7 @@ def test_no_repository_means_no_history_and_nothing_late(tmp_path: pathlib.Path)
 
     async def run() -> None:
         read = await gather_router_inputs(_query(tmp_path), cache)
-        assert read.file_history is None and read.past_commits is None and read.late == ()
+        assert read.history is None and read.past_commits is None and read.late == ()
 
     asyncio.run(run())
     cache.close()

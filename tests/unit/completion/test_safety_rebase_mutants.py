@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tandem.completion.edit.file_edits import EditConflict, FileEdit
-from tandem.completion.edit.rebase import rebase_edits, user_changes
+from tandem.completion.edit.rebase import rebase_edits
+from tandem.completion.routing.change_in_progress import user_changes
 
 # Few distinct lines, so that texts repeat lines often; some without a final newline, some with a tab (a
 # character that sorts before the newline).

@@ -53,14 +53,12 @@ def _lines_of(text: str, start: int, end: int) -> tuple[int, int]:
     seen: dict[str, Any] = {}
 
     class _Cache:
-        async def gather(self, query: Any) -> Any:
+        async def gather(self, query: Any, known: Any) -> Any:
             seen["lines"] = (query.first_line, query.end_line)
             raise _Stop
 
     request = SimpleNamespace(text=text, start=start, end=end, instruction="x", path="a.py")
-    files = SimpleNamespace(
-        open_texts=dict, symbols=lambda: None, open_files=dict, root=None, current={}, read_text=lambda _: None
-    )
+    files = SimpleNamespace(open_texts=dict, symbols=lambda: None, root=None, current={}, read_text=lambda _: None)
     with pytest.raises(_Stop):
         asyncio.run(gather_inputs(request, files, _Cache()))  # type: ignore[arg-type]
     return seen["lines"]

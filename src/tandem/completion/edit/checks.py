@@ -64,14 +64,15 @@ async def check_answer(
 async def check_references(edits: tuple[FileEdit, ...], current: Mapping[str, str], inputs: EditInputs) -> None:
     """Raise `EditInvalid` if the edits remove a module-level name that another file still imports
     (`completion.edit.references`): the change was made in one file and forgotten in another."""
-    if inputs.symbols is None:
+    symbols = inputs.route.symbols
+    if symbols is None:
         return
     after = apply_all(current, edits)
     before = {path: current[path] for path in after if path in current}
     removed = await anyio.to_thread.run_sync(one_at_a_time, functools.partial(removed_names, before, after))
     if not removed:
         return
-    problems = dangling_references(removed, after, files_using=inputs.symbols.files_using, read_text=inputs.read_text)
+    problems = dangling_references(removed, after, files_using=symbols.files_using, read_text=inputs.read_text)
     if problems:
         more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
         raise EditInvalid("; ".join(problems[:2]) + more)

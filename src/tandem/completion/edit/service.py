@@ -1,25 +1,28 @@
-"""One edit, from the request to the user's files: `Edits.run(EditJob)`. No LSP here.
+"""One edit, from the request to the user's files: `Edits.run(request, workspace)`. No LSP here.
 
-    gather the router's inputs -> `EditFlow.run` -> apply (through the caller) -> rebase and apply again
-    when the editor refused because the user typed -> close the trace record
+    gather the router's inputs -> `EditFlow.run` -> `Workspace.apply` -> rebase and apply again when the
+    editor refused because the user typed -> close the trace record
 
-The LSP edge parses `tandem.edit`'s arguments, reports progress and sends `workspace/applyEdit` through
-`EditJob.apply`; everything else an edit does happens here, in the model side's own room.
+The edit drives the workspace through one small interface, `Workspace` (the LSP edge's
+`lsp.edit_workspace.EditWorkspace` is one): what is open, the symbol index, the files' current texts, apply
+the edits, and tell the user (progress, a notice once). Everything else an edit does happens here, in the
+model side's own room.
 """
 
 from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from tandem.completion.edit.file_edits import EditConflict, FileEdit
 from tandem.completion.edit.flow import EditFlow
 from tandem.completion.edit.rebase import rebase_edits
-from tandem.completion.edit.types import EditInputs, EditOutcome, EditRequest, ProgressSink
+from tandem.completion.edit.types import EditInputs, EditOutcome, EditProgress, EditRequest
 from tandem.completion.routing.inputs import RouterInputsCache, RouterInputsQuery, gather_router_inputs
+from tandem.completion.routing.router import RouteInputs
 from tandem.completion.routing.workspace_symbols import IndexLookup, candidate_names
 
 if TYPE_CHECKING:
@@ -29,51 +32,47 @@ if TYPE_CHECKING:
 APPLY_TRIES = 3
 
 
-class EditFiles(Protocol):
-    """The workspace as one edit reads it (the LSP edge's `EditWorkspace` is one). Paths are
-    workspace-relative, as the model sees them and the edits carry them."""
-
-    root: pathlib.Path | None
-
-    def open_texts(self) -> dict[str, str]: ...
-
-    def open_files(self) -> dict[str, str]: ...
-
-    def symbols(self) -> SymbolIndex | None: ...
-
-    def current(self, paths: Collection[str]) -> dict[str, str]: ...
-
-    def read_text(self, path: str) -> str | None: ...
-
-    def changed_since_read(self) -> bool: ...
-
-    def write_refusal(self, path: str, *, creates: bool = False) -> str: ...
-
-
 @dataclass(frozen=True, kw_only=True)
 class Applied:
-    """What the editor said to one `workspace/applyEdit`."""
+    """What the workspace said to one `Workspace.apply`."""
 
     applied: bool
     why: str = ""
-    # Nothing can change the answer (the editor cannot create files, or answered with an error): no retry.
+    # Nothing can change the answer (a path that may not be written, an editor that cannot create files or
+    # answered with an error, no typing since the texts were read): no rebase, no retry.
     final: bool = False
 
 
-ApplyEdits = Callable[[Sequence[FileEdit], Mapping[str, str]], Awaitable[Applied]]
+class Workspace(Protocol):
+    """The workspace as one edit drives it (the LSP edge's `lsp.edit_workspace.EditWorkspace` is one).
+    Paths are workspace-relative, as the model sees them and the edits carry them."""
 
+    root: pathlib.Path | None
 
-@dataclass(frozen=True, kw_only=True)
-class EditJob:
-    """One edit as the edge hands it in."""
+    def open_texts(self) -> dict[str, str]:
+        """{path: current text} of the open documents that may be read (for the router, on this machine)."""
+        ...
 
-    request: EditRequest
-    files: EditFiles
-    # Sends the edits (over the texts they apply to) to the editor.
-    apply: ApplyEdits
-    on_progress: ProgressSink
-    # Tells the user something once (a model that is down or missing).
-    notify: Callable[[str], None]
+    def symbols(self) -> SymbolIndex | None: ...
+
+    def current(self, paths: Collection[str]) -> dict[str, str]:
+        """The current texts of `paths` (absent when unknown); the versions read are what `apply` names."""
+        ...
+
+    def read_text(self, path: str) -> str | None:
+        """Another file's current text, to show the model, or None (unreadable)."""
+        ...
+
+    async def apply(self, edits: Sequence[FileEdit], current: Mapping[str, str]) -> Applied:
+        """Write `edits` (over the texts `current`), or say why not: a path that may not be written is
+        refused before anything is sent."""
+        ...
+
+    def progress(self, progress: EditProgress) -> None: ...
+
+    def notify(self, message: str) -> None:
+        """Tell the user something once (a model that is down or missing)."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,17 +91,17 @@ class Edits:
         # The router's git reads, cached per file and HEAD (a fresh cache when none is shared).
         self.router_inputs = router_inputs or RouterInputsCache()
 
-    async def run(self, job: EditJob) -> EditResult:
+    async def run(self, request: EditRequest, workspace: Workspace) -> EditResult:
         """The whole edit; cancelling it stops the model stream, and the trace record says so."""
-        inputs = await gather_inputs(job.request, job.files, self.router_inputs)
-        outcome = await self.flow.run(job.request, inputs, on_progress=job.on_progress)
+        inputs = await gather_inputs(request, workspace, self.router_inputs)
+        outcome = await self.flow.run(request, inputs, on_progress=workspace.progress)
         for notice in outcome.notices:
-            job.notify(notice)
+            workspace.notify(notice)
         if not outcome.ok:
             self.flow.finish(outcome)
             return EditResult(outcome=outcome, applied=False, why=outcome.message)
         try:
-            applied, why = await _apply(job, outcome)
+            applied, why = await _apply(workspace, outcome)
         except asyncio.CancelledError:
             self.flow.finish(outcome, applied=False, error="cancelled")
             raise
@@ -110,52 +109,46 @@ class Edits:
         return EditResult(outcome=outcome, applied=applied, why=why)
 
 
-async def gather_inputs(request: EditRequest, files: EditFiles, cache: RouterInputsCache) -> EditInputs:
-    """What the router reads besides the request, off the loop: the working diff, the file's and the
-    selected lines' history and the repository's last commits read git under one deadline
-    (`routing.inputs`); the symbol lookup reads the indexed texts once. The open documents are snapshot on
-    the loop first (buffers change under typing)."""
+async def gather_inputs(request: EditRequest, workspace: Workspace, cache: RouterInputsCache) -> EditInputs:
+    """The router's one input (`RouteInputs`), gathered once, off the loop: the symbol lookup (reading the
+    indexed texts once), and the working diff, the file's and the selected lines' history and the
+    repository's last commits read from git under one deadline (`routing.inputs`). The open documents are
+    snapshot on the loop first (buffers change under typing)."""
     text, start, end = request.text, request.start, request.end
-    overlay = files.open_texts()
-    lookup = IndexLookup(files.symbols(), overlay)
-    names = candidate_names(text[start:end], request.instruction, files.symbols())
-    open_files = files.open_files()
+    overlay = workspace.open_texts()
+    lookup = IndexLookup(workspace.symbols(), overlay)
+    names = candidate_names(text[start:end], request.instruction, workspace.symbols())
+    # The working diff reads the files on disk: it takes the open documents by absolute path.
+    open_files = {str(_absolute(workspace.root, path)): buffer for path, buffer in overlay.items()}
     first_line, end_line = text.count("\n", 0, start), text.count("\n", 0, end)
     end_line += bool(end > start and end > 0 and text[end - 1] != "\n")  # a last line selected in part counts
     query = RouterInputsQuery(
-        root=files.root, path=request.path, first_line=first_line, end_line=end_line, open_files=open_files
+        root=workspace.root, path=request.path, first_line=first_line, end_line=end_line, open_files=open_files
     )
-    _, read = await asyncio.gather(asyncio.to_thread(lookup.prepare, names), gather_router_inputs(query, cache))
-    return EditInputs(
-        current_texts=files.current,
-        read_text=files.read_text,
-        symbols=lookup,
-        working_diff=read.working_diff,
-        file_history=read.file_history,
-        lines_history=read.lines_history,
-        past_commits=read.past_commits,
-        late_inputs=read.late,
-    )
+    # The request's own part (selection, instruction) the flow fills in where it routes.
+    known = RouteInputs(mode="edit", path=request.path, symbols=lookup)
+    _, route = await asyncio.gather(asyncio.to_thread(lookup.prepare, names), gather_router_inputs(query, cache, known))
+    return EditInputs(current_texts=workspace.current, read_text=workspace.read_text, route=route)
 
 
-async def _apply(job: EditJob, outcome: EditOutcome) -> tuple[bool, str]:
-    """Apply through the caller; when the editor refuses because the user typed meanwhile, rebase the
-    edits over the newer texts and try again (or refuse, if the user changed the same lines). Nothing is
-    sent if any path the edit writes may not be written."""
-    files = job.files
-    refused = sorted({r for e in outcome.edits if (r := files.write_refusal(e.path, creates=e.creates))})
-    if refused:
-        return False, "; ".join(refused)
+def _absolute(root: pathlib.Path | None, path: str) -> pathlib.Path:
+    candidate = pathlib.Path(path)
+    return candidate if candidate.is_absolute() or root is None else root / candidate
+
+
+async def _apply(workspace: Workspace, outcome: EditOutcome) -> tuple[bool, str]:
+    """Apply through the workspace; when it refuses because the user typed meanwhile, rebase the edits over
+    the newer texts and try again (or refuse, if the user changed the same lines)."""
     edits, current = list(outcome.edits), dict(outcome.current)
     why = ""
     for _ in range(APPLY_TRIES):
-        answer = await job.apply(edits, current)
+        answer = await workspace.apply(edits, current)
         if answer.applied:
             return True, ""
         why = answer.why or "the editor refused it"
-        if answer.final or not files.changed_since_read():
+        if answer.final:
             return False, why
-        newer = files.current(list(current))
+        newer = workspace.current(list(current))
         try:
             edits = rebase_edits(edits, current, newer)
         except EditConflict as conflict:

@@ -1,7 +1,7 @@
 """The values an edit is made of, in and out of `completion.edit.flow.EditFlow.run` (no LSP, no I/O).
 
 EditRequest      the instruction over a range of one file, as the user gave it
-EditInputs       what the server knows besides: symbols, the working diff, how to read other files
+EditInputs       what the server knows besides: how to read files, the router's one input
 EditProgress     one progress line for the user
 Attempt          one model's try: its outcome and error in words
 EditOutcome      edits ready to apply (or why there are none), with the route and the attempts
@@ -16,9 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from tandem.completion.edit.file_edits import FileEdit
 from tandem.completion.observe.trace import TraceRecord
-from tandem.completion.routing.file_history import FileHistory, PastCommit
-from tandem.completion.routing.router import RouteDecision, Tier, WorkingDiff
-from tandem.completion.routing.symbol_lookup import SymbolLookup
+from tandem.completion.routing.router import RouteDecision, RouteInputs, Tier
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import ModelConfig
@@ -82,25 +80,17 @@ def _no_text(path: str) -> str | None:
 
 @dataclass(frozen=True, kw_only=True)
 class EditInputs:
-    """What the server knows besides the request."""
+    """What the server knows besides the request: how to read files, and the router's one input."""
 
     # Current texts of files, by workspace-relative path (absent: unknown); read again at rebase time.
     current_texts: Callable[[Collection[str]], Mapping[str, str]]
     # Text of another workspace file to show the model, or None (unreadable, or private).
     read_text: Callable[[str], str | None] = _no_text
-    symbols: SymbolLookup | None = None
-    working_diff: WorkingDiff = field(default_factory=WorkingDiff)
-    # The edited file's past commits (`file_history`; None: no git history read).
-    file_history: FileHistory | None = None
-    # The selected lines' past commits (`file_history.read_lines_history`; None: not read).
-    lines_history: FileHistory | None = None
-    # The repository's last commits (`file_history.read_past_commits`; None: not read).
-    past_commits: tuple[PastCommit, ...] | None = None
+    # What the router reads (`routing.router.RouteInputs`, gathered once by `service.gather_inputs`); the
+    # flow fills in the request's part (mode, path, selection, instruction, new file).
+    route: RouteInputs = field(default_factory=lambda: RouteInputs(mode="edit"))
     # Files to show whatever the route found (the evaluation shows the commit's files).
     extra_context: tuple[str, ...] = ()
-    # The router's inputs not read within their deadline (`router_inputs.RouterInputs.late`): the route was
-    # decided without them, and the trace says so.
-    late_inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

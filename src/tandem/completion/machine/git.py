@@ -39,6 +39,10 @@ load (git has no switch for that), which is why the commands themselves must be 
 
 Every call is bounded: `timeout_s` (killed after), `limit` bytes of output. No git, no repository, a
 failure, a timeout: None, never an error.
+
+One read needs no git at all: the commit HEAD names (`head_commit`, a cache key the router reads for every
+edit) is read from the repository's files (`.git`, or the `gitdir:` file a worktree has, its `HEAD`, the
+ref it names, `commondir`, `packed-refs`) through `machine.files`, bounded, no program run.
 """
 
 from __future__ import annotations
@@ -52,7 +56,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tandem.completion.machine import files
+from tandem.completion.machine.containment import real_path
+
 _log = logging.getLogger(__name__)
+
+# HEAD, a ref or packed-refs: read whole, and packed-refs can hold many refs.
+_GIT_FILE_BYTES = 4 * 1024 * 1024
 
 TIMEOUT_S = 1.5
 MAX_OUTPUT_BYTES = 2_000_000
@@ -317,3 +327,43 @@ def log(query: LogQuery, top: pathlib.Path, *, timeout_s: float = TIMEOUT_S, lim
     if query.lines is None:
         args += ["--", *([query.path] if query.path else [])]
     return _run(top, args, timeout_s=timeout_s, limit=limit)
+
+
+def _read_git_file(path: pathlib.Path) -> str | None:
+    text = files.read_file(path, max_bytes=_GIT_FILE_BYTES).text()
+    return text.strip() if text is not None else None
+
+
+def head_commit(root: pathlib.Path) -> str | None:
+    """The commit HEAD names in the repository holding `root`, read from its files (no git run), or None
+    (no repository, a HEAD or ref that cannot be read)."""
+    for folder in (root, *root.parents):
+        dot_git = folder / ".git"
+        if files.is_directory(dot_git):
+            git_dir = dot_git
+        elif os.path.isfile(dot_git):
+            pointer = _read_git_file(dot_git) or ""
+            if not pointer.startswith("gitdir:"):
+                return None
+            git_dir = real_path(folder / pointer.removeprefix("gitdir:").strip())
+        else:
+            continue
+        head = _read_git_file(git_dir / "HEAD")
+        if head is None:
+            return None
+        if not head.startswith("ref:"):
+            return head
+        ref = head.removeprefix("ref:").strip()
+        common = _read_git_file(git_dir / "commondir")
+        common_dir = real_path(git_dir / common) if common else git_dir
+        for base in (git_dir, common_dir):
+            sha = _read_git_file(base / ref)
+            if sha:
+                return sha
+        packed = _read_git_file(common_dir / "packed-refs") or ""
+        for line in packed.splitlines():
+            sha, _, name = line.partition(" ")
+            if name == ref:
+                return sha
+        return None
+    return None

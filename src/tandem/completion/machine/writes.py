@@ -9,10 +9,10 @@ Everything else needs the user's explicit confirmation (`CONFIRM`): every new fi
 a new `tests/test_x.py`, Sphinx runs a new `docs/conf.py`, Fabric a `fabfile.py`, gulp a `gulpfile.js`: no
 list of such names is complete, so no new file is written unasked) and every existing file the model was
 not shown. The client shows it and the user accepts or rejects it (LSP `ChangeAnnotation.needsConfirmation`);
-a client that cannot ask is refused. Outside the workspace folders, and inside git's own directory, nothing
-is written at all (`REFUSE`): git's directory is found by asking git (`git.git_directories`: `.git` may be
-a file naming another place, a worktree's common directory is elsewhere), and any directory named `.git`
-is refused too.
+a client that cannot ask is refused (`can_confirm`), by the same decision. Outside the workspace folders,
+and inside git's own directory, nothing is written at all (`REFUSE`): git's directory is found by asking
+git (`git.git_directories`: `.git` may be a file naming another place, a worktree's common directory is
+elsewhere), and any directory named `.git` is refused too.
 
 `_LOADED_ON_AN_EVENT` names files that an editor, a shell, git, a test runner, a package manager or a CI
 runner executes or loads when something happens (a folder is opened, a directory entered, a commit made, a
@@ -112,10 +112,24 @@ def write_decision(
     shown_to_model: bool,
     exists: bool,
     open_outside: bool = False,
+    can_confirm: bool = True,
 ) -> WriteDecision:
     """The one decision on writing `path` (`shown`: its name for the user). `shown_to_model`: the model
     was shown the file; `exists`: it is there (or open) now; `open_outside`: it is a document the user has
-    open in the editor, outside the workspace folders."""
+    open in the editor, outside the workspace folders; `can_confirm`: the editor can ask the user to
+    confirm a change (without it, a change that needs the user's word is refused)."""
+    decision = _decision(
+        path, folders=folders, shown=shown, shown_to_model=shown_to_model, exists=exists, open_outside=open_outside
+    )
+    if decision.write is Write.CONFIRM and not can_confirm:
+        why = f"{decision.reason}; this editor cannot ask you to confirm such a change, so it is not written"
+        return WriteDecision(Write.REFUSE, why)
+    return decision
+
+
+def _decision(
+    path: pathlib.Path, *, folders: Folders, shown: str, shown_to_model: bool, exists: bool, open_outside: bool
+) -> WriteDecision:
     real = real_path(path)
     for directory in git_directories(folders):
         if real == directory or directory in real.parents:

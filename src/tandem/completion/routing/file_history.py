@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tandem.completion.machine import git
+from tandem.completion.machine.containment import real_path
 from tandem.completion.routing.change_roles import code_files
 from tandem.completion.routing.working_diff import git_toplevel
 
@@ -232,7 +233,7 @@ def read_past_commits(
 
 def _relative(root: Path, top: Path, path: str) -> str | None:
     try:
-        return (root / path).resolve().relative_to(top.resolve()).as_posix()
+        return real_path(root / path).relative_to(real_path(top)).as_posix()
     except (OSError, ValueError):
         return None
 

@@ -6,7 +6,7 @@ its selected lines' history and the repository's last commits (`file_history`). 
 request. Here they are gathered by `gather_router_inputs`, one call taking one `RouterInputsQuery`:
 
 - one total deadline (`DEADLINE_S`) for all of them: the router then decides with what it has, and the
-  inputs not read in time are named (`RouterInputs.late`), which the edit's trace carries as a reason;
+  inputs not read in time are named (`router.RouteInputs.late`), which the edit's trace carries as a reason;
 - reads that do not depend on the working tree are cached per repository HEAD (the file's history and the
   repository's last commits before HEAD; the selected lines' history per line range), so the second edit
   in a file waits for none of them; a read that missed the deadline keeps running in the cache's worker
@@ -16,8 +16,8 @@ request. Here they are gathered by `gather_router_inputs`, one call taking one `
   code action), which clients ask for before the user picks the edit and types its instruction.
 
 The git commands are `file_history`'s and `working_diff`'s, unchanged: this module decides only when they
-run and how long an edit waits for them. HEAD is read from the repository's files (`.git/HEAD`, the ref it
-names, `packed-refs`), without running git; when it cannot be read nothing is cached.
+run and how long an edit waits for them. HEAD is read from the repository's files, without running git
+(`machine.git.head_commit`); when it cannot be read nothing is cached.
 """
 
 from __future__ import annotations
@@ -28,25 +28,21 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from tandem.completion.machine import files
+from tandem.completion.machine import git
+from tandem.completion.routing.change_in_progress import WorkingDiff
 from tandem.completion.routing.file_history import (
-    FileHistory,
-    PastCommit,
     file_history,
     past_commits,
     selected_lines_history,
 )
-from tandem.completion.routing.router import WorkingDiff
+from tandem.completion.routing.router import RouteInputs
 from tandem.completion.routing.working_diff import working_diff
 
 log = logging.getLogger(__name__)
-
-# HEAD, a ref or packed-refs: read whole, and packed-refs can hold many refs.
-_GIT_FILE_BYTES = 4 * 1024 * 1024
 
 # The router's inputs may hold the edit up this long in all. A one-line edit's git reads
 # take 17-76 ms in most repositories; past this the router decides without what is still missing.
@@ -74,60 +70,6 @@ class RouterInputsQuery:
     end_line: int
     open_files: Mapping[str, str] = field(default_factory=dict)
     deadline_s: float = DEADLINE_S
-
-
-@dataclass(frozen=True, kw_only=True)
-class RouterInputs:
-    """The inputs read in time (an input not read is empty or None, as with no git at all), and which were
-    not (`late`), with the time waited."""
-
-    working_diff: WorkingDiff = field(default_factory=WorkingDiff)
-    file_history: FileHistory | None = None
-    lines_history: FileHistory | None = None
-    past_commits: tuple[PastCommit, ...] | None = None
-    late: tuple[str, ...] = ()
-    waited_ms: float = 0.0
-    # Inputs served from the cache, not read for this edit.
-    cached: tuple[str, ...] = ()
-
-
-def _read_text(path: Path) -> str | None:
-    text = files.read_file(path, max_bytes=_GIT_FILE_BYTES).text()
-    return text.strip() if text is not None else None
-
-
-def head_of(root: Path) -> str | None:
-    """The commit HEAD names in the repository holding `root` (read from its files), or None."""
-    for folder in (root, *root.parents):
-        dot_git = folder / ".git"
-        if dot_git.is_dir():
-            git_dir = dot_git
-        elif dot_git.is_file():
-            pointer = _read_text(dot_git) or ""
-            if not pointer.startswith("gitdir:"):
-                return None
-            git_dir = (folder / pointer.removeprefix("gitdir:").strip()).resolve()
-        else:
-            continue
-        head = _read_text(git_dir / "HEAD")
-        if head is None:
-            return None
-        if not head.startswith("ref:"):
-            return head
-        ref = head.removeprefix("ref:").strip()
-        common = _read_text(git_dir / "commondir")
-        common_dir = (git_dir / common).resolve() if common else git_dir
-        for base in (git_dir, common_dir):
-            sha = _read_text(base / ref)
-            if sha:
-                return sha
-        packed = _read_text(common_dir / "packed-refs") or ""
-        for line in packed.splitlines():
-            sha, _, name = line.partition(" ")
-            if name == ref:
-                return sha
-        return None
-    return None
 
 
 class RouterInputsCache:
@@ -170,7 +112,7 @@ class RouterInputsCache:
         selections swept over quickly do not queue reads ahead of an edit's."""
         if root is None or not path:
             return
-        head = head_of(root)
+        head = git.head_commit(root)
         try:
             self._file_reads(root, path, head)
             if lines is None or head is None or lines[1] <= lines[0]:
@@ -184,13 +126,13 @@ class RouterInputsCache:
         except RuntimeError:  # the pool was shut down: the server is leaving
             pass
 
-    async def gather(self, query: RouterInputsQuery) -> RouterInputs:
+    async def gather(self, query: RouterInputsQuery, known: RouteInputs) -> RouteInputs:
         """See `gather_router_inputs`."""
         started = time.perf_counter()
         root = query.root
         if root is None:
-            return RouterInputs(working_diff=working_diff(None, query.open_files))
-        head = head_of(root)
+            return replace(known, working_diff=working_diff(None, query.open_files))
+        head = git.head_commit(root)
         reads = self._file_reads(root, query.path, head)
         first, end = query.first_line, query.end_line
         reads[LINES_HISTORY] = self._read(
@@ -216,9 +158,10 @@ class RouterInputsCache:
                     # Keep reading in the worker thread (it fills the cache); stop only the wait. The
                     # done callback reads the result so that asyncio does not warn of an unread one.
                     future.add_done_callback(lambda f: f.cancelled() or f.exception())
-        return RouterInputs(
+        return replace(
+            known,
             working_diff=values.get(WORKING_DIFF, WorkingDiff()),
-            file_history=values.get(FILE_HISTORY),
+            history=values.get(FILE_HISTORY),
             lines_history=values.get(LINES_HISTORY),
             past_commits=values.get(PAST_COMMITS),
             late=tuple(late),
@@ -230,7 +173,10 @@ class RouterInputsCache:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-async def gather_router_inputs(query: RouterInputsQuery, cache: RouterInputsCache) -> RouterInputs:
-    """The router's git inputs for one edit: all started at once (or taken from `cache`), waited for at most
-    `query.deadline_s` in all; what is not read by then is left out and named in `RouterInputs.late`."""
-    return await cache.gather(query)
+async def gather_router_inputs(
+    query: RouterInputsQuery, cache: RouterInputsCache, known: RouteInputs | None = None
+) -> RouteInputs:
+    """`known` (the request's part of the router's one input: its mode, selection, instruction, symbols)
+    with the git inputs for one edit added: all started at once (or taken from `cache`), waited for at most
+    `query.deadline_s` in all; what is not read by then is left out and named in `RouteInputs.late`."""
+    return await cache.gather(query, known or RouteInputs(mode="edit", path=query.path))

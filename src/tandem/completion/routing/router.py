@@ -1,6 +1,6 @@
 """The router: fast or accurate, decided from what can be seen before generating, with its reasons.
 
-Inputs (`RouteFeatures`, built by `route_features` from a request's `RouteInputs`):
+Inputs (`RouteFeatures`, built by `route_features` from a request's one `RouteInputs`):
 
 - the expected size of the change: completion mode (inline / block / edit), the instruction's scope
   ("rename everywhere", "refactor", "all callers" ... or "fix typo"; words inside a file path or a dotted
@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from tandem.completion.edit.rebase import user_changes
+from tandem.completion.routing.change_in_progress import WorkingDiff
 from tandem.completion.routing.selection_shape import is_partial, is_whole_definition
 from tandem.completion.routing.similar_commits import PATH_LIKE, SimilarCommits, similar_commits
 from tandem.completion.routing.symbol_lookup import IDENT, KEYWORDS, SymbolLookup, file_stem, file_symbols
@@ -128,14 +128,6 @@ class RouterThresholds:
     specific_name_files: int = 0
     # Decision boundary on `RouteDecision.score` (0.5 = the terms add up to one threshold).
     accurate_score: float = 0.5
-
-
-@dataclass(frozen=True, kw_only=True)
-class WorkingDiff:
-    """The user's change in progress: changed lines, and the files they are in."""
-
-    lines: int = 0
-    files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -243,25 +235,6 @@ class RouteDecision:
         }
 
 
-def working_diff_of(files: Mapping[str, tuple[str, str]]) -> WorkingDiff:
-    """The user's change in progress from {path: (reference text, current text)}; the reference is the
-    text when opened or last saved, or git's HEAD. Lines counted as removed plus added."""
-    lines = 0
-    changed: list[str] = []
-    for path, (reference, current) in files.items():
-        shift = 0
-        count = 0
-        for start, end, delta in user_changes(reference, current):
-            removed = reference[start:end]
-            added = current[start + shift : end + shift + delta]
-            count += removed.count("\n") + added.count("\n") or 1
-            shift += delta
-        if count:
-            lines += count
-            changed.append(path)
-    return WorkingDiff(lines=lines, files=tuple(sorted(changed)))
-
-
 def _phrases(text: str, phrases: Iterable[str]) -> tuple[str, ...]:
     return tuple(p for p in phrases if re.search(rf"\b{re.escape(p)}\b", text))
 
@@ -280,10 +253,15 @@ def leading_verb(instruction: str) -> tuple[str, str]:
 
 @dataclass(frozen=True, kw_only=True)
 class RouteInputs:
-    """What the router reads of one request, before generating (`route_features` makes its features).
-    `selection` is the selected text (block completions: the code around the cursor); `path` is the file
-    it is in, which is left out of the cross-file sets; `past_commits` the repository's last commits
-    (`file_history.read_past_commits`)."""
+    """Everything the router reads of one request, before generating: the one input of `route_features`,
+    gathered once per request and passed through as it is. `selection` is the selected text (block
+    completions: the code around the cursor); `path` is the file it is in, which is left out of the
+    cross-file sets. The git inputs (`working_diff`, `history`, `lines_history`, `past_commits`) are read
+    by `routing.inputs` under one deadline; an input not read is None (or empty), as with no git at all,
+    and `late` names those not read in time (the trace says the route was decided without them).
+
+    A new input of the router is a field here, read in `routing.inputs` (or by the caller that knows it),
+    and used by `route_features`."""
 
     mode: Mode
     path: str = ""
@@ -292,9 +270,15 @@ class RouteInputs:
     new_file: bool = False
     symbols: SymbolLookup | None = None
     working_diff: WorkingDiff | None = None
+    # The edited file's last commits (`file_history.file_history`), and the selected lines'.
     history: FileHistory | None = None
     lines_history: FileHistory | None = None
+    # The repository's last commits (`file_history.past_commits`).
     past_commits: Sequence[PastCommit] | None = None
+    # How the git inputs were read: those not read in time, those served from the cache, the time waited.
+    late: tuple[str, ...] = ()
+    cached: tuple[str, ...] = ()
+    waited_ms: float = 0.0
 
 
 def route_features(inputs: RouteInputs, thresholds: RouterThresholds | None = None) -> RouteFeatures:

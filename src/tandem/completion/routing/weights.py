@@ -7,10 +7,15 @@ and says how they hold up on a history left out of the fit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from tandem.completion.routing.router import RouteFeatures
+
+class Shaped(Protocol):
+    """What picks a set of weights: whether the selection is one whole definition (`router.RouteFeatures` is
+    one; the model does not need the rest of the features, so it does not import the router)."""
+
+    @property
+    def whole_definition(self) -> bool: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,14 +151,13 @@ class RouterModel:
     ranges: RouterWeights = DEFAULT_WEIGHTS
     definitions: RouterWeights = DEFINITION_WEIGHTS
 
-    def weights_for(self, features: RouteFeatures) -> RouterWeights:
+    def weights_for(self, features: Shaped) -> RouterWeights:
         return self.definitions if features.whole_definition else self.ranges
 
 
-def weights_for(weights: RouterWeights | RouterModel, features: RouteFeatures) -> RouterWeights:
+def weights_for(weights: RouterWeights | RouterModel, features: Shaped) -> RouterWeights:
     """The weights that score `features`: one set for every selection, or a model's set for its shape."""
     return weights.weights_for(features) if isinstance(weights, RouterModel) else weights
 
 
 DEFAULT_MODEL = RouterModel()
-

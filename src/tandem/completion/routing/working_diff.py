@@ -10,7 +10,7 @@ save. Nothing is kept per keystroke: this runs once per edit request, in a worke
 
 git never reads the working tree here (`git diff` would, through the repository's clean filters and its
 fsmonitor: programs the repository names). HEAD's blobs come from `machine.git` (`ls-tree`, `cat-file`),
-the files on disk from `machine.files`, and the diff is computed in-process (`router.working_diff_of`).
+the files on disk from `machine.files`, and the diff is computed in-process (`change_in_progress.working_diff_of`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from tandem.completion.machine import git, worktree
 from tandem.completion.machine.containment import Folders
 from tandem.completion.machine.files import read_text
-from tandem.completion.routing.router import WorkingDiff, working_diff_of
+from tandem.completion.routing.change_in_progress import WorkingDiff, working_diff_of
 
 log = logging.getLogger(__name__)
 

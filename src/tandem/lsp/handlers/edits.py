@@ -24,15 +24,15 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 
-from tandem.completion.edit.file_edits import FileEdit, line_offset
-from tandem.completion.edit.service import Applied, ApplyEdits, EditJob, EditResult
+from tandem.completion.edit.file_edits import line_offset
+from tandem.completion.edit.service import EditResult
 from tandem.completion.edit.types import EditOutcome, EditRequest
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp import edit_report
@@ -207,8 +207,8 @@ def _offsets(ls: TandemServer, text: str, document: Any, where: types.Range) -> 
 
 async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
     """One `tandem.edit`: the arguments read against the server's documents, progress while it runs, and
-    the message at its end. The edit itself is `completion.edit.service.Edits.run`, which sends
-    `workspace/applyEdit` through `_applier`."""
+    the message at its end. The edit itself is `completion.edit.service.Edits.run`, which drives the
+    workspace (`lsp.edit_workspace.EditWorkspace`: its reads, `workspace/applyEdit`, progress)."""
     received_ns = time.perf_counter_ns()
     session = ls.session
     if session is None:
@@ -235,7 +235,7 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         if not scanned:
             not_indexed = f"; {NOT_INDEXED} ({index.scan_progress.files:,} files indexed so far)"
             log.info("edit asked before the workspace scan ended: %s", NOT_INDEXED)
-    workspace = EditWorkspace(ls)
+    workspace = EditWorkspace(ls, label=instruction, progress=progress)
     request = EditRequest(
         path=workspace.path_of(args.uri),
         text=text,
@@ -248,15 +248,8 @@ async def run_edit(ls: TandemServer, args: EditArguments) -> dict[str, Any]:
         received_ns=received_ns,
         uri=args.uri,
     )
-    job = EditJob(
-        request=request,
-        files=workspace,
-        apply=_applier(ls, workspace, instruction),
-        on_progress=lambda p: progress.report(p.message),
-        notify=ls.notify_user,
-    )
     await progress.begin("routing the edit", stoppable.stop)
-    result: EditResult | None = await stoppable.run(session.edits.run(job))
+    result: EditResult | None = await stoppable.run(session.edits.run(request, workspace))
     if result is None:
         return _done(ls, False, "tandem: edit cancelled", show=False)
     progress.end("applied" if result.applied else "not applied")
@@ -283,31 +276,6 @@ def _report(ls: TandemServer, workspace: EditWorkspace, result: EditResult, not_
         not_open=[f.path for f in files if not f.opened],
     )
     return answer
-
-
-def _applier(ls: TandemServer, workspace: EditWorkspace, label: str) -> ApplyEdits:
-    """`workspace/applyEdit` for one edit, as the client's capabilities allow."""
-    workspace_caps = ls.client_capabilities.workspace
-    edit_caps = workspace_caps.workspace_edit if workspace_caps else None
-    # Neovim takes documentChanges without saying so; it does say it takes resource operations.
-    document_changes = bool(edit_caps and (edit_caps.document_changes or edit_caps.resource_operations))
-    can_create = bool(edit_caps and edit_caps.resource_operations and "create" in edit_caps.resource_operations)
-
-    async def apply(edits: Sequence[FileEdit], current: Mapping[str, str]) -> Applied:
-        if any(e.creates for e in edits) and not can_create:
-            why = "it creates a file, and this editor cannot create files for a language server"
-            return Applied(applied=False, why=why, final=True)
-        edit = workspace.workspace_edit(edits, current, document_changes=document_changes)
-        try:
-            result = await ls.workspace_apply_edit_async(
-                types.ApplyWorkspaceEditParams(edit=edit, label=f"tandem: {label[:60]}")
-            )
-        except JsonRpcException as error:
-            # Some editors (eglot) refuse with an error reply rather than `applied: false`.
-            return Applied(applied=False, why=f"the editor refused it: {error.message}", final=True)
-        return Applied(applied=result.applied, why=result.failure_reason or "")
-
-    return apply
 
 
 def _done(
