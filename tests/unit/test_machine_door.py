@@ -72,11 +72,6 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     "(lsp.config_loading.ConfigSources), not a path",
     ("lsp/handlers/configuration.py", ".resolve("): "`ls.sources.resolve()` merges the configuration layers "
     "(lsp.config_loading.ConfigSources), not a path",
-    # Helper h2 is moving the router's git reads behind the door (issue 37); until that lands here:
-    ("completion/routing/inputs.py", ".is_dir("): "moved by h2",
-    ("completion/routing/inputs.py", ".is_file("): "moved by h2",
-    ("completion/routing/inputs.py", ".resolve("): "moved by h2",
-    ("completion/routing/file_history.py", ".resolve("): "moved by h2",
     ("completion/edit/flow.py", ".read_text("): "`inputs.read_text` is a callback: the edit's workspace reads "
     "through machine.files (lsp/edit_workspace.py)",
 }

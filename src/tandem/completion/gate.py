@@ -4,8 +4,8 @@ Contract
 --------
 No text reaches a backend (`Backend.stream`) unless `Gate.admit` said yes to the `Outbound` that carries it,
 immediately before it is sent. The three senders on the model side call it: `Engine._start` (completions of
-either kind, speculation after a suggestion is shown or accepted, the new-line prefetch), `EditFlow._attempt`
-(edits, whichever command or code action started them) and `NextEdits._suggest` (next edits, asked or
+either kind, speculation after a suggestion is shown or accepted, the new-line prefetch), `attempt.ask_model`
+(edits, whichever command or code action started them) and `NextEdits._plan` (next edits, asked or
 prefetched after an accepted one). Handlers in `tandem.lsp` never
 decide; they hand documents to the workspace index (which asks `Gate.open`) and requests to the engine.
 
