@@ -4,13 +4,17 @@
     spark_sim     one simulator with the spark profile, made quick for tests (5 ms TTFT, 20,000 tokens/s)
 
 `sse_data` reads the `data:` payloads of a streamed response, for tests that look at the wire.
+`HeldTransport` is an httpx transport to a simulator that counts the model requests sent and can hold them
+before they reach it, so a test decides when a request is in flight and when it is answered.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
@@ -42,3 +46,38 @@ def spark_sim(sim_factory: SimFactory) -> SimHandle:
 def sse_data(lines: Iterable[str]) -> list[str]:
     """The `data:` payloads of an SSE stream, in order (`[DONE]` included, as sent)."""
     return [line[len("data:") :].strip() for line in lines if line.startswith("data:")]
+
+
+class HeldTransport(httpx.AsyncBaseTransport):
+    """Loopback HTTP to a simulator, through a gate: `hold()` keeps each request that arrives from being sent
+    until `release()`; `sent` counts the requests that got past the gate (what reached the model), and
+    `arrived` the ones that reached the gate (`wait_arrived(n)` returns once n have, held or not)."""
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+        self._open = asyncio.Event()
+        self._open.set()
+        self._changed = asyncio.Condition()
+        self.arrived = 0
+        self.sent = 0
+
+    def hold(self) -> None:
+        self._open.clear()
+
+    def release(self) -> None:
+        self._open.set()
+
+    async def wait_arrived(self, count: int) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.arrived >= count)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        async with self._changed:
+            self.arrived += 1
+            self._changed.notify_all()
+        await self._open.wait()
+        self.sent += 1
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
