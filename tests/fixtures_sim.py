@@ -1,7 +1,8 @@
 """Fixtures that start `tandem sim` on loopback, in a background thread of the test process.
 
-    sim_factory   start simulators with given settings; all are stopped at teardown
-    spark_sim     one simulator with the spark profile, made quick for tests (5 ms TTFT, 20,000 tokens/s)
+    sim_factory          start simulators with given settings; all are stopped at teardown
+    module_sim_factory   the same for a module-scoped fixture (an editor run shared by the module's tests)
+    spark_sim            one simulator with the spark profile, made quick for tests (5 ms TTFT, 20,000 tokens/s)
 
 `sse_data` reads the `data:` payloads of a streamed response, for tests that look at the wire.
 `HeldTransport` is an httpx transport to a simulator that counts the model requests sent and can hold them
@@ -22,9 +23,7 @@ from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
 SimFactory = Callable[..., SimHandle]
 
 
-@pytest.fixture
-def sim_factory() -> Iterator[SimFactory]:
-    """`sim_factory(settings)` or `sim_factory(**SimSettings fields)` starts a simulator."""
+def _factory() -> Iterator[SimFactory]:
     handles: list[SimHandle] = []
 
     def start(settings: SimSettings | None = None, **fields: Any) -> SimHandle:
@@ -35,6 +34,18 @@ def sim_factory() -> Iterator[SimFactory]:
     yield start
     for handle in handles:
         handle.stop()
+
+
+@pytest.fixture
+def sim_factory() -> Iterator[SimFactory]:
+    """`sim_factory(settings)` or `sim_factory(**SimSettings fields)` starts a simulator."""
+    yield from _factory()
+
+
+@pytest.fixture(scope="module")
+def module_sim_factory() -> Iterator[SimFactory]:
+    """`sim_factory` for a module-scoped fixture (an editor run shared by a module's tests)."""
+    yield from _factory()
 
 
 @pytest.fixture
