@@ -65,7 +65,9 @@ class HeldTransport(httpx.AsyncBaseTransport):
     `arrived` the ones that reached the gate (`wait_arrived(n)` returns once n have, held or not)."""
 
     def __init__(self) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
+        # Plain HTTP on loopback: no CA certificates to load (loading them holds the test's event loop for
+        # 100 ms or more on a busy machine, which the loop watch fails a test for).
+        self._inner = httpx.AsyncHTTPTransport(verify=False)
         self._open = asyncio.Event()
         self._open.set()
         self._changed = asyncio.Condition()
@@ -78,8 +80,8 @@ class HeldTransport(httpx.AsyncBaseTransport):
     def release(self) -> None:
         self._open.set()
 
-    async def wait_arrived(self, count: int) -> None:
-        async with self._changed:
+    async def wait_arrived(self, count: int, timeout_s: float = 10.0) -> None:
+        async with asyncio.timeout(timeout_s), self._changed:
             await self._changed.wait_for(lambda: self.arrived >= count)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
