@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from typing import Any
 
 import httpcore
 import httpx
 import pytest
+from fixtures_sim import SimFactory
 
 from tandem.completion.providers.transport import ResilientTransport
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.contract
 
@@ -22,17 +23,37 @@ SLOTS = 4
 
 
 @pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=2)) as handle:
-        yield handle
+def sim(sim_factory: SimFactory) -> SimHandle:
+    return sim_factory(profile="spark", ttft_ms=2)
 
 
-def _client(*, shield: bool) -> tuple[httpx.AsyncClient, ResilientTransport]:
+def _client(*, shield: bool, prune: bool = True) -> tuple[httpx.AsyncClient, ResilientTransport]:
     limits = httpx.Limits(max_connections=SLOTS, max_keepalive_connections=SLOTS)
     transport = ResilientTransport(
-        lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=SLOTS, shield=shield, stuck_after_s=0.0
+        lambda: httpx.AsyncHTTPTransport(limits=limits),
+        max_connections=SLOTS,
+        shield=shield,
+        prune=prune,
+        stuck_after_s=0.0,
     )
     return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0, pool=1.0)), transport
+
+
+def _cancel_at(event: str) -> tuple[dict[str, Any], list[bool]]:
+    """Request extensions whose httpcore trace hook cancels the task running the request once, when httpcore
+    reports `event` (e.g. "connection.connect_tcp.complete"), while `armed[0]` is true: the cancellation
+    then lands at the request's next suspension, the point a racing `$/cancelRequest` or keystroke reaches
+    only now and then."""
+    armed = [True]
+
+    async def trace(name: str, info: dict[str, Any]) -> None:
+        if name == event and armed[0]:
+            armed[0] = False
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+
+    return {"trace": trace}, armed
 
 
 async def _cancel_many(client: httpx.AsyncClient, url: str, transport: ResilientTransport, rounds: int) -> int:
@@ -66,14 +87,30 @@ async def test_shielded_requests_leave_no_stuck_slot(sim: SimHandle) -> None:
 
 
 async def test_health_check_replaces_a_stuck_pool(sim: SimHandle) -> None:
-    client, transport = _client(shield=False)
+    """A request cancelled right after its connection is made, before it sends (forced with httpcore's trace
+    hook), leaves the connection NEW and owned by no request; the health check counts it stuck and recovery
+    replaces the pool. The transport is made without pruning, which would take the connection out before
+    the health check sees it: the health check is the safety net behind it."""
+    client, transport = _client(shield=False, prune=False)
+    url = sim.base_url + "/chat/completions"
+    extensions, _ = _cancel_at("connection.connect_tcp.complete")
+
+    async def one() -> None:
+        async with client.stream("POST", url, json=BODY, extensions=extensions) as response:
+            async for _ in response.aiter_bytes():
+                pass
+
     async with client:
-        stuck = await _cancel_many(client, sim.base_url + "/chat/completions", transport, 150)
-        if stuck == 0:
-            pytest.skip("this httpcore left no connection half open; nothing to recover")
+        task = asyncio.create_task(one())
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await transport.drain()
+        assert [c.info().split(", ")[2] for c in transport._inner._pool.connections] == ["NEW"]  # type: ignore[attr-defined]
+        assert transport.health().stuck == 0  # first seen now
+        assert transport.health().stuck == 1  # seen before, still NEW: stuck
         assert await transport.recover() is True
         assert transport.health().stuck == 0 and transport.recycled == 1
-        async with client.stream("POST", sim.base_url + "/chat/completions", json=BODY) as response:
+        async with client.stream("POST", url, json=BODY) as response:
             assert response.status_code == 200 and await response.aread()
 
 
@@ -112,34 +149,31 @@ async def test_cancelling_a_stream_again_while_it_closes_leaves_no_connection_be
 async def test_health_check_finds_orphaned_connections_and_replaces_the_pool(sim: SimHandle) -> None:
     """A close cut short by a second cancellation (any caller may do it; streams no longer do) leaves
     a connection in use by nobody: the health check counts it as orphaned, and recovery replaces the
-    pool."""
+    pool. The second cancellation is forced with httpcore's trace hook: it lands as the cancelled
+    stream's response begins to close."""
     client, transport = _client(shield=True)
     url = sim.base_url + "/chat/completions"
+    extensions, armed = _cancel_at("http11.response_closed.started")
+    armed[0] = False  # armed once the stream is under way
+    reading = asyncio.Event()
 
     async def read() -> None:
-        async with client.stream("POST", url, json=BODY | {"max_tokens": 200}) as response:
+        async with client.stream("POST", url, json=BODY | {"max_tokens": 200}, extensions=extensions) as response:
             async for _ in response.aiter_bytes():
-                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
+                reading.set()
 
     async with client:
-        for n in range(300):
-            task = asyncio.create_task(read())
-            for _ in range(5 + n % 40):
-                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
-            task.cancel()
-            for _ in range(n % 4):
-                await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
-            task.cancel()  # again, while the response may be closing
-            with contextlib.suppress(BaseException):
-                await task
-            await transport.drain()
-            health = transport.health()
-            assert health.active == 0 and health.orphaned == health.connections - health.idle, health
-            if health.orphaned:
-                break
-        else:
-            pytest.skip("no close was cut short in 300 rounds; nothing to find")
-        assert health.usable == SLOTS - health.orphaned
+        task = asyncio.create_task(read())
+        await reading.wait()
+        armed[0] = True
+        task.cancel()  # the first cancellation: the response closes, and the hook cancels again in that close
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await transport.drain()
+        assert not armed[0], "the close never began"
+        health = transport.health()
+        assert health.active == 0 and health.orphaned == 1 == health.connections - health.idle, health
+        assert health.usable == SLOTS - 1
         assert await transport.recover() is True
         assert transport.health().orphaned == 0 and transport.recycled == 1
         async with client.stream("POST", url, json=BODY) as response:

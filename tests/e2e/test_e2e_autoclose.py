@@ -6,15 +6,15 @@ cursor is never covered."""
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_helix import _apply
 from test_e2e_server import TRUTH
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -23,12 +23,12 @@ OPEN = "    def increment("
 
 
 @pytest.fixture
-def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
+def sim(tmp_path: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
     truth = tmp_path / "truth" / "sample.py"
     truth.parent.mkdir()
     truth.write_text(TRUTH)
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as handle:
-        yield handle
+    handle = sim_factory(profile="spark", ttft_ms=5, truth=(str(truth),))
+    return handle
 
 
 def _document(after_cursor: str) -> tuple[str, str]:

@@ -111,45 +111,45 @@ async def test_an_outage_and_its_end_are_told_once_each(tmp_path: pathlib.Path, 
     assert shown.index(next(m for m in shown if down in m)) < shown.index(next(m for m in shown if back in m))
 
 
-async def test_edits_trip_the_breaker_and_then_leave_the_refusing_model_alone(tmp_path: pathlib.Path) -> None:
+async def test_edits_trip_the_breaker_and_then_leave_the_refusing_model_alone(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """Edits read a model through the same tier path as completions: the fast provider refusing the key
     opens its breaker (the user is told once), the accurate model serves the edit, and the next edit asked
     of the fast model does not reach the fast provider while its breaker is open."""
     from test_e2e_edits import SAMPLE, SAMPLE_TYPED, Editor, _sim, set_truth
 
-    from tandem.sim.runner import start_in_thread
-
     provider = Refusing()
     server = await asyncio.start_server(provider.handle, "127.0.0.1", 0)
     fast_url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
     try:
-        with start_in_thread(_sim("codex")) as accurate:
-            set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
-            models = {
-                "fast": {"provider": "openai-chat", "base_url": fast_url, "model": "sim-spark"},
-                "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
-            }
-            async with serve(tmp_path, "vscode", options={"models": models}) as session:
-                editor = Editor(session)
-                uri = editor.open("invoice.py", SAMPLE)
-                results = []
-                for _ in range(2):
-                    argument = {
-                        "uri": uri,
-                        "range": {"start": {"line": 3, "character": 0}, "end": {"line": 8, "character": 0}},
-                        "instruction": "Add type hints.",
-                        "model": "fast",
-                    }
-                    results.append(
-                        await session.client.workspace_execute_command_async(
-                            types.ExecuteCommandParams(command="tandem.edit", arguments=[argument])
-                        )
+        accurate = sim_factory(_sim("codex"))
+        set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+        models = {
+            "fast": {"provider": "openai-chat", "base_url": fast_url, "model": "sim-spark"},
+            "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
+        }
+        async with serve(tmp_path, "vscode", options={"models": models}) as session:
+            editor = Editor(session)
+            uri = editor.open("invoice.py", SAMPLE)
+            results = []
+            for _ in range(2):
+                argument = {
+                    "uri": uri,
+                    "range": {"start": {"line": 3, "character": 0}, "end": {"line": 8, "character": 0}},
+                    "instruction": "Add type hints.",
+                    "model": "fast",
+                }
+                results.append(
+                    await session.client.workspace_execute_command_async(
+                        types.ExecuteCommandParams(command="tandem.edit", arguments=[argument])
                     )
-                    if len(results) == 1:
-                        asked_by_first = provider.requests
-                        editor.type(uri, SAMPLE)  # the user puts the text back for the second edit
-                records = [r for r in session.records() if r["kind"] == "edit"]
-                shown = [m.message for m in session.client.messages if "refuses tandem's requests" in m.message]
+                )
+                if len(results) == 1:
+                    asked_by_first = provider.requests
+                    editor.type(uri, SAMPLE)  # the user puts the text back for the second edit
+            records = [r for r in session.records() if r["kind"] == "edit"]
+            shown = [m.message for m in session.client.messages if "refuses tandem's requests" in m.message]
     finally:
         server.close()
     assert asked_by_first == 1  # the first edit asked the fast provider once, and its 401 opened the breaker

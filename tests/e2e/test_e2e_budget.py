@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import sqlite3
-from collections.abc import Iterator
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -26,9 +26,9 @@ LIMIT = "[budget] limit"
 
 
 @pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=1.0, tokens_per_s=100_000.0)) as handle:
-        yield handle
+def sim(sim_factory: SimFactory) -> SimHandle:
+    handle = sim_factory(profile="spark", ttft_ms=1.0, tokens_per_s=100_000.0)
+    return handle
 
 
 def _options(sim: SimHandle) -> dict[str, object]:

@@ -5,26 +5,26 @@ from __future__ import annotations
 
 import json
 import pathlib
-from collections.abc import Iterator
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from injected_model import InjectedModel
 from lsprotocol import types
 from test_e2e_server import TRUTH, _cut, _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
+def sim(tmp_path: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
     truth = tmp_path / "truth" / "sample.py"
     truth.parent.mkdir()
     truth.write_text(TRUTH)
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as handle:
-        yield handle
+    handle = sim_factory(profile="spark", ttft_ms=5, truth=(str(truth),))
+    return handle
 
 
 def _chat_calls(sim: SimHandle) -> int:
@@ -106,6 +106,7 @@ async def test_accepting_a_suggestion_prefetches_what_follows(tmp_path: pathlib.
 
 async def test_an_accept_while_the_suggestion_is_still_streaming_prefetches_when_it_ends(
     tmp_path: pathlib.Path,
+    sim_factory: SimFactory,
 ) -> None:
     """The suggestion is answered at its first complete piece while its last tokens are still coming (a
     slow model here); Tab is pressed before the stream ends, and the stream then ends without a next line
@@ -114,13 +115,13 @@ async def test_an_accept_while_the_suggestion_is_still_streaming_prefetches_when
     truth.write_text(TRUTH)
     (tmp_path / "ws").mkdir()
     before, _ = _cut("return fibonacci(n - 1) + ")
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, tokens_per_s=40, truth=(str(truth),))) as sim:
-        async with serve(tmp_path / "ws", "vscode", options=fast_model(sim.base_url, max_tokens=8)) as session:
-            uri = session.open("sample.py", before)
-            cursor = session.position_at_end(before)
-            item = await _the_suggestion(session, uri, cursor)
-            await _tab(session, uri, cursor, item)  # at 40 tokens a second the stream is still running
-            await _until(lambda: any(r["kind"] == "prefetch" for r in session.records()), attempts=1000)
+    sim = sim_factory(profile="spark", ttft_ms=5, tokens_per_s=40, truth=(str(truth),))
+    async with serve(tmp_path / "ws", "vscode", options=fast_model(sim.base_url, max_tokens=8)) as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        item = await _the_suggestion(session, uri, cursor)
+        await _tab(session, uri, cursor, item)  # at 40 tokens a second the stream is still running
+        await _until(lambda: any(r["kind"] == "prefetch" for r in session.records()), attempts=1000)
     assert item.insert_text is not None and TRUTH.startswith(before + item.insert_text)
     [prefetch] = [r for r in session.records() if r["kind"] == "prefetch"]
     assert prefetch["tokens"]["out"] > 0

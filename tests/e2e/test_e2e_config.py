@@ -5,24 +5,24 @@ from __future__ import annotations
 
 import math
 import pathlib
-from collections.abc import Iterator
 
 import pytest
 from e2e_support import fast_model, serve
+from fixtures_sim import SimFactory
 from test_e2e_server import TRUTH, _cut, _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
+def sim(tmp_path: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
     truth = tmp_path / "truth" / "sample.py"
     truth.parent.mkdir()
     truth.write_text(TRUTH)
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as handle:
-        yield handle
+    handle = sim_factory(profile="spark", ttft_ms=5, truth=(str(truth),))
+    return handle
 
 
 async def test_no_model_says_how_to_configure_one_once(tmp_path: pathlib.Path) -> None:

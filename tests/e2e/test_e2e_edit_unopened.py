@@ -4,15 +4,15 @@ message, naming that file as not open (it had been invisible: the file changed o
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
 
 import pytest
 from e2e_support import Session, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_edits import MODELS, VIEWS, Editor, _sim, execute, set_truth, two_models, whole
 from test_e2e_server import _until
 
-from tandem.sim.runner import SimHandle, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -22,9 +22,8 @@ DOCUMENTED = VIEWS.replace("def show(invoice):\n", 'def show(invoice):\n    """T
 
 
 @pytest.fixture
-def sims() -> Iterator[tuple[SimHandle, SimHandle]]:
-    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex")) as accurate:
-        yield fast, accurate
+def sims(sim_factory: SimFactory) -> tuple[SimHandle, SimHandle]:
+    return sim_factory(_sim("spark")), sim_factory(_sim("codex"))
 
 
 class DiskEditor(Editor):

@@ -8,16 +8,17 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Union
 
 import httpx
 import pytest
 from e2e_support import Session, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from pygls.protocol import default_converter
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle, SimSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -45,9 +46,8 @@ def _sim(profile: str, **fields: Any) -> SimSettings:
 
 
 @pytest.fixture
-def sims() -> Iterator[tuple[SimHandle, SimHandle]]:
-    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex")) as accurate:
-        yield fast, accurate
+def sims(sim_factory: SimFactory) -> tuple[SimHandle, SimHandle]:
+    return sim_factory(_sim("spark")), sim_factory(_sim("codex"))
 
 
 def two_models(fast: SimHandle, accurate: SimHandle) -> dict[str, Any]:
@@ -275,24 +275,27 @@ async def test_multi_file_edit_goes_accurate_and_changes_every_file(
         assert record["edit"]["features"]["mentioned_files"] == 2
 
 
-async def test_an_edit_is_refused_when_the_user_typed_over_its_range(tmp_path: pathlib.Path) -> None:
+async def test_an_edit_is_refused_when_the_user_typed_over_its_range(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     # Slow enough that the user types while the model is still thinking.
-    with start_in_thread(_sim("spark", ttft_ms=1500.0)) as fast, start_in_thread(_sim("codex")) as accurate:
-        set_truth(fast, {"invoice.py": SAMPLE_TYPED})
-        async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
-            editor = Editor(session)
-            uri = editor.open("invoice.py", SAMPLE)
-            argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints", "model": "fast"}
-            pending = asyncio.ensure_future(execute(session, argument))
-            await _until(lambda: edit_requests(fast) >= 1)
-            editor.type(uri, SAMPLE.replace("def total(items):", "def total(items, tax):"))
-            result = await pending
-            assert result["applied"] is False and "you changed line 4" in result["message"]
-            assert editor.received == []
-            assert any("you changed line 4" in m.message for m in session.client.messages)
-            assert edit_requests(accurate) == 0  # refused, not escalated: the answer was fine, the text moved
-        [record] = edit_records(session)
-        assert record["outcome"] == "conflict"
+    fast = sim_factory(_sim("spark", ttft_ms=1500.0))
+    accurate = sim_factory(_sim("codex"))
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints", "model": "fast"}
+        pending = asyncio.ensure_future(execute(session, argument))
+        await _until(lambda: edit_requests(fast) >= 1)
+        editor.type(uri, SAMPLE.replace("def total(items):", "def total(items, tax):"))
+        result = await pending
+        assert result["applied"] is False and "you changed line 4" in result["message"]
+        assert editor.received == []
+        assert any("you changed line 4" in m.message for m in session.client.messages)
+        assert edit_requests(accurate) == 0  # refused, not escalated: the answer was fine, the text moved
+    [record] = edit_records(session)
+    assert record["outcome"] == "conflict"
 
 
 @pytest.mark.parametrize("how", ["syntax", "truncated"])
@@ -387,25 +390,26 @@ async def test_an_edit_without_instruction_offers_the_presets(
         assert result["applied"] is True and editor.texts[uri] == SAMPLE_TYPED
 
 
-async def test_cancelling_the_progress_stops_the_edit(tmp_path: pathlib.Path) -> None:
-    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex", ttft_ms=60_000.0)) as accurate:
-        set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
-        async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
-            editor = Editor(session)
-            uri = editor.open("invoice.py", SAMPLE)
-            argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints", "model": "accurate"}
-            pending = asyncio.ensure_future(execute(session, argument))
-            await _until(lambda: edit_requests(accurate) >= 1)
-            [token] = list(session.client.progress_reports)
-            session.client.protocol.notify(
-                types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
-            )
-            result = await pending
-            assert result == {"applied": False, "message": "tandem: edit cancelled"}
-            assert editor.received == []
-            assert isinstance(session.client.progress_reports[token][-1], types.WorkDoneProgressEnd)
-        [record] = edit_records(session)
-        assert record["outcome"] == "cancelled"
+async def test_cancelling_the_progress_stops_the_edit(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
+    fast = sim_factory(_sim("spark"))
+    accurate = sim_factory(_sim("codex", ttft_ms=60_000.0))
+    set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "vscode", options=two_models(fast, accurate)) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints", "model": "accurate"}
+        pending = asyncio.ensure_future(execute(session, argument))
+        await _until(lambda: edit_requests(accurate) >= 1)
+        [token] = list(session.client.progress_reports)
+        session.client.protocol.notify(
+            types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token)
+        )
+        result = await pending
+        assert result == {"applied": False, "message": "tandem: edit cancelled"}
+        assert editor.received == []
+        assert isinstance(session.client.progress_reports[token][-1], types.WorkDoneProgressEnd)
+    [record] = edit_records(session)
+    assert record["outcome"] == "cancelled"
 
 
 async def test_an_editor_refusing_with_an_error_reply_is_told_and_traced(
@@ -509,31 +513,32 @@ async def test_hedged_a_fast_answer_that_fails_is_replaced_by_the_accurate_one_o
     assert record["edit"]["escalation"].startswith("fast answer rejected (invalid")
 
 
-async def test_hedged_the_users_newer_text_is_never_overwritten(tmp_path: pathlib.Path) -> None:
+async def test_hedged_the_users_newer_text_is_never_overwritten(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     # The accurate model is slow to start: the user types over the range after the fast answer failed and
     # before the accurate one is checked.
-    with start_in_thread(_sim("spark")) as fast, start_in_thread(_sim("codex", ttft_ms=1500.0)) as accurate:
-        set_truth(fast, {"invoice.py": SAMPLE_TYPED}, errors="syntax")
-        set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
-        async with serve(tmp_path, "helix", options={**two_models(fast, accurate), **HEDGED}) as session:
-            editor = Editor(session)
-            uri = editor.open("invoice.py", SAMPLE)
-            argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"}
-            pending = asyncio.ensure_future(execute(session, argument))
-            await _until(
-                lambda: any(
-                    m.startswith("the accurate model's answer is on its way") for m in progress_messages(session)
-                )
-            )
-            typed = SAMPLE.replace("def total(items):", "def total(items, tax):")
-            editor.type(uri, typed)
-            result = await pending
-            assert result["applied"] is False and "you changed line 4" in result["message"], result
-            assert editor.received == [] and editor.texts[uri] == typed
-            assert edit_requests(accurate) == 1
-        [record] = edit_records(session)
-        assert record["outcome"] == "conflict"
-        assert [a["outcome"] for a in record["edit"]["attempts"]] == ["invalid", "conflict"]
+    fast = sim_factory(_sim("spark"))
+    accurate = sim_factory(_sim("codex", ttft_ms=1500.0))
+    set_truth(fast, {"invoice.py": SAMPLE_TYPED}, errors="syntax")
+    set_truth(accurate, {"invoice.py": SAMPLE_TYPED})
+    async with serve(tmp_path, "helix", options={**two_models(fast, accurate), **HEDGED}) as session:
+        editor = Editor(session)
+        uri = editor.open("invoice.py", SAMPLE)
+        argument = {"uri": uri, "range": whole(SAMPLE), "instruction": "add type hints"}
+        pending = asyncio.ensure_future(execute(session, argument))
+        await _until(
+            lambda: any(m.startswith("the accurate model's answer is on its way") for m in progress_messages(session))
+        )
+        typed = SAMPLE.replace("def total(items):", "def total(items, tax):")
+        editor.type(uri, typed)
+        result = await pending
+        assert result["applied"] is False and "you changed line 4" in result["message"], result
+        assert editor.received == [] and editor.texts[uri] == typed
+        assert edit_requests(accurate) == 1
+    [record] = edit_records(session)
+    assert record["outcome"] == "conflict"
+    assert [a["outcome"] for a in record["edit"]["attempts"]] == ["invalid", "conflict"]
 
 
 @pytest.mark.parametrize(("fast_errors", "tier"), [("off", "fast"), ("dropped-hunk", "accurate")])

@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 from e2e_support import Session, fast_model, read_code_actions_as_editors_do, serve
+from fixtures_sim import SimFactory
 from injected_model import InjectedModel, injected_model
 from lsprotocol import types
 
 from tandem.sim.request_log import LoggedRequest
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -65,9 +66,9 @@ PATHS = (
 
 
 @pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=1.0, tokens_per_s=100_000.0)) as handle:
-        yield handle
+def sim(sim_factory: SimFactory) -> SimHandle:
+    handle = sim_factory(profile="spark", ttft_ms=1.0, tokens_per_s=100_000.0)
+    return handle
 
 
 def _strings(value: Any) -> Iterator[str]:

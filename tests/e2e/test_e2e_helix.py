@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pathlib
 import tomllib
-from collections.abc import Iterator
 
 import hostile_repo
 import pytest
 from e2e_support import fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_server import TRUTH, _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -36,10 +36,10 @@ def truth_file(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 @pytest.fixture
-def slow_sim(truth_file: pathlib.Path) -> Iterator[SimHandle]:
+def slow_sim(truth_file: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
     # The accurate model's pace: the stream is still running when the first answer goes out.
-    with start_in_thread(SimSettings(profile="codex", ttft_ms=50, truth=(str(truth_file),))) as handle:
-        yield handle
+    handle = sim_factory(profile="codex", ttft_ms=50, truth=(str(truth_file),))
+    return handle
 
 
 def _apply(text: str, edit: types.TextEdit, encoding: str) -> str:

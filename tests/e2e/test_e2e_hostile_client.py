@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 from e2e_support import fast_model
+from fixtures_sim import SimFactory
 
 from tandem.lsp.framing import FrameReader, Message
-from tandem.sim.runner import SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
 
@@ -62,12 +62,14 @@ def notify(method: str, params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-async def test_hostile_client_is_answered_and_loses_no_character(tmp_path: pathlib.Path) -> None:
+async def test_hostile_client_is_answered_and_loses_no_character(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     truth = tmp_path / "truth" / "a.py"
     truth.parent.mkdir()
     truth.write_text(TRUTH)
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as sim:
-        await _hostile_session(tmp_path, fast_model(sim.base_url))
+    sim = sim_factory(profile="spark", ttft_ms=5, truth=(str(truth),))
+    await _hostile_session(tmp_path, fast_model(sim.base_url))
 
 
 # The simulator answers with the rest of this text only if the server's copy of the document is exact.

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import Iterator
 from typing import Any, Union
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_server import _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -34,10 +34,10 @@ TYPED = "idth"
 
 
 @pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as handle:
-        handle.set_next_edit_truth({"sample.py": TRUTH})
-        yield handle
+def sim(sim_factory: SimFactory) -> SimHandle:
+    handle = sim_factory(profile="spark", ttft_ms=20, error_rate=0.0)
+    handle.set_next_edit_truth({"sample.py": TRUTH})
+    return handle
 
 
 def _apply(text: str, edit: dict[str, Any]) -> str:
@@ -230,22 +230,24 @@ async def test_an_accept_the_document_no_longer_holds_is_refused(tmp_path: pathl
         assert [r["prefetched"] for r in records] == [False, False]
 
 
-async def test_an_edit_that_would_break_the_parse_is_not_suggested(tmp_path: pathlib.Path) -> None:
+async def test_an_edit_that_would_break_the_parse_is_not_suggested(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """The truth's docstring rename leaves the docstring unterminated: that hunk is refused ("parse") and
     the next one, the return line's rename, is the suggestion."""
     broken = TRUTH.replace('rectangle."""', "rectangle.")
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
-        sim.set_next_edit_truth({"sample.py": broken})
-        async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
-            uri, text, version = await _type_rename(session)
-            [first] = await _ask(session, uri, version, 0, 14)
-            assert _apply(text, first).split("\n")[1:4] == [
-                '    """Area of a w by h rectangle."""',
-                "    scale = 1",
-                "    return width * h * scale",
-            ]
-            await _run_command(session, first, "tandem.nextEditDismissed")
-            await _until(lambda: any(r.get("next_edit", {}).get("fate") == "dismissed" for r in session.records()))
+    sim = sim_factory(profile="spark", ttft_ms=20, error_rate=0.0)
+    sim.set_next_edit_truth({"sample.py": broken})
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri, text, version = await _type_rename(session)
+        [first] = await _ask(session, uri, version, 0, 14)
+        assert _apply(text, first).split("\n")[1:4] == [
+            '    """Area of a w by h rectangle."""',
+            "    scale = 1",
+            "    return width * h * scale",
+        ]
+        await _run_command(session, first, "tandem.nextEditDismissed")
+        await _until(lambda: any(r.get("next_edit", {}).get("fate") == "dismissed" for r in session.records()))
     [record] = [r for r in session.records() if r["kind"] == "next_edit"]
     assert record["outcome"] == "answered" and record["next_edit"]["refused"] == ["parse"]
 
@@ -315,43 +317,45 @@ async def _suggest_both(session: Session) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize(("tokens_per_minute", "parts"), [(20_000, 2), (2_500, 1)])
 async def test_a_split_region_asks_both_parts_and_suggests_from_either(
-    tmp_path: pathlib.Path, tokens_per_minute: int, parts: int
+    tmp_path: pathlib.Path, tokens_per_minute: int, parts: int, sim_factory: SimFactory
 ) -> None:
     """With `[next_edit] split`, the region is asked in two parts at once (the cursor's line down, and the
     region's top to it): the change below the cursor and the one above are both suggested, one after the
     other, and each record counts both parts' tokens. Under a budget the two parts would take more than
     half of, the region is asked whole."""
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
-        sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
-        options = {
-            **fast_model(sim.base_url),
-            # Each suggestion from a request of its own (with `rebase`, the second is the first's rewrite).
-            "next_edit": {"split": True, "rebase": False},
-            "prefetch": {"tokens_per_minute": tokens_per_minute},
-        }
-        async with serve(tmp_path, "vscode", options=options) as session:
-            accepted = await _suggest_both(session)
-            assert [r["next_edit"]["parts"] for r in accepted] == [parts, parts]
-            # Both parts' prompts are paid for: the provider's usage adds up to the two prompts counted.
-            assert all(r["tokens"]["in"] >= 0.9 * r["context_tokens"] > 0 for r in accepted)
+    sim = sim_factory(profile="spark", ttft_ms=20, error_rate=0.0)
+    sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
+    options = {
+        **fast_model(sim.base_url),
+        # Each suggestion from a request of its own (with `rebase`, the second is the first's rewrite).
+        "next_edit": {"split": True, "rebase": False},
+        "prefetch": {"tokens_per_minute": tokens_per_minute},
+    }
+    async with serve(tmp_path, "vscode", options=options) as session:
+        accepted = await _suggest_both(session)
+        assert [r["next_edit"]["parts"] for r in accepted] == [parts, parts]
+        # Both parts' prompts are paid for: the provider's usage adds up to the two prompts counted.
+        assert all(r["tokens"]["in"] >= 0.9 * r["context_tokens"] > 0 for r in accepted)
 
 
-async def test_the_budget_counts_what_a_next_edit_spent_not_its_max_tokens(tmp_path: pathlib.Path) -> None:
+async def test_the_budget_counts_what_a_next_edit_spent_not_its_max_tokens(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """A request is charged its prompt and its whole `max_tokens` before it goes out, and settled to what
     it spent when its stream ends (cut after the first hunk, a few dozen tokens). Here two requests'
     `max_tokens` exceed the minute's budget: the second suggestion comes only because the first was
     settled."""
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as sim:
-        sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
-        options = {
-            **fast_model(sim.base_url),
-            "next_edit": {"split": False, "max_tokens": 5_000, "prefetch_on_accept": False, "rebase": False},
-            "prefetch": {"tokens_per_minute": 8_000, "on_shown": False},
-        }
-        async with serve(tmp_path, "vscode", options=options) as session:
-            first, second = await _suggest_both(session)
-            spent = first["tokens"]["in"] + first["tokens"]["out"]
-            assert 0 < spent and spent + second["context_tokens"] + 5_000 <= 8_000 < 2 * 5_000
+    sim = sim_factory(profile="spark", ttft_ms=20, error_rate=0.0)
+    sim.set_next_edit_truth({"split.py": SPLIT_TRUTH})
+    options = {
+        **fast_model(sim.base_url),
+        "next_edit": {"split": False, "max_tokens": 5_000, "prefetch_on_accept": False, "rebase": False},
+        "prefetch": {"tokens_per_minute": 8_000, "on_shown": False},
+    }
+    async with serve(tmp_path, "vscode", options=options) as session:
+        first, second = await _suggest_both(session)
+        spent = first["tokens"]["in"] + first["tokens"]["out"]
+        assert 0 < spent and spent + second["context_tokens"] + 5_000 <= 8_000 < 2 * 5_000
 
 
 async def test_a_second_ask_at_the_version_being_asked_gets_that_asks_answer(

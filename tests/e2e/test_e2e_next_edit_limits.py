@@ -9,16 +9,16 @@ suggestion to delete the rest of the region."""
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_next_edit import TRUTH, _apply, _as_dict, _type_rename
 from test_e2e_server import _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -30,10 +30,10 @@ UNLIMITED = {"prefetch": {"tokens_per_minute": 100_000_000}}
 
 
 @pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=20, error_rate=0.0)) as handle:
-        handle.set_next_edit_truth({"sample.py": TRUTH, "bundle.js": BUNDLE.replace("x = 1", "x = 10")})
-        yield handle
+def sim(sim_factory: SimFactory) -> SimHandle:
+    handle = sim_factory(profile="spark", ttft_ms=20, error_rate=0.0)
+    handle.set_next_edit_truth({"sample.py": TRUTH, "bundle.js": BUNDLE.replace("x = 1", "x = 10")})
+    return handle
 
 
 async def _ask(session: Session, uri: str, version: int, line: int, character: int) -> list[dict[str, Any]]:

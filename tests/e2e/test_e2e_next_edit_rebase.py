@@ -7,28 +7,28 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import Iterator
 
 import pytest
 from e2e_support import Session, fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_next_edit import BEFORE, TRUTH, _apply, _ask, _change
 from test_e2e_server import _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
 
-def _sim(ttft_ms: float) -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=ttft_ms, error_rate=0.0)) as handle:
-        handle.set_next_edit_truth({"sample.py": TRUTH})
-        yield handle
+def _sim(sim_factory: SimFactory, ttft_ms: float) -> SimHandle:
+    handle = sim_factory(profile="spark", ttft_ms=ttft_ms, error_rate=0.0)
+    handle.set_next_edit_truth({"sample.py": TRUTH})
+    return handle
 
 
 @pytest.fixture
-def sim() -> Iterator[SimHandle]:
-    yield from _sim(20)
+def sim(sim_factory: SimFactory) -> SimHandle:
+    return _sim(sim_factory, 20)
 
 
 def _model_requests(sim: SimHandle) -> int:
@@ -116,8 +116,8 @@ async def test_a_rewrite_the_user_typed_against_is_not_shown_and_a_new_request_i
 
 
 @pytest.fixture
-def slow_sim() -> Iterator[SimHandle]:
-    yield from _sim(400)
+def slow_sim(sim_factory: SimFactory) -> SimHandle:
+    return _sim(sim_factory, 400)
 
 
 async def test_a_key_that_comes_while_the_earlier_rewrite_has_shown_nothing_asks_beside_it(

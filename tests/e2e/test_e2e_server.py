@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import pathlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import pytest
 from e2e_support import fast_model, serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle, SimSettings
 
 pytestmark = pytest.mark.e2e
 
@@ -55,16 +56,16 @@ def truth_file(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 @pytest.fixture
-def sim(truth_file: pathlib.Path) -> Iterator[SimHandle]:
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth_file),))) as handle:
-        yield handle
+def sim(truth_file: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
+    handle = sim_factory(profile="spark", ttft_ms=5, truth=(str(truth_file),))
+    return handle
 
 
 @pytest.fixture
-def slow_sim(truth_file: pathlib.Path) -> Iterator[SimHandle]:
+def slow_sim(truth_file: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
     # Long enough that a request is still waiting when the test cancels or supersedes it.
-    with start_in_thread(SimSettings(profile="codex", ttft_ms=3000, truth=(str(truth_file),))) as handle:
-        yield handle
+    handle = sim_factory(profile="codex", ttft_ms=3000, truth=(str(truth_file),))
+    return handle
 
 
 @pytest.mark.parametrize("client", ["vscode", "neovim"])
@@ -193,27 +194,29 @@ async def test_provider_fault_ends_one_completion_and_the_next_works(
     assert sim.stats()["faults_fired"] == {fault: 1}
 
 
-async def test_rate_limit_is_honoured_then_completions_resume(tmp_path: pathlib.Path, truth_file: pathlib.Path) -> None:
+async def test_rate_limit_is_honoured_then_completions_resume(
+    tmp_path: pathlib.Path, truth_file: pathlib.Path, sim_factory: SimFactory
+) -> None:
     before, _ = _cut("return fibonacci(n - 1) + ")
     # Retry-After beyond the backend's one quick retry: tandem must hold off, not hammer the provider.
     settings = SimSettings(ttft_ms=5, truth=(str(truth_file),), retry_after_s=2)
-    with start_in_thread(settings) as sim:
-        async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
-            uri = session.open("sample.py", before)
-            cursor = session.position_at_end(before)
-            sim.arm_fault("429", 1)
-            assert await session.inline(uri, cursor) == ""
-            calls = sim.stats()["requests"].get("chat.completions", 0)
-            assert await session.inline(uri, cursor) == ""  # inside Retry-After: not sent
-            assert sim.stats()["requests"].get("chat.completions", 0) == calls
-            answers: list[str] = []
+    sim = sim_factory(settings)
+    async with serve(tmp_path, "vscode", options=fast_model(sim.base_url)) as session:
+        uri = session.open("sample.py", before)
+        cursor = session.position_at_end(before)
+        sim.arm_fault("429", 1)
+        assert await session.inline(uri, cursor) == ""
+        calls = sim.stats()["requests"].get("chat.completions", 0)
+        assert await session.inline(uri, cursor) == ""  # inside Retry-After: not sent
+        assert sim.stats()["requests"].get("chat.completions", 0) == calls
+        answers: list[str] = []
 
-            async def answered() -> bool:
-                answers.append(await session.inline(uri, cursor))
-                return answers[-1] != ""
+        async def answered() -> bool:
+            answers.append(await session.inline(uri, cursor))
+            return answers[-1] != ""
 
-            await _until_async(answered)
-            assert answers[-1] == "fibonacci(n - 2)"
+        await _until_async(answered)
+        assert answers[-1] == "fibonacci(n - 2)"
     errors = [r["error"] for r in session.records() if r["error"]]
     assert any("rate limited" in e for e in errors), errors
 

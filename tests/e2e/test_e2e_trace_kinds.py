@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import pathlib
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from e2e_support import serve
+from fixtures_sim import SimFactory
 from lsprotocol import types
 from test_e2e_edits import Editor, execute, set_truth, whole
 from test_e2e_server import TRUTH, _cut, _until
 
-from tandem.sim.runner import SimHandle, SimSettings, start_in_thread
+from tandem.sim.runner import SimHandle
 
 pytestmark = pytest.mark.e2e
 
@@ -30,14 +30,14 @@ INVOICE_EDITED = "def total(items: list[float]) -> float:\n    return sum(items)
 
 
 @pytest.fixture
-def sim(tmp_path: pathlib.Path) -> Iterator[SimHandle]:
+def sim(tmp_path: pathlib.Path, sim_factory: SimFactory) -> SimHandle:
     truth = tmp_path / "truth" / "sample.py"
     truth.parent.mkdir()
     truth.write_text(TRUTH)
-    with start_in_thread(SimSettings(profile="spark", ttft_ms=5, error_rate=0.0, truth=(str(truth),))) as handle:
-        handle.set_next_edit_truth({"area.py": AREA_NEXT})
-        set_truth(handle, {"invoice.py": INVOICE_EDITED})
-        yield handle
+    handle = sim_factory(profile="spark", ttft_ms=5, error_rate=0.0, truth=(str(truth),))
+    handle.set_next_edit_truth({"area.py": AREA_NEXT})
+    set_truth(handle, {"invoice.py": INVOICE_EDITED})
+    return handle
 
 
 def _model_requests(sim: SimHandle) -> int:

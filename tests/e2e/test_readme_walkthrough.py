@@ -98,6 +98,7 @@ def shell(script: str, cwd: pathlib.Path) -> Iterator[subprocess.Popen[str]]:
 @contextlib.contextmanager
 def readme_simulator(block: str, sub: Substitutions, cwd: pathlib.Path) -> Iterator[None]:
     """Runs the README's `tandem sim ...` block; its first line must be the one the README prints."""
+    # The README's own command, run as a user runs it, is what is tested: not the fixtures' thread.
     printed = [line[2:] for line in block.splitlines() if line.startswith("# tandem sim ")]
     commands = "\n".join(line for line in block.splitlines() if not line.startswith("#"))
     with shell(sub(commands), cwd) as process:

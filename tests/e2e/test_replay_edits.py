@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from fixtures_sim import SimFactory
 
 from tandem.eval.edit_eval import Models, evaluate_edits, prepare
 from tandem.eval.history import scan_history
 from tandem.eval.router_eval import roc_auc
 from tandem.eval.router_loo import SHIPPED_FIT, evaluate_leave_one_out, samples_of_repo, weights_by_held_out
 from tandem.eval.router_shape import model_logit
-from tandem.sim.runner import SimSettings, start_in_thread
 
 pytestmark = pytest.mark.e2e
 
@@ -243,23 +243,21 @@ def test_simulated_edits_route_with_the_folds_fitted_as_the_shipped_weights_are(
         assert result.as_shipped[name]["user"] == roc_auc(scores, [s.hard for s in rows])
 
 
-async def test_simulated_edits_route_and_edit_a_users_selection(repo: pathlib.Path) -> None:
-    with (
-        start_in_thread(SimSettings(profile="spark", ttft_ms=1, tokens_per_s=100_000.0)) as fast,
-        start_in_thread(SimSettings(profile="codex", ttft_ms=1, tokens_per_s=100_000.0)) as accurate,
-    ):
-        handles = {fast.base_url: fast, accurate.base_url: accurate}
+async def test_simulated_edits_route_and_edit_a_users_selection(repo: pathlib.Path, sim_factory: SimFactory) -> None:
+    fast = sim_factory(profile="spark", ttft_ms=1, tokens_per_s=100_000.0)
+    accurate = sim_factory(profile="codex", ttft_ms=1, tokens_per_s=100_000.0)
+    handles = {fast.base_url: fast, accurate.base_url: accurate}
 
-        def set_truth(base_url: str, files: Mapping[str, str]) -> None:
-            handles[base_url].set_edit_truth(files, errors="off")
+    def set_truth(base_url: str, files: Mapping[str, str]) -> None:
+        handles[base_url].set_edit_truth(files, errors="off")
 
-        models = Models(fast_url=fast.base_url, accurate_url=accurate.base_url)
-        results = {
-            kind: await evaluate_edits(
-                repo, models, set_truth=set_truth, strategies=("router", "always-accurate"), selection=kind
-            )
-            for kind in ("user", "changed")
-        }
+    models = Models(fast_url=fast.base_url, accurate_url=accurate.base_url)
+    results = {
+        kind: await evaluate_edits(
+            repo, models, set_truth=set_truth, strategies=("router", "always-accurate"), selection=kind
+        )
+        for kind in ("user", "changed")
+    }
     tasks = {t.commit[:10]: t for t in scan_history(repo, limit=50).tasks}
     for kind, result in results.items():
         assert result.selection == kind and result.tasks == 3

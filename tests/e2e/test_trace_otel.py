@@ -9,6 +9,7 @@ import pathlib
 import socket
 
 import pytest
+from fixtures_sim import SimFactory
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 pytest.importorskip("opentelemetry.proto", reason="opentelemetry-proto (test extra) is not installed")
@@ -109,19 +110,15 @@ def test_an_unreachable_collector_costs_the_request_path_nothing(monkeypatch: py
 
 @pytest.mark.e2e
 async def test_serve_exports_spans_to_the_standard_endpoint_and_stdout_stays_lsp(
-    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, sim_factory: SimFactory
 ) -> None:
     from e2e_support import fast_model, serve
-
-    from tandem.sim.runner import SimSettings, start_in_thread
 
     truth = tmp_path / "truth" / "m.py"
     truth.parent.mkdir()
     truth.write_text("def add(a, b):\n    return a + b\n")
-    with (
-        otlp_receiver() as (url, received),
-        start_in_thread(SimSettings(profile="spark", ttft_ms=5, truth=(str(truth),))) as sim,
-    ):
+    sim = sim_factory(profile="spark", ttft_ms=5, truth=(str(truth),))
+    with otlp_receiver() as (url, received):
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
         monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "50")  # export every 50 ms rather than every 5 s
         async with serve(tmp_path, options=fast_model(sim.base_url)) as session:

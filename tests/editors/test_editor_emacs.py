@@ -28,13 +28,14 @@ from typing import Any
 
 import hostile_repo
 import pytest
+from fixtures_sim import SimFactory
 from test_e2e_edit_unopened import DOCUMENTED as UNOPENED_TRUTH
 from test_e2e_edits import MODELS, VIEWS
 from test_e2e_next_edit import BEFORE as NEXT_EDIT_BEFORE
 from test_e2e_next_edit import TRUTH as NEXT_EDIT_TRUTH
 from test_editor_neovim import _def_line_with_arguments
 
-from tandem.sim.runner import SimSettings, start_in_thread
+from tandem.sim.runner import SimSettings
 
 NEXT_EDIT_REPLACE_TRUTH = NEXT_EDIT_BEFORE.replace("w", "size")
 FAR_BEFORE = "def scale(w, factor):\n    total = 0\n" + "".join(f"    total += {i}\n" for i in range(1, 46))
@@ -155,7 +156,7 @@ class EmacsRun:
 
 
 @pytest.fixture(scope="module")
-def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
+def emacs_run(tmp_path_factory: pytest.TempPathFactory, module_sim_factory: SimFactory) -> EmacsRun:
     if EMACS is None:
         pytest.skip("Emacs is not installed (apt-get install emacs-nox elpa-eglot)")
     base = tmp_path_factory.mktemp("emacs")
@@ -247,48 +248,49 @@ def emacs_run(tmp_path_factory: pytest.TempPathFactory) -> EmacsRun:
     fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
-    with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
-        sim.set_next_edit_truth(
-            {next_edit_path.name: NEXT_EDIT_TRUTH, replace_path.name: NEXT_EDIT_REPLACE_TRUTH, far_path.name: FAR_TRUTH}
+    sim = module_sim_factory(fast_settings)
+    accurate = module_sim_factory(accurate_settings)
+    sim.set_next_edit_truth(
+        {next_edit_path.name: NEXT_EDIT_TRUTH, replace_path.name: NEXT_EDIT_REPLACE_TRUTH, far_path.name: FAR_TRUTH}
+    )
+    spec = {
+        "result_path": str(result_path),
+        "plugin_dir": str(PLUGIN),
+        # The console script, as tandem.el's default `tandem-command' runs it.
+        "command": [hostile_repo.console_script(), "serve", "--log-file", str(server_log)],
+        # eglot sends a repository's .dir-locals.el eglot-workspace-configuration unasked, and says
+        # nothing of who it is: tandem holds its settings to the workspace's rules, so the models are
+        # the user's own, in tandem's config.toml (written below).
+        "init_options": {},
+        "sim_roots": [sim.root_url, accurate.root_url],
+        # Text captures of the first completion, the accepted suggestion and an edit's result.
+        "artifacts": str(ROOT / "artifacts" / "emacs"),
+        "scenarios": scenarios,
+    }
+    spec_path = base / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    (base / "config" / "tandem").mkdir(parents=True, exist_ok=True)
+    (base / "config" / "tandem" / "config.toml").write_text(
+        f'[models.fast]\nprovider = "openai-chat"\nbase_url = "{sim.base_url}"\nmodel = "sim-spark"\n'
+        f'[models.accurate]\nprovider = "openai-chat"\nbase_url = "{accurate.base_url}"\nmodel = "sim-codex"\n'
+        # The far next edit's use is 46 lines below the cursor.
+        "[next_edit]\nregion_below = 60\n"
+    )
+    env = {
+        **os.environ,
+        "TANDEM_TEST_SPEC": str(spec_path),
+        "HOME": str(base / "home"),
+        "XDG_CONFIG_HOME": str(base / "config"),
+        "XDG_STATE_HOME": str(base / "state"),
+    }
+    command = [EMACS, "-Q", "--batch", "-l", str(DRIVER)]
+    try:
+        proc = subprocess.run(
+            command, cwd=work, env=env, capture_output=True, text=True, timeout=EMACS_RUN_TIMEOUT_S, check=False
         )
-        spec = {
-            "result_path": str(result_path),
-            "plugin_dir": str(PLUGIN),
-            # The console script, as tandem.el's default `tandem-command' runs it.
-            "command": [hostile_repo.console_script(), "serve", "--log-file", str(server_log)],
-            # eglot sends a repository's .dir-locals.el eglot-workspace-configuration unasked, and says
-            # nothing of who it is: tandem holds its settings to the workspace's rules, so the models are
-            # the user's own, in tandem's config.toml (written below).
-            "init_options": {},
-            "sim_roots": [sim.root_url, accurate.root_url],
-            # Text captures of the first completion, the accepted suggestion and an edit's result.
-            "artifacts": str(ROOT / "artifacts" / "emacs"),
-            "scenarios": scenarios,
-        }
-        spec_path = base / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        (base / "config" / "tandem").mkdir(parents=True, exist_ok=True)
-        (base / "config" / "tandem" / "config.toml").write_text(
-            f'[models.fast]\nprovider = "openai-chat"\nbase_url = "{sim.base_url}"\nmodel = "sim-spark"\n'
-            f'[models.accurate]\nprovider = "openai-chat"\nbase_url = "{accurate.base_url}"\nmodel = "sim-codex"\n'
-            # The far next edit's use is 46 lines below the cursor.
-            "[next_edit]\nregion_below = 60\n"
-        )
-        env = {
-            **os.environ,
-            "TANDEM_TEST_SPEC": str(spec_path),
-            "HOME": str(base / "home"),
-            "XDG_CONFIG_HOME": str(base / "config"),
-            "XDG_STATE_HOME": str(base / "state"),
-        }
-        command = [EMACS, "-Q", "--batch", "-l", str(DRIVER)]
-        try:
-            proc = subprocess.run(
-                command, cwd=work, env=env, capture_output=True, text=True, timeout=EMACS_RUN_TIMEOUT_S, check=False
-            )
-            stderr = proc.stderr
-        except subprocess.TimeoutExpired as error:
-            stderr = f"Emacs did not exit within {EMACS_RUN_TIMEOUT_S} s: {error.stderr!r}"
+        stderr = proc.stderr
+    except subprocess.TimeoutExpired as error:
+        stderr = f"Emacs did not exit within {EMACS_RUN_TIMEOUT_S} s: {error.stderr!r}"
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     log_text = server_log.read_text(errors="replace") if server_log.exists() else ""
     return EmacsRun(

@@ -27,8 +27,9 @@ from typing import Any
 
 import hostile_repo
 import pytest
+from fixtures_sim import SimFactory
 
-from tandem.sim.runner import SimSettings, start_in_thread
+from tandem.sim.runner import SimSettings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "editors" / "neovim"
@@ -252,7 +253,7 @@ class NvimRun:
 
 
 @pytest.fixture(scope="module")
-def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
+def nvim_run(tmp_path_factory: pytest.TempPathFactory, module_sim_factory: SimFactory) -> NvimRun:
     if NVIM is None:
         pytest.skip(NVIM_MISSING)
     base = tmp_path_factory.mktemp("nvim")
@@ -350,49 +351,50 @@ def nvim_run(tmp_path_factory: pytest.TempPathFactory) -> NvimRun:
     fast_settings = SimSettings(profile="spark", truth=(str(truth_path),))
     # The accurate model answers only edits, from the edit truth: no need to wait at codex speed.
     accurate_settings = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
-    with start_in_thread(fast_settings) as sim, start_in_thread(accurate_settings) as accurate:
-        sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH, far_path.name: NEXT_EDIT_FAR_TRUTH})
-        setup = {
-            # The console script, as the plugin's default `cmd` runs it.
-            "cmd": [
-                hostile_repo.console_script(),
-                "serve",
-                "--trace",
-                str(base / "trace.jsonl"),
-                "--log-file",
-                str(server_log),
-            ],
-            "init_options": {
-                "models": {
-                    "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
-                    "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
-                }
-            },
-        }
-        spec = {
-            "result_path": str(result_path),
-            "setup": setup,
-            "set_edit_truth": [sys.executable, "-c", SET_EDIT_TRUTH, sim.root_url, accurate.root_url],
-            "artifacts": str(ARTIFACTS),
-            "scenarios": scenarios,
-        }
-        spec_path = base / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        env = {
-            **os.environ,
-            "TANDEM_TEST_SPEC": str(spec_path),
-            "XDG_CONFIG_HOME": str(base / "config"),
-            "XDG_STATE_HOME": str(base / "state"),
-            "XDG_DATA_HOME": str(base / "data"),
-        }
-        command = [NVIM, "--headless", "--clean", "--cmd", f"set rtp^={PLUGIN}", "-c", f"luafile {SCENARIOS}"]
-        try:
-            proc = subprocess.run(
-                command, cwd=work, env=env, capture_output=True, text=True, timeout=NVIM_RUN_TIMEOUT_S, check=False
-            )
-            stderr = proc.stderr
-        except subprocess.TimeoutExpired as error:
-            stderr = f"Neovim did not exit within {NVIM_RUN_TIMEOUT_S} s: {error.stderr!r}"
+    sim = module_sim_factory(fast_settings)
+    accurate = module_sim_factory(accurate_settings)
+    sim.set_next_edit_truth({next_edit_path.name: NEXT_EDIT_TRUTH, far_path.name: NEXT_EDIT_FAR_TRUTH})
+    setup = {
+        # The console script, as the plugin's default `cmd` runs it.
+        "cmd": [
+            hostile_repo.console_script(),
+            "serve",
+            "--trace",
+            str(base / "trace.jsonl"),
+            "--log-file",
+            str(server_log),
+        ],
+        "init_options": {
+            "models": {
+                "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
+                "accurate": {"provider": "openai-chat", "base_url": accurate.base_url, "model": "sim-codex"},
+            }
+        },
+    }
+    spec = {
+        "result_path": str(result_path),
+        "setup": setup,
+        "set_edit_truth": [sys.executable, "-c", SET_EDIT_TRUTH, sim.root_url, accurate.root_url],
+        "artifacts": str(ARTIFACTS),
+        "scenarios": scenarios,
+    }
+    spec_path = base / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {
+        **os.environ,
+        "TANDEM_TEST_SPEC": str(spec_path),
+        "XDG_CONFIG_HOME": str(base / "config"),
+        "XDG_STATE_HOME": str(base / "state"),
+        "XDG_DATA_HOME": str(base / "data"),
+    }
+    command = [NVIM, "--headless", "--clean", "--cmd", f"set rtp^={PLUGIN}", "-c", f"luafile {SCENARIOS}"]
+    try:
+        proc = subprocess.run(
+            command, cwd=work, env=env, capture_output=True, text=True, timeout=NVIM_RUN_TIMEOUT_S, check=False
+        )
+        stderr = proc.stderr
+    except subprocess.TimeoutExpired as error:
+        stderr = f"Neovim did not exit within {NVIM_RUN_TIMEOUT_S} s: {error.stderr!r}"
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     log_text = server_log.read_text(errors="replace") if server_log.exists() else ""
     return NvimRun(

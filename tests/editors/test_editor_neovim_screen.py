@@ -20,6 +20,7 @@ from typing import Any
 
 import hostile_repo
 import pytest
+from fixtures_sim import SimFactory
 from test_editor_neovim import (
     NEXT_EDIT_BEFORE,
     NEXT_EDIT_FAR_TRUTH,
@@ -33,7 +34,7 @@ from test_editor_neovim import (
     choose_edit_targets,
 )
 
-from tandem.sim.runner import SimSettings, start_in_thread
+from tandem.sim.runner import SimSettings
 
 SCREEN = PLUGIN / "tests" / "screen.lua"
 RUN_TIMEOUT_S = 120
@@ -41,7 +42,7 @@ RUN_TIMEOUT_S = 120
 pytestmark = [pytest.mark.editor, pytest.mark.timeout(RUN_TIMEOUT_S + 30)]
 
 
-def test_the_readme_statusline_follows_the_ghost_text(tmp_path: pathlib.Path) -> None:
+def test_the_readme_statusline_follows_the_ghost_text(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
     if NVIM is None:
         pytest.skip(NVIM_MISSING)
     truth_text = pathlib.Path(textwrap.__file__).read_text(encoding="utf-8")
@@ -56,41 +57,41 @@ def test_the_readme_statusline_follows_the_ghost_text(tmp_path: pathlib.Path) ->
     path.write_text(truth_text[: cut.typed_at], encoding="utf-8")
     ghost = _rest_of_line(truth_text, cut.end)
     result_path = tmp_path / "result.json"
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
-        spec = {
-            "result_path": str(result_path),
-            "nvim": NVIM,
-            "plugin": str(PLUGIN),
-            "path": str(path),
-            "keys": cut.typed(truth_text),
-            "ghost": ghost.strip()[:30],
-            "artifacts": str(ROOT / "artifacts" / "neovim"),
-            "server_log": str(tmp_path / "server.log"),
-            "setup": {
-                "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(tmp_path / "server.log")],
-                "init_options": {
-                    "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
-                },
+    sim = sim_factory(profile="spark", truth=(str(truth),))
+    spec = {
+        "result_path": str(result_path),
+        "nvim": NVIM,
+        "plugin": str(PLUGIN),
+        "path": str(path),
+        "keys": cut.typed(truth_text),
+        "ghost": ghost.strip()[:30],
+        "artifacts": str(ROOT / "artifacts" / "neovim"),
+        "server_log": str(tmp_path / "server.log"),
+        "setup": {
+            "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(tmp_path / "server.log")],
+            "init_options": {
+                "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
             },
-        }
-        spec_path = tmp_path / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        env = {
-            **os.environ,
-            "TANDEM_TEST_SPEC": str(spec_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_DATA_HOME": str(tmp_path / "data"),
-        }
-        subprocess.run(
-            [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
+        },
+    }
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {
+        **os.environ,
+        "TANDEM_TEST_SPEC": str(spec_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     assert "error" not in results, results.get("error")
     # On screen with the ghost text: the statusline shows the answer's latency, not the waiting mark.
@@ -134,7 +135,9 @@ def test_a_missing_server_is_reported_on_screen(tmp_path: pathlib.Path) -> None:
     assert not any("Press ENTER" in line for line in results["screen"]), results["screen"]
 
 
-def test_at_the_bottom_row_tab_inserts_only_lines_that_were_on_screen(tmp_path: pathlib.Path) -> None:
+def test_at_the_bottom_row_tab_inserts_only_lines_that_were_on_screen(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """Issue 28 item 2 on the drawn screen: the file's last line on the window's bottom row (`Gzb`), `:` typed
     after a `def`; every line Tab inserts was on the screen when Tab was pressed."""
     if NVIM is None:
@@ -151,45 +154,45 @@ def test_at_the_bottom_row_tab_inserts_only_lines_that_were_on_screen(tmp_path: 
     before = truth_text[: cut.typed_at]
     path.write_text(before, encoding="utf-8")
     result_path = tmp_path / "result.json"
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
-        spec = {
-            "result_path": str(result_path),
-            "nvim": NVIM,
-            "plugin": str(PLUGIN),
-            "path": str(path),
-            "before_keys": "Gzb",
-            "last_line": before.rstrip("\n").split("\n")[-1].strip(),
-            "keys": cut.typed(truth_text),
-            # The first body line of the block, drawn as a virtual line below the cursor's line.
-            "ghost": truth_text[cut.end :].split("\n")[1].strip()[:30],
-            "accept_and_write": True,
-            "artifacts": str(ROOT / "artifacts" / "neovim"),
-            "server_log": str(tmp_path / "server.log"),
-            "setup": {
-                "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(tmp_path / "server.log")],
-                "init_options": {
-                    "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
-                },
+    sim = sim_factory(profile="spark", truth=(str(truth),))
+    spec = {
+        "result_path": str(result_path),
+        "nvim": NVIM,
+        "plugin": str(PLUGIN),
+        "path": str(path),
+        "before_keys": "Gzb",
+        "last_line": before.rstrip("\n").split("\n")[-1].strip(),
+        "keys": cut.typed(truth_text),
+        # The first body line of the block, drawn as a virtual line below the cursor's line.
+        "ghost": truth_text[cut.end :].split("\n")[1].strip()[:30],
+        "accept_and_write": True,
+        "artifacts": str(ROOT / "artifacts" / "neovim"),
+        "server_log": str(tmp_path / "server.log"),
+        "setup": {
+            "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(tmp_path / "server.log")],
+            "init_options": {
+                "models": {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
             },
-        }
-        spec_path = tmp_path / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        env = {
-            **os.environ,
-            "TANDEM_TEST_SPEC": str(spec_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_DATA_HOME": str(tmp_path / "data"),
-        }
-        subprocess.run(
-            [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
+        },
+    }
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {
+        **os.environ,
+        "TANDEM_TEST_SPEC": str(spec_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     assert "error" not in results, results.get("error")
     written = path.read_text(encoding="utf-8")
@@ -202,7 +205,9 @@ def test_at_the_bottom_row_tab_inserts_only_lines_that_were_on_screen(tmp_path: 
             assert line.rstrip() in on_screen, (line, on_screen)
 
 
-def test_the_readme_statusline_leaves_editing_when_the_edit_is_done(tmp_path: pathlib.Path) -> None:
+def test_the_readme_statusline_leaves_editing_when_the_edit_is_done(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """Issue 28 item 5: after an edit's message the statusline said `tandem editing…` until the cursor moved."""
     if NVIM is None:
         pytest.skip(NVIM_MISSING)
@@ -216,50 +221,51 @@ def test_the_readme_statusline_leaves_editing_when_the_edit_is_done(tmp_path: pa
     result_path = tmp_path / "result.json"
     fast = SimSettings(profile="spark")
     accurate = SimSettings(profile="codex", ttft_ms=50.0, tokens_per_s=20_000.0)
-    with start_in_thread(fast) as sim, start_in_thread(accurate) as accurate_sim:
-        for handle in (sim, accurate_sim):
-            handle.set_edit_truth({path.name: target.after}, errors="off")
-        spec = {
-            "result_path": str(result_path),
-            "nvim": NVIM,
-            "plugin": str(PLUGIN),
-            "path": str(path),
-            "edit_keys": f"{target.line1}GV{target.line2}G:TandemEdit add a comment\r",
-            "edit_message": f"edited {path.name}",
-            "artifacts": str(ROOT / "artifacts" / "neovim"),
-            "server_log": str(tmp_path / "server.log"),
-            "setup": {
-                "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(tmp_path / "server.log")],
-                "init_options": {
-                    "models": {
-                        "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
-                        "accurate": {
-                            "provider": "openai-chat",
-                            "base_url": accurate_sim.base_url,
-                            "model": "sim-codex",
-                        },
-                    }
-                },
+    sim = sim_factory(fast)
+    accurate_sim = sim_factory(accurate)
+    for handle in (sim, accurate_sim):
+        handle.set_edit_truth({path.name: target.after}, errors="off")
+    spec = {
+        "result_path": str(result_path),
+        "nvim": NVIM,
+        "plugin": str(PLUGIN),
+        "path": str(path),
+        "edit_keys": f"{target.line1}GV{target.line2}G:TandemEdit add a comment\r",
+        "edit_message": f"edited {path.name}",
+        "artifacts": str(ROOT / "artifacts" / "neovim"),
+        "server_log": str(tmp_path / "server.log"),
+        "setup": {
+            "cmd": [hostile_repo.console_script(), "serve", "--log-file", str(tmp_path / "server.log")],
+            "init_options": {
+                "models": {
+                    "fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"},
+                    "accurate": {
+                        "provider": "openai-chat",
+                        "base_url": accurate_sim.base_url,
+                        "model": "sim-codex",
+                    },
+                }
             },
-        }
-        spec_path = tmp_path / "spec.json"
-        spec_path.write_text(json.dumps(spec))
-        env = {
-            **os.environ,
-            "TANDEM_TEST_SPEC": str(spec_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_DATA_HOME": str(tmp_path / "data"),
-        }
-        subprocess.run(
-            [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
-            cwd=work,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            check=False,
-        )
+        },
+    }
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {
+        **os.environ,
+        "TANDEM_TEST_SPEC": str(spec_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    subprocess.run(
+        [NVIM, "--headless", "--clean", "-c", f"luafile {SCREEN}"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
     results = json.loads(result_path.read_text()) if result_path.exists() else {"error": "no result file"}
     assert "error" not in results, results.get("error")
     assert "editing" not in results["status_after"], results
@@ -335,7 +341,7 @@ def _sim_fast(sim: Any) -> dict[str, Any]:
     return {"fast": {"provider": "openai-chat", "base_url": sim.base_url, "model": "sim-spark"}}
 
 
-def test_a_crlf_file_gets_no_carriage_return_from_a_suggestion(tmp_path: pathlib.Path) -> None:
+def test_a_crlf_file_gets_no_carriage_return_from_a_suggestion(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
     """Issue 36 item 1: in a file with CRLF line ends (Neovim's fileformat=dos) the ghost showed `…:^M`
     and Tab wrote a carriage return into the line. The truth is the file with CRLF line ends, as the server
     sees it; the ghost reads without `^M`, and the file written after Tab is the truth's bytes."""
@@ -360,26 +366,26 @@ def test_a_crlf_file_gets_no_carriage_return_from_a_suggestion(tmp_path: pathlib
     line_path = work / "crlf_line.py"
     line_path.write_bytes(truth_lf[: line.typed_at].replace("\n", "\r\n").encode())
     rest = _rest_of_line(truth_lf, line.end)
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                {"wait_eval": "vim.bo.fileformat == 'dos'"},
-                {"send": "GA:"},
-                {"wait": body.strip()[:30]},
-                {"wait_eval": VISIBLE, "record": "block_ghost", "eval": SUGGESTION},
-                {"send": "\t\x1b:w\r"},
-                {"wait_eval": "not vim.bo.modified and vim.fn.mode() == 'n'"},
-                {"send": f":e {line_path.name}\r"},
-                {"wait_eval": f"vim.fn.expand('%:t') == '{line_path.name}' and vim.bo.fileformat == 'dos'"},
-                {"send": "GA" + line.typed(truth_lf)},
-                {"wait_eval": VISIBLE, "record": "line_ghost", "eval": SUGGESTION},
-                {"send": "\t\x1b:w\r"},
-                {"wait_eval": "not vim.bo.modified and vim.fn.mode() == 'n'"},
-            ],
-            models=_sim_fast(sim),
-        )
+    sim = sim_factory(profile="spark", truth=(str(truth),))
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            {"wait_eval": "vim.bo.fileformat == 'dos'"},
+            {"send": "GA:"},
+            {"wait": body.strip()[:30]},
+            {"wait_eval": VISIBLE, "record": "block_ghost", "eval": SUGGESTION},
+            {"send": "\t\x1b:w\r"},
+            {"wait_eval": "not vim.bo.modified and vim.fn.mode() == 'n'"},
+            {"send": f":e {line_path.name}\r"},
+            {"wait_eval": f"vim.fn.expand('%:t') == '{line_path.name}' and vim.bo.fileformat == 'dos'"},
+            {"send": "GA" + line.typed(truth_lf)},
+            {"wait_eval": VISIBLE, "record": "line_ghost", "eval": SUGGESTION},
+            {"send": "\t\x1b:w\r"},
+            {"wait_eval": "not vim.bo.modified and vim.fn.mode() == 'n'"},
+        ],
+        models=_sim_fast(sim),
+    )
     assert records["line_ghost"]["eval"] == rest
     assert truth_lf[block.end :].startswith(records["block_ghost"]["eval"]), records["block_ghost"]["eval"]
     for name, file, cut in (("block_ghost", path, block), ("line_ghost", line_path, line)):
@@ -392,7 +398,7 @@ def test_a_crlf_file_gets_no_carriage_return_from_a_suggestion(tmp_path: pathlib
         assert truth_text.encode().startswith(written), written[-300:]
 
 
-def test_the_next_edit_keys_with_no_next_edit_type_nothing(tmp_path: pathlib.Path) -> None:
+def test_the_next_edit_keys_with_no_next_edit_type_nothing(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
     """Issue 36 item 2: `<M-l>` (accept the next edit) with none shown typed into the buffer (`y = 2l`): the
     key was fed back, and Neovim reads an unmapped Alt key in insert mode as <Esc> and the letter, so insert
     mode ended and what the user typed next became commands. With no next edit, `<M-l>` and `<M-h>` do
@@ -406,23 +412,23 @@ def test_the_next_edit_keys_with_no_next_edit_type_nothing(tmp_path: pathlib.Pat
     no_next_edit = "require('tandem.next_edit').shown(vim.api.nvim_get_current_buf()) == nil"
     # Alt-l and Alt-h as a terminal sends them.
     alt_l, alt_h = "\x1bl", "\x1bh"
-    with start_in_thread(SimSettings(profile="spark")) as sim:
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                {"send": "Go"},
-                {"send": "y = 2"},
-                {"wait_eval": f"vim.fn.getline('.') == 'y = 2' and {no_next_edit}"},
-                {"send": alt_l + "Z"},
-                {"wait_eval": "vim.fn.getline('.'):find('Z') ~= nil or vim.fn.mode() ~= 'i'", "record": "insert"},
-                {"send": "\x1b0"},
-                {"wait_eval": f"vim.fn.mode() == 'n' and vim.fn.col('.') == 1 and {no_next_edit}"},
-                {"send": alt_h + alt_l + "x"},
-                {"wait_eval": "#vim.fn.getline('.') < 6", "record": "normal", "eval": no_next_edit},
-            ],
-            models=_sim_fast(sim),
-        )
+    sim = sim_factory(profile="spark")
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            {"send": "Go"},
+            {"send": "y = 2"},
+            {"wait_eval": f"vim.fn.getline('.') == 'y = 2' and {no_next_edit}"},
+            {"send": alt_l + "Z"},
+            {"wait_eval": "vim.fn.getline('.'):find('Z') ~= nil or vim.fn.mode() ~= 'i'", "record": "insert"},
+            {"send": "\x1b0"},
+            {"wait_eval": f"vim.fn.mode() == 'n' and vim.fn.col('.') == 1 and {no_next_edit}"},
+            {"send": alt_h + alt_l + "x"},
+            {"wait_eval": "#vim.fn.getline('.') < 6", "record": "normal", "eval": no_next_edit},
+        ],
+        models=_sim_fast(sim),
+    )
     assert (records["insert"]["mode"], records["insert"]["buffer"]) == ("i", "x = 1\ny = 2Z"), records["insert"]
     assert records["normal"]["eval"] is True, records["normal"]
     # `x` at the line's start, and the cursor still there: the keys before it did not move it.
@@ -438,7 +444,9 @@ def _window_rows(screen: list[str], name: str) -> list[str]:
     return screen[top + 1 : end]
 
 
-def test_a_next_edit_jumped_to_is_drawn_whole_before_it_is_applied(tmp_path: pathlib.Path) -> None:
+def test_a_next_edit_jumped_to_is_drawn_whole_before_it_is_applied(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """Issue 36 item 3: after `<M-l>` jumped to a next edit below the window, its first line was on the
     window's bottom row and the line it becomes (a virtual line below) under the window; the next `<M-l>`
     applied text never drawn. Here, in a window of three rows: after the jump the struck line and the
@@ -452,36 +460,36 @@ def test_a_next_edit_jumped_to_is_drawn_whole_before_it_is_applied(tmp_path: pat
     alt_l = "\x1bl"
     replaced = "    return size * h * scale"
     edit_shown = "require('tandem.next_edit').shown(vim.api.nvim_get_current_buf()) ~= nil"
-    with start_in_thread(SimSettings(profile="spark")) as sim:
-        sim.set_next_edit_truth({path.name: NEXT_EDIT_FAR_TRUTH})
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                # The file in a window of three rows, below an empty window.
-                {"send": ":new | wincmd j | resize 3\r"},
-                {"wait_eval": "vim.api.nvim_win_get_height(0) == 3"},
-                # `w` on the def line becomes `size`; the docstring's `w` is the first next edit (on screen).
-                {"send": "gg0f(ls" + "size" + "\x1b"},
-                {"wait_eval": edit_shown},
-                {"send": alt_l},
-                {"wait": "next edit at line 4", "record": "hint"},
-                {"send": alt_l},
-                {"wait_eval": "vim.fn.line('.') == 4"},
-                {"wait": replaced, "record": "jumped"},
-                {"send": ":resize 1\r"},
-                {"wait_eval": "vim.api.nvim_win_get_height(0) == 1"},
-                {"send": alt_l},
-                {"wait": "next edit taller than the window", "record": "too_tall"},
-                {"send": ":resize 3\r"},
-                {"wait_eval": "vim.api.nvim_win_get_height(0) == 3"},
-                # Drawn whole again (the empty window above shows nothing): now the key applies it.
-                {"wait": replaced, "record": "in_view_again"},
-                {"send": alt_l},
-                {"wait_eval": "vim.fn.getline(4) == '" + replaced + "'", "record": "applied"},
-            ],
-            models=_sim_fast(sim),
-        )
+    sim = sim_factory(profile="spark")
+    sim.set_next_edit_truth({path.name: NEXT_EDIT_FAR_TRUTH})
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            # The file in a window of three rows, below an empty window.
+            {"send": ":new | wincmd j | resize 3\r"},
+            {"wait_eval": "vim.api.nvim_win_get_height(0) == 3"},
+            # `w` on the def line becomes `size`; the docstring's `w` is the first next edit (on screen).
+            {"send": "gg0f(ls" + "size" + "\x1b"},
+            {"wait_eval": edit_shown},
+            {"send": alt_l},
+            {"wait": "next edit at line 4", "record": "hint"},
+            {"send": alt_l},
+            {"wait_eval": "vim.fn.line('.') == 4"},
+            {"wait": replaced, "record": "jumped"},
+            {"send": ":resize 1\r"},
+            {"wait_eval": "vim.api.nvim_win_get_height(0) == 1"},
+            {"send": alt_l},
+            {"wait": "next edit taller than the window", "record": "too_tall"},
+            {"send": ":resize 3\r"},
+            {"wait_eval": "vim.api.nvim_win_get_height(0) == 3"},
+            # Drawn whole again (the empty window above shows nothing): now the key applies it.
+            {"wait": replaced, "record": "in_view_again"},
+            {"send": alt_l},
+            {"wait_eval": "vim.fn.getline(4) == '" + replaced + "'", "record": "applied"},
+        ],
+        models=_sim_fast(sim),
+    )
     before = NEXT_EDIT_FAR_TRUTH.replace(replaced, "    return w * h * scale").rstrip("\n")
     jumped = _window_rows(records["jumped"]["screen"], path.name)
     assert len(jumped) == 3 and "return w * h * scale" in jumped[-2] and jumped[-1].rstrip() == replaced, jumped
@@ -492,7 +500,7 @@ def test_a_next_edit_jumped_to_is_drawn_whole_before_it_is_applied(tmp_path: pat
     assert records["applied"]["buffer"] == NEXT_EDIT_FAR_TRUTH.rstrip("\n")
 
 
-def test_a_session_leaves_no_error_in_neovims_lsp_log(tmp_path: pathlib.Path) -> None:
+def test_a_session_leaves_no_error_in_neovims_lsp_log(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
     """Issue 36 item 11: Neovim's lsp.log gained 277 ERROR lines in 15 minutes. Neovim records everything a
     server writes to stderr as an ERROR (tandem's routine INFO lines among them), and the plugin cancelled
     requests already answered (the server warned of each on stderr). With the plugin's own `cmd`: a
@@ -512,25 +520,25 @@ def test_a_session_leaves_no_error_in_neovims_lsp_log(tmp_path: pathlib.Path) ->
     path.write_text(truth_text[: cut.typed_at], encoding="utf-8")
     following = truth_text[cut.end :].split("\n", 2)[1]
     attached = "require('tandem.client').get(vim.api.nvim_get_current_buf())"
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                {"wait_eval": f"{attached} ~= nil and {attached}.initialized == true"},
-                {"send": "GA" + cut.typed(truth_text)},
-                {"wait_eval": VISIBLE},
-                {"send": "\t\r"},
-                {"wait_eval": "vim.fn.getline('.'):match('^%s*$') ~= nil and vim.fn.line('.') == vim.fn.line('$')"},
-                # The next line (after the indentation Neovim keeps) typed as fast as a terminal delivers it.
-                {"send": following.strip()},
-                {"wait_eval": "vim.trim(vim.fn.getline('.')) == " + json.dumps(following.strip())},
-                {"send": "\x1b:w\r"},
-                {"wait_eval": "not vim.bo.modified", "record": "written", "eval": "vim.lsp.get_log_path()"},
-            ],
-            models=_sim_fast(sim),
-            default_cmd=True,
-        )
+    sim = sim_factory(profile="spark", truth=(str(truth),))
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            {"wait_eval": f"{attached} ~= nil and {attached}.initialized == true"},
+            {"send": "GA" + cut.typed(truth_text)},
+            {"wait_eval": VISIBLE},
+            {"send": "\t\r"},
+            {"wait_eval": "vim.fn.getline('.'):match('^%s*$') ~= nil and vim.fn.line('.') == vim.fn.line('$')"},
+            # The next line (after the indentation Neovim keeps) typed as fast as a terminal delivers it.
+            {"send": following.strip()},
+            {"wait_eval": "vim.trim(vim.fn.getline('.')) == " + json.dumps(following.strip())},
+            {"send": "\x1b:w\r"},
+            {"wait_eval": "not vim.bo.modified", "record": "written", "eval": "vim.lsp.get_log_path()"},
+        ],
+        models=_sim_fast(sim),
+        default_cmd=True,
+    )
     log_path = pathlib.Path(records["written"]["eval"])
     assert log_path.is_relative_to(tmp_path), log_path
     log = log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -539,7 +547,7 @@ def test_a_session_leaves_no_error_in_neovims_lsp_log(tmp_path: pathlib.Path) ->
     assert path.read_text(encoding="utf-8").rstrip().endswith(following.strip())
 
 
-def test_a_request_already_answered_is_not_cancelled(tmp_path: pathlib.Path) -> None:
+def test_a_request_already_answered_is_not_cancelled(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
     """Issue 36 item 11: Neovim's `cancel_request` sends `$/cancelRequest` for a request already answered,
     and the server warned of each ("Cancel notification for unknown message id"), on stderr, which Neovim's
     lsp.log keeps as an ERROR. The plugin's cancel after the answer arrived sends nothing: the server's log
@@ -556,32 +564,32 @@ def test_a_request_already_answered_is_not_cancelled(tmp_path: pathlib.Path) -> 
         " function() _G.answers = _G.answers + 1 end)"
     )
     attached = "require('tandem.client').get(vim.api.nvim_get_current_buf())"
-    with start_in_thread(SimSettings(profile="spark")) as sim:
-        _run_steps(
-            tmp_path,
-            path,
-            [
-                {"wait_eval": f"{attached} ~= nil and {attached}.initialized == true"},
-                {"send": "GA"},
-                {"wait_eval": "vim.fn.mode() == 'i'"},
-                {"run": ask},
-                {"wait_eval": "_G.answers == 1 and " + attached + ".requests[_G.asked] == nil"},
-                {"run": f"require('tandem.client').cancel({attached}, _G.asked)"},
-                # A second request: the server reads the cancel (and logs any warning) before answering it.
-                {"run": ask},
-                {"wait_eval": "_G.answers == 2"},
-            ],
-            models=_sim_fast(sim),
-            setup={
-                "cmd": [
-                    hostile_repo.console_script(),
-                    "serve",
-                    "--log-to-client",
-                    "--log-file",
-                    str(tmp_path / "server.log"),
-                ]
-            },
-        )
+    sim = sim_factory(profile="spark")
+    _run_steps(
+        tmp_path,
+        path,
+        [
+            {"wait_eval": f"{attached} ~= nil and {attached}.initialized == true"},
+            {"send": "GA"},
+            {"wait_eval": "vim.fn.mode() == 'i'"},
+            {"run": ask},
+            {"wait_eval": "_G.answers == 1 and " + attached + ".requests[_G.asked] == nil"},
+            {"run": f"require('tandem.client').cancel({attached}, _G.asked)"},
+            # A second request: the server reads the cancel (and logs any warning) before answering it.
+            {"run": ask},
+            {"wait_eval": "_G.answers == 2"},
+        ],
+        models=_sim_fast(sim),
+        setup={
+            "cmd": [
+                hostile_repo.console_script(),
+                "serve",
+                "--log-to-client",
+                "--log-file",
+                str(tmp_path / "server.log"),
+            ]
+        },
+    )
     log = (tmp_path / "server.log").read_text(errors="replace")
     assert "tandem serving" in log
     assert "unknown message id" not in log, log[-2000:]
@@ -595,7 +603,9 @@ CURSOR_ROW_CELLS = (
 )
 
 
-def test_the_ghost_between_autopaired_brackets_is_drawn_as_a_ghost(tmp_path: pathlib.Path) -> None:
+def test_the_ghost_between_autopaired_brackets_is_drawn_as_a_ghost(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """Issue 36 item 4: with an auto-pair mapping, `(` gives `()` with the cursor between, and Neovim's
     matchparen highlights the pair (MatchParen: bold, underlined in the default scheme). The ghost drawn
     between them took MatchParen's look and read as typed text. Every cell of the ghost on the screen is in
@@ -613,33 +623,33 @@ def test_the_ghost_between_autopaired_brackets_is_drawn_as_a_ghost(tmp_path: pat
     path = work / "pairs_textwrap.py"
     path.write_text(truth_text[:at], encoding="utf-8")
     inside = line[line.index("(") + 1 : line.rindex(")")]
-    with start_in_thread(SimSettings(profile="spark", truth=(str(truth),))) as sim:
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                {"send": "GA("},
-                {"wait_eval": VISIBLE + " and vim.fn.getline('.'):sub(-2) == '()'"},
-                {"wait": line[: line.index("(") + 1] + inside},
-                # The inner Neovim's grid holds the drawn row (the terminal's copy may lag it or lead it).
-                {
-                    "wait_eval": "table.concat(vim.tbl_map(function(c) return c[1] end, "
-                    + CURSOR_ROW_CELLS
-                    + ")):find("
-                    + json.dumps(line[: line.index("(") + 1] + inside)
-                    + ", 1, true) ~= nil",
-                    "record": "ghost",
-                    "eval": CURSOR_ROW_CELLS,
-                },
-            ],
-            models=_sim_fast(sim),
-            # nvim-autopairs' and mini.pairs' mapping, as the Neovim scenarios have it.
-            # MatchParen as the report saw it (bold and underlined, as colour schemes often draw it).
-            init_lua=[
-                'vim.keymap.set("i", "(", "()<C-g>U<Left>")',
-                'vim.api.nvim_set_hl(0, "MatchParen", { bold = true, underline = true })',
-            ],
-        )
+    sim = sim_factory(profile="spark", truth=(str(truth),))
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            {"send": "GA("},
+            {"wait_eval": VISIBLE + " and vim.fn.getline('.'):sub(-2) == '()'"},
+            {"wait": line[: line.index("(") + 1] + inside},
+            # The inner Neovim's grid holds the drawn row (the terminal's copy may lag it or lead it).
+            {
+                "wait_eval": "table.concat(vim.tbl_map(function(c) return c[1] end, "
+                + CURSOR_ROW_CELLS
+                + ")):find("
+                + json.dumps(line[: line.index("(") + 1] + inside)
+                + ", 1, true) ~= nil",
+                "record": "ghost",
+                "eval": CURSOR_ROW_CELLS,
+            },
+        ],
+        models=_sim_fast(sim),
+        # nvim-autopairs' and mini.pairs' mapping, as the Neovim scenarios have it.
+        # MatchParen as the report saw it (bold and underlined, as colour schemes often draw it).
+        init_lua=[
+            'vim.keymap.set("i", "(", "()<C-g>U<Left>")',
+            'vim.api.nvim_set_hl(0, "MatchParen", { bold = true, underline = true })',
+        ],
+    )
     cells = records["ghost"]["eval"]
     text = "".join(cell[0] for cell in cells)
     start = text.index(line[: line.index("(") + 1]) + line.index("(") + 1
@@ -661,7 +671,9 @@ TYPE_ON = (
 )
 
 
-def test_the_statusline_warning_goes_when_the_model_answers_again(tmp_path: pathlib.Path) -> None:
+def test_the_statusline_warning_goes_when_the_model_answers_again(
+    tmp_path: pathlib.Path, sim_factory: SimFactory
+) -> None:
     """Issue 36 item 9: after one outage of the model the README's statusline kept `⚠` for good. The
     model answers 500 while the user types until the outage is announced (`⚠` shown), then answers again:
     once a suggestion comes, the statusline is the server's text without `⚠`."""
@@ -671,37 +683,37 @@ def test_the_statusline_warning_goes_when_the_model_answers_again(tmp_path: path
     path = tmp_path / "outage.py"
     path.write_text("x = 1\n", encoding="utf-8")
     status = "require('tandem.status').get()"
-    with start_in_thread(SimSettings(profile="spark")) as sim:
-        sim.arm_fault("500", 1000)
-        clear = [sys.executable, "-c", CLEAR_FAULTS, sim.root_url]
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                {"send": "GA = "},
-                {"wait_eval": "vim.fn.mode() == 'i'"},
-                {"run": TYPE_ON},
-                {"wait_eval": f"{status}.message ~= nil", "timeout_ms": 30000},
-                {"wait": "⚠", "record": "outage"},
-                {"shell": clear},
-                {
-                    "wait_eval": f"{status}.server ~= nil and {status}.server.state == 'ready'"
-                    f" and ({status}.server.latency_ms or 0) > 0",
-                    "timeout_ms": 40000,
-                },
-                {"run": "_G.stop_typing = true"},
-                {"wait_eval": "true", "record": "recovered", "eval": "require('tandem').statusline()"},
-            ],
-            models=_sim_fast(sim),
-            # Room for the outage's message (two rows at this width) without a hit-enter prompt.
-            init_lua=["vim.o.cmdheight = 4"],
-        )
+    sim = sim_factory(profile="spark")
+    sim.arm_fault("500", 1000)
+    clear = [sys.executable, "-c", CLEAR_FAULTS, sim.root_url]
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            {"send": "GA = "},
+            {"wait_eval": "vim.fn.mode() == 'i'"},
+            {"run": TYPE_ON},
+            {"wait_eval": f"{status}.message ~= nil", "timeout_ms": 30000},
+            {"wait": "⚠", "record": "outage"},
+            {"shell": clear},
+            {
+                "wait_eval": f"{status}.server ~= nil and {status}.server.state == 'ready'"
+                f" and ({status}.server.latency_ms or 0) > 0",
+                "timeout_ms": 40000,
+            },
+            {"run": "_G.stop_typing = true"},
+            {"wait_eval": "true", "record": "recovered", "eval": "require('tandem').statusline()"},
+        ],
+        models=_sim_fast(sim),
+        # Room for the outage's message (two rows at this width) without a hit-enter prompt.
+        init_lua=["vim.o.cmdheight = 4"],
+    )
     assert "⚠" in records["outage"]["statusline"], records["outage"]["statusline"]
     # For a while after an outage the server says the model is back (" ✓ back"); the warning is gone either way.
     assert re.fullmatch(r"tandem \d+ ms \w+( ✓ back)?", records["recovered"]["eval"]), records["recovered"]["eval"]
 
 
-def test_the_readmes_next_edit_step_in_neovim(tmp_path: pathlib.Path) -> None:
+def test_the_readmes_next_edit_step_in_neovim(tmp_path: pathlib.Path, sim_factory: SimFactory) -> None:
     """Issue 36 item 13 in the real editor: the README's next-edit block run as written (its port made the
     simulator's), then its keys: the cursor on the `w` of `def area(w, h)`, `cwwidth`, Esc. The next edit
     is drawn (struck text, the lines as they will read), and Alt-l leaves the file as the README's truth."""
@@ -713,27 +725,27 @@ def test_the_readmes_next_edit_step_in_neovim(tmp_path: pathlib.Path) -> None:
     work.mkdir()
     (work / ".git").mkdir()
     truth = 'def area(width, h):\n    """Area of a width by h rectangle."""\n    return width * h\n'
-    with start_in_thread(SimSettings(profile="spark")) as sim:
-        port = sim.base_url.split(":")[2].split("/")[0]
-        script = textwrap.dedent(block).replace("8123", port).replace("path/to/some/project", str(work))
-        subprocess.run(["bash", "-euo", "pipefail", "-c", script], check=True, capture_output=True, timeout=60)
-        path = work / "area.py"
-        records = _run_steps(
-            tmp_path,
-            path,
-            [
-                {"wait_eval": "require('tandem.client').get(vim.api.nvim_get_current_buf()) ~= nil"},
-                {"send": "gg0fw"},
-                {"wait_eval": "vim.fn.col('.') == 10"},
-                {"send": "cwwidth\x1b"},
-                {"wait": "    return width * h", "record": "shown"},
-                {"send": "\x1bl"},
-                {"wait_eval": "vim.fn.getline(3) == '    return width * h'", "record": "applied"},
-                {"send": ":w\r"},
-                {"wait_eval": "not vim.bo.modified"},
-            ],
-            models=_sim_fast(sim),
-        )
+    sim = sim_factory(profile="spark")
+    port = sim.base_url.split(":")[2].split("/")[0]
+    script = textwrap.dedent(block).replace("8123", port).replace("path/to/some/project", str(work))
+    subprocess.run(["bash", "-euo", "pipefail", "-c", script], check=True, capture_output=True, timeout=60)
+    path = work / "area.py"
+    records = _run_steps(
+        tmp_path,
+        path,
+        [
+            {"wait_eval": "require('tandem.client').get(vim.api.nvim_get_current_buf()) ~= nil"},
+            {"send": "gg0fw"},
+            {"wait_eval": "vim.fn.col('.') == 10"},
+            {"send": "cwwidth\x1b"},
+            {"wait": "    return width * h", "record": "shown"},
+            {"send": "\x1bl"},
+            {"wait_eval": "vim.fn.getline(3) == '    return width * h'", "record": "applied"},
+            {"send": ":w\r"},
+            {"wait_eval": "not vim.bo.modified"},
+        ],
+        models=_sim_fast(sim),
+    )
     shown = [row.rstrip() for row in records["shown"]["screen"]]
     assert '    """Area of a width by h rectangle."""' in shown and "    return w * h" in shown, shown
     assert path.read_text(encoding="utf-8") == truth

@@ -7,9 +7,9 @@ import json
 import time
 
 import httpx
+from fixtures_sim import SimFactory
 
 from tandem.sim.prompt_reading import read_fim
-from tandem.sim.runner import SimSettings, start_in_thread
 
 
 def _ask(client: httpx.Client, url: str, prompt: str) -> tuple[float, dict[str, object]]:
@@ -36,9 +36,10 @@ def _ask(client: httpx.Client, url: str, prompt: str) -> tuple[float, dict[str, 
     return first, usage
 
 
-def test_a_prompt_that_extends_the_last_one_reads_only_its_new_tokens() -> None:
+def test_a_prompt_that_extends_the_last_one_reads_only_its_new_tokens(sim_factory: SimFactory) -> None:
     body = "".join(f"def f{i}(x):\n    return x * {i}\n" for i in range(60))  # ~1,000 tokens
-    with start_in_thread(SimSettings(profile="llama-0.5b", error_rate=0.0)) as sim, httpx.Client(timeout=60) as client:
+    sim = sim_factory(profile="llama-0.5b", error_rate=0.0)
+    with httpx.Client(timeout=60) as client:
         cold_s, cold = _ask(client, sim.base_url, body)
         warm_s, warm = _ask(client, sim.base_url, body + "def g(")
     details = warm["prompt_tokens_details"]

@@ -27,6 +27,8 @@ LISTENING = re.compile(r"^tandem sim \(simulated provider, profile (\w+)\) liste
 
 
 def run_cli(*args: str) -> subprocess.Popen[str]:
+    # The command line itself is under test (the line it prints, its exit status on a signal, its errors):
+    # a process of its own, not the fixtures' thread; `start_in_thread` is tested below the same way.
     return subprocess.Popen(
         [sys.executable, "-P", "-m", "tandem.sim", *args],
         cwd=ROOT,
