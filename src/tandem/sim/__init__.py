@@ -18,6 +18,7 @@ response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
     answers.py            what is answered: truth continuation or filler, stop strings, max_tokens
     truth.py              the truth index
     error_model.py        when and how the simulated model is wrong
+    local_errors.py       the local profiles' completion mistakes, fitted to the real Qwen2.5-Coder models
     pacing.py             tokens paced by the clock
     faults.py             armed faults and the counters of /_sim/stats
     tokens.py             tiktoken counting and splitting
