@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tandem.sim.error_model import Attempt, apply_error_model
-from tandem.sim.local_errors import LOCAL_RATES, Observed, count_pieces, right_chance, seen_flags
+from tandem.sim.error_model import Attempt, apply_error_model, rng_for
+from tandem.sim.local_errors import (
+    LOCAL_RATES,
+    Observed,
+    count_pieces,
+    first_wrong,
+    right_chance,
+    seen_flags,
+)
 
 # A fixed piece of code typed back line by line: the answers below are each line's rest from a cursor.
 _SOURCE = '''import os
@@ -99,12 +106,15 @@ def test_a_wrong_local_answer_is_right_up_to_where_it_goes_wrong() -> None:
     wrong = [(a, given) for a in _attempts("llama-0.5b") for given, bad in [apply_error_model(a)] if bad]
     assert wrong
     for attempt, given in wrong:
+        rates = LOCAL_RATES["llama-0.5b"]
+        at = first_wrong(attempt.answer, attempt.prefix, attempt.suffix, rates, rng_for(attempt))
+        assert at is not None
+        # Wrong from the start of the word holding the first wrong token; the true text before it.
+        start = at
+        while start > 0 and (attempt.answer[start - 1].isalnum() or attempt.answer[start - 1] == "_"):
+            start -= 1
+        assert given[:start] == attempt.answer[:start]
         assert given != attempt.answer
-        # It goes wrong at a word's start at the earliest: what comes before is the true text.
-        common = 0
-        while common < min(len(given), len(attempt.answer)) and given[common] == attempt.answer[common]:
-            common += 1
-        assert attempt.answer[:common] == given[:common]
 
 
 def test_error_rate_zero_turns_the_local_mistakes_off() -> None:
