@@ -3,9 +3,9 @@
 A small local model gets a completion right token by token, and what it gets right is mostly what the
 prompt already shows: a name, a call, an indentation it has seen before. The model here:
 
-    each token piece of the true answer is *seen* if the piece, with the piece before it (CONTEXT_PIECES), occurs in
-    the prompt's window (the last WINDOW_PREFIX_CHARS of the prefix, the first WINDOW_SUFFIX_CHARS of the
-    suffix), else *new*; the model writes each piece right with chance `seen` or `new` (`TokenRates`), in
+    each token piece of the true answer is *seen* if the piece, with the piece before it (CONTEXT_PIECES),
+    occurs in the prompt's window (the last WINDOW_PREFIX_CHARS of the prefix, the first WINDOW_SUFFIX_CHARS
+    of the suffix), else *new*; the model writes each piece right with chance `seen` or `new` (`TokenRates`), in
     order, and from its first wrong piece on the answer goes wrong (`error_model.corrupt`).
 
 So the chance that a shown suggestion is exactly right is seen^(seen pieces) * new^(new pieces): short
