@@ -6,32 +6,33 @@ speed of a chosen profile, with faults on demand. Given truth files it answers w
 follows the prompt's prefix; without them it answers with filler that says it is simulated. Every
 response carries `x-tandem-simulated: true` and model ids like `sim-spark`.
 
+    __main__.py           `python -m tandem.sim`, the same as `tandem sim`
     settings.py           SimSettings, speed profiles, fault kinds
-    state.py              one running simulator's state: settings, truth, armed faults, counters
     runner.py             serve_forever, start_in_thread (SimHandle), command-line options
+    state.py              one running simulator's state: settings, truth, armed faults, counters
     app.py                routes and the outer ASGI layer
-    openai_common.py      what the OpenAI-shaped endpoints share: fields, error bodies, SSE framing, usage
+    openai_common.py      what the OpenAI-shaped endpoints share: field parsing, errors, SSE, usage
     openai_chat.py        POST /v1/chat/completions
     openai_completions.py POST /v1/completions (FIM)
     openai_responses.py   POST /v1/responses
     responses_ws.py       the Responses API's WebSocket mode (GET /v1/responses, upgraded)
     anthropic.py          POST /v1/messages (Anthropic's Messages API)
     control.py            GET /v1/models and the /_sim/ control API
-    request_log.py        what the simulator was sent, for tests to read
+    request_log.py        each generation request's body as it arrived, for tests to read
     respond.py            faults, pacing and streaming, shared by every API
-    prompt_reading.py     its own reading of a completion request
+    prompt_reading.py     the simulator's own reading of a completion request
+    prompt_cache.py       simulated prompt caching: cached tokens and a shorter time to first token
     answers.py            what is answered: truth continuation or filler, stop strings, max_tokens
     truth.py              the truth index
-    prompt_cache.py       simulated prompt caching: cached tokens and a shorter time to first token
-    next_edit.py          next-edit prompts answered: the editable region as the truth has it
-    edits.py              edit prompts answered: SEARCH/REPLACE blocks that reach the edit truth
-    edit_reading.py       its own reading of an edit request, and applying a SEARCH/REPLACE answer
     error_model.py        when and how the simulated model is wrong
-    edit_mistakes.py      what a wrong edit answer looks like, for each kind of mistake
+    local_errors.py       the local profiles' completion mistakes, fitted to the real Qwen2.5-Coder models
+    edit_reading.py       the simulator's own reading of an edit request, and applying an answer
+    edits.py              edit prompts answered with SEARCH/REPLACE blocks from the edit truth
+    edit_mistakes.py      what a wrong edit answer looks like
+    next_edit.py          next-edit prompts answered with the region rewritten as the truth has it
     pacing.py             tokens paced by the clock
     faults.py             armed faults and the counters of /_sim/stats
     tokens.py             tiktoken counting and splitting
-    __main__.py           `python -P -m tandem.sim`, the same as `tandem sim`
 """
 
 from __future__ import annotations

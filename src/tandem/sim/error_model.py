@@ -2,7 +2,10 @@
 
 Completions (a hole to fill): a flat `error_rate` chance (the simulator's setting); `Attempt.difficulty_scaled`
 also scales it by the answer's length and the profile's tier. A wrong completion goes plausibly wrong part
-way through (names swapped for other names of the prompt, numbers changed).
+way through (names swapped for other names of the prompt, numbers changed). The local profiles
+(`llama-0.5b`, `llama-1.5b`) instead follow `tandem.sim.local_errors`, fitted to the real Qwen2.5-Coder
+models: token by token, with what the prompt already shows far likelier right than what it does not, and
+the answer wrong from the first wrong token on; there `error_rate` only switches mistakes off (0) or on.
 
 Edits (an edit prompt answered with SEARCH/REPLACE blocks, see `tandem.sim.edits`): the chance of a
 wrong answer depends on the tier and on the difficulty of the *true* edit (`EditDifficulty`):
@@ -43,6 +46,8 @@ import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
+
+from tandem.sim.local_errors import LOCAL_RATES, calibrated, first_wrong
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"\b\d+\b")
@@ -229,15 +234,22 @@ def apply_error_model(attempt: Attempt) -> tuple[str, bool]:
     if not attempt.answer or attempt.base_rate <= 0:
         return attempt.answer, False
     rng = rng_for(attempt)
+    if calibrated(attempt.profile):
+        wrong_at = first_wrong(attempt.answer, attempt.prefix, attempt.suffix, LOCAL_RATES[attempt.profile], rng)
+        if wrong_at is None:
+            return attempt.answer, False
+        return corrupt(attempt.answer, prefix=attempt.prefix, rng=rng, start=wrong_at), True
     if rng.random() >= mistake_probability(attempt):
         return attempt.answer, False
     return corrupt(attempt.answer, prefix=attempt.prefix, rng=rng), True
 
 
-def corrupt(answer: str, *, prefix: str, rng: random.Random) -> str:
-    """`answer` with everything from some point on made plausibly wrong: names swapped for other
-    names from the prompt, numbers changed. The first part stays right, as a model's would."""
-    start = rng.randrange(0, max(1, (len(answer) * 2) // 3))
+def corrupt(answer: str, *, prefix: str, rng: random.Random, start: int | None = None) -> str:
+    """`answer` with everything from some point on (`start`, else a random one in its first two thirds)
+    made plausibly wrong: names swapped for other names from the prompt, numbers changed. The first part
+    stays right, as a model's would."""
+    if start is None:
+        start = rng.randrange(0, max(1, (len(answer) * 2) // 3))
     # Begin at a word boundary, so the mistake reads like a model's and not like a cut string.
     while 0 < start < len(answer) and (answer[start - 1].isalnum() or answer[start - 1] == "_"):
         start -= 1

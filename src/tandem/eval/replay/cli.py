@@ -74,7 +74,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         "--error-rate",
         type=_fraction,
         default=0.1,
-        help="chance that the simulator's answer is wrong (default 0.1)",
+        help="chance that the simulator's answer is wrong (default 0.1); the local profiles follow their error "
+        "model fitted to the real models instead, which 0 turns off",
     )
     parser.add_argument(
         "--trace",

@@ -95,10 +95,15 @@ def _start_sim(options: ReplayOptions, tasks: list[Task]) -> tuple[Any, Provider
         seed=options.seed,
     )
     handle = start_in_thread(settings)
+    from tandem.sim.local_errors import calibrated
+
     rate = "unpaced" if math.isinf(profile.tokens_per_s) else f"{profile.tokens_per_s:g} tokens/s"
+    errors = f"error rate {options.error_rate:g}"
+    if calibrated(options.profile) and options.error_rate > 0:
+        errors = "error model fitted to the real model"
     label = (
         f"simulated provider (tandem sim, profile {profile.name}: {rate}, {profile.ttft_ms:g} ms to first token, "
-        f"error rate {options.error_rate:g}; run at time scale {options.time_scale:g})"
+        f"{errors}; run at time scale {options.time_scale:g})"
     )
     return handle, Provider(simulated=True, label=label, base_url=handle.base_url, model=profile.model_id)
 

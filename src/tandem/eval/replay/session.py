@@ -28,6 +28,25 @@ if TYPE_CHECKING:
 _LAST_ANSWER_WAIT_S = 2.0
 # How long a patient typist waits for an answer before typing on regardless.
 _PATIENT_WAIT_S = 10.0
+# Characters of the true text after the cursor kept beside each shown suggestion, past its own length.
+_TRUTH_MARGIN_CHARS = 80
+
+
+@dataclass(frozen=True, kw_only=True)
+class Shown:
+    """One suggestion the typist saw, beside what the typist was about to type: what the simulator's error
+    model is fitted to (`tandem.sim.error_model`)."""
+
+    file: str
+    span_start: int  # where the span starts in the file
+    span_end: int
+    at: int  # characters of the span typed when it was shown
+    text: str  # the suggestion
+    truth: str  # the span's text from `at`, the suggestion's length and a margin long
+    accepted: bool  # the suggestion is exactly what came next (the typist took it)
+
+    def to_json(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in ("file", "span_start", "span_end", "at", "text", "truth", "accepted")}
 
 
 @dataclass
@@ -52,6 +71,7 @@ class Tally:
     # Key presses the typed text would have taken with no suggestions at all.
     key_presses_unassisted: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    shown_log: list[Shown] = field(default_factory=list)
 
 
 Progress = Callable[[Tally], None]
@@ -119,6 +139,18 @@ async def type_span(
                 client.cancel(pending)
                 tally.cancelled += 1
         accepting = bool(suggestion) and span.startswith(suggestion, at)
+        if suggestion:
+            tally.shown_log.append(
+                Shown(
+                    file=str(task.path),
+                    span_start=task.start,
+                    span_end=task.end,
+                    at=at,
+                    text=suggestion,
+                    truth=span[at : at + len(suggestion) + _TRUTH_MARGIN_CHARS],
+                    accepted=accepting,
+                )
+            )
         if accepting:
             inserted = suggestion
             tally.accepted += 1

@@ -85,6 +85,9 @@ class Summary:
     server_prompt_read: int | None = None
     server_prompt_cached: int | None = None
     notes: list[str] = field(default_factory=list)
+    # Every suggestion shown to the typist beside the true text (`session.Shown.to_json`), for fitting the
+    # simulator's error model; in the JSON only.
+    shown_log: list[dict[str, object]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -229,6 +232,7 @@ def build_summary(
         server_prompt_read=server_prompt_tokens[0] if server_prompt_tokens else None,
         server_prompt_cached=server_prompt_tokens[1] if server_prompt_tokens else None,
         notes=notes,
+        shown_log=[item.to_json() for item in tally.shown_log],
     )
 
 
