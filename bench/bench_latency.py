@@ -11,7 +11,10 @@
 The simulator runs as its own process (`tandem sim`), so it shares no interpreter with the client. The
 benchmark prints what it measured; it passes or fails nothing. Every figure is against a simulated provider.
 
-    python bench/bench_latency.py [--requests N] [--json]
+    python bench/bench_latency.py [--requests N] [--figures 1,2,3] [--profile-server FILE] [--json]
+
+`--profile-server FILE` runs figure 2's tandem under cProfile and writes its profile to FILE (read it with
+`python -m pstats FILE`); the CPU figures are then the profiled server's.
 """
 
 from __future__ import annotations

@@ -240,7 +240,13 @@ class SpendLedger:
 
     def share(self, tier: str) -> float:
         """`tier`'s spend today as a share of its limit (0 without one)."""
+        if not self._limited(tier):
+            return 0.0  # without a limit nothing need be read (asked before every model request)
         return self._share(self._current(), tier)
+
+    def _limited(self, tier: str) -> bool:
+        limits = (getattr(self.limits, f"{tier}_usd_per_day", 0.0), getattr(self.limits, f"{tier}_tokens_per_day", 0))
+        return any(limit > 0 for limit in limits)
 
     def _share(self, day: DaySpend, tier: str) -> float:
         spend = day.tiers.get(tier, TierSpend())
