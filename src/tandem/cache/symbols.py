@@ -13,6 +13,7 @@ decompresses on demand, with a small LRU of recently used files.
 from __future__ import annotations
 
 import re
+import sys
 import zlib
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -109,6 +110,10 @@ def _block_ends(indents: list[int]) -> list[int]:
     return ends
 
 
+# A workspace's definitions share a few kinds and many names (`__init__`, `main`, `setUp`): one string each.
+_intern = sys.intern
+
+
 def extract_definitions(path: str, lines: list[str]) -> tuple[Definition, ...]:
     """The definitions in `lines` (lines without terminators), in source order."""
     text = "\n" + "\n".join(lines)
@@ -125,16 +130,16 @@ def extract_definitions(path: str, lines: list[str]) -> tuple[Definition, ...]:
     for m in _DEFINITION.finditer(text):
         if bisect_right(strings, m.start() + 1) % 2:
             continue
-        kind = m.group("kind").rstrip("*!")
+        kind = _intern(m.group("kind").rstrip("*!"))
         # `const`/`let`/`var`/`val`/`type` only count at the top level; inside bodies they are locals.
         if kind in ("const", "let", "var", "val", "type") and m.group("indent"):
             continue
-        found.setdefault(line_of(m.start() + 1), (m.group("name"), kind, len(m.group("indent").expandtabs(4))))
+        found.setdefault(line_of(m.start() + 1), (_intern(m.group("name")), kind, len(m.group("indent").expandtabs(4))))
     if is_python:
         for m in _ASSIGNMENT.finditer(text):
             if bisect_right(strings, m.start() + 1) % 2:
                 continue
-            found.setdefault(line_of(m.start() + 1), (m.group("name"), "variable", 0))
+            found.setdefault(line_of(m.start() + 1), (_intern(m.group("name")), "variable", 0))
     if not found:
         return ()
     # Lines that continue a triple-quoted string never end a definition, whatever their indentation.
