@@ -7,7 +7,7 @@ definition's extent runs from its line to the last line indented deeper than it 
 line), capped at `MAX_DEFINITION_LINES`, so Python and brace languages both work without a parser.
 
 Each file's text is kept zlib-compressed (a 5,000-file workspace costs tens of MB, not hundreds); `lines()`
-decompresses on demand, with a small LRU of recently used files.
+decompresses on demand, with a small LRU of the files last asked for.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from lru import LRU
 from tandem.cache.imports import ImportRef, ModuleResolver, extract_imports
 
 MAX_DEFINITION_LINES = 60
-_DECOMPRESSED_FILES = 64
+# Files whose lines are kept decompressed: snippets of a file are memoised where they are made
+# (`cache.snippets`), so its lines are needed again only for a snippet not made before.
+_DECOMPRESSED_FILES = 16
 
 # Patterns start with the newline before a line (the text gets one prepended): re then scans for that
 # literal instead of trying `^` at every character, about 5x faster.
@@ -204,7 +206,10 @@ class SymbolIndex:
             self._by_name.setdefault(definition.name, []).append(definition)
             self._bump(definition.name)
         self.resolver.add(path)
-        self._decompressed[path] = (symbols.version, lines)
+        # Not kept decompressed: the workspace scan indexes thousands of files, an open document is held by
+        # its buffer, and most files are never asked for their lines.
+        if path in self._decompressed:
+            del self._decompressed[path]
         return symbols
 
     def remove(self, path: str) -> None:
