@@ -32,7 +32,7 @@ from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-from bench_latency import FLOOR_SERVER, sim_process  # noqa: E402
+from bench_latency import FLOOR_SERVER, PROFILED_SERVER, sim_process  # noqa: E402
 
 from tandem.eval.replay.client import OpenDocument, Pending, ReplayClient  # noqa: E402
 from tandem.eval.replay.keystrokes import next_key  # noqa: E402
@@ -40,19 +40,6 @@ from tandem.eval.replay.sources import Task, make_tasks, sample_files  # noqa: E
 from tandem.eval.trace_report import percentile, read_trace  # noqa: E402
 
 _ANSWER_TIMEOUT_S = 30.0
-# `tandem serve` under cProfile; the server leaves with os._exit, so the profile is written just before.
-PROFILED_SERVER = """
-import cProfile, os, sys
-profile, out, real_exit = cProfile.Profile(), sys.argv[1], os._exit
-def leave(code):
-    profile.disable()
-    profile.dump_stats(out)
-    real_exit(code)
-os._exit = leave
-from tandem.cli import main
-profile.enable()
-main(sys.argv[2:])
-"""
 _WARMUP = 20
 
 

@@ -11,7 +11,10 @@
 The simulator runs as its own process (`tandem sim`), so it shares no interpreter with the client. The
 benchmark prints what it measured; it passes or fails nothing. Every figure is against a simulated provider.
 
-    python bench/bench_latency.py [--requests N] [--json]
+    python bench/bench_latency.py [--requests N] [--figures 1,2,3] [--profile-server FILE] [--json]
+
+`--profile-server FILE` runs figure 2's tandem under cProfile and writes its profile to FILE (read it with
+`python -m pstats FILE`); the CPU figures are then the profiled server's.
 """
 
 from __future__ import annotations
@@ -59,6 +62,19 @@ async def inline(ls, params):
 
 
 server.start_io()
+"""
+# `tandem serve` under cProfile; the server leaves with os._exit, so the profile is written just before.
+PROFILED_SERVER = """
+import cProfile, os, sys
+profile, out, real_exit = cProfile.Profile(), sys.argv[1], os._exit
+def leave(code):
+    profile.disable()
+    profile.dump_stats(out)
+    real_exit(code)
+os._exit = leave
+from tandem.cli import main
+profile.enable()
+main(sys.argv[2:])
 """
 # Prompts shorter than the simulator's prompt caching threshold (1,024 tokens), so no request of figure 2
 # gets a cache-shortened time to first token and the direct and tandem requests wait alike.
@@ -317,7 +333,8 @@ async def relay_ceiling(base_url: str, workdir: pathlib.Path, *, requests: int, 
 
 async def main(requests: int, *, figures: set[str], profile: pathlib.Path | None) -> dict[str, Any]:
     results: dict[str, Any] = {"provider": "simulated (tandem sim, separate process)"}
-    tandem_args = ("-m", "cProfile", "-o", str(profile), "-P", "-m", "tandem") if profile else ("-P", "-m", "tandem")
+    # `python -m cProfile` takes no -P and writes nothing when the server leaves with os._exit.
+    tandem_args = ("-c", PROFILED_SERVER, str(profile)) if profile else ("-P", "-m", "tandem")
     with tempfile.TemporaryDirectory(prefix="tandem-bench-") as tmp:
         workdir = pathlib.Path(tmp)
         fixed = ("--ttft-ms", str(TTFT_MS), "--tokens-per-s", "inf", "--jitter", "0")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 
@@ -117,9 +117,9 @@ class ModuleResolver:
         # Bumped whenever the set of paths changes, so callers can cache resolutions.
         self.generation = 0
         # dotted module name (every suffix of the file's directory chain) -> paths
-        self._modules: dict[str, set[str]] = {}
+        self._modules: dict[str, _Paths] = {}
         # file name -> paths, for includes that are not relative to the includer
-        self._by_name: dict[str, set[str]] = {}
+        self._by_name: dict[str, _Paths] = {}
         for path in paths:
             self.add(path)
 
@@ -135,9 +135,9 @@ class ModuleResolver:
             return
         self._paths.add(path)
         self.generation += 1
-        self._by_name.setdefault(posixpath.basename(path), set()).add(path)
+        _put(self._by_name, posixpath.basename(path), path)
         for name in _module_names(path):
-            self._modules.setdefault(name, set()).add(path)
+            _put(self._modules, name, path)
 
     def remove(self, path: str) -> None:
         path = _norm(path)
@@ -150,11 +150,7 @@ class ModuleResolver:
             (self._modules, _module_names(path)),
         ):
             for key in keys:
-                bucket = table.get(key)
-                if bucket is not None:
-                    bucket.discard(path)
-                    if not bucket:
-                        del table[key]
+                _take(table, key, path)
 
     def resolve(self, importer: str, ref: ImportRef) -> tuple[str, ...]:
         """The workspace files `ref` (imported by `importer`) names, best first; empty if none."""
@@ -177,7 +173,7 @@ class ModuleResolver:
             if found:
                 return found
             tail = "/" + ref.spec.lstrip("./")
-            matches = [p for p in self._by_name.get(posixpath.basename(ref.spec), ()) if p.endswith(tail)]
+            matches = [p for p in _paths(self._by_name, posixpath.basename(ref.spec)) if p.endswith(tail)]
             return tuple(sorted(matches, key=lambda p: (-_shared_depth(p, importer), p)))[:1]
         if language == "rust":
             stem = posixpath.splitext(posixpath.basename(importer))[0]
@@ -214,11 +210,47 @@ class ModuleResolver:
         return tuple(dict.fromkeys(found))
 
     def _closest(self, module: str, importer: str) -> list[str]:
-        paths = self._modules.get(module)
+        paths = _paths(self._modules, module)
         if not paths:
             return []
         best = min(paths, key=lambda p: (-_shared_depth(p, importer), len(p), p))
         return [best]
+
+
+# The paths under one name: most names (a module's dotted suffixes, a file name) have one path, kept as the
+# string itself (a set for each was 5 MB of a 5,000-file workspace); a second path makes it a set.
+_Paths = str | set[str]
+
+
+def _put(table: dict[str, _Paths], key: str, path: str) -> None:
+    held = table.get(key)
+    if held is None:
+        table[key] = path
+    elif isinstance(held, str):
+        if held != path:
+            table[key] = {held, path}
+    else:
+        held.add(path)
+
+
+def _take(table: dict[str, _Paths], key: str, path: str) -> None:
+    held = table.get(key)
+    if held is None:
+        return
+    if isinstance(held, str):
+        if held == path:
+            del table[key]
+        return
+    held.discard(path)
+    if len(held) == 1:
+        table[key] = next(iter(held))
+
+
+def _paths(table: dict[str, _Paths], key: str) -> Collection[str]:
+    held = table.get(key)
+    if held is None:
+        return ()
+    return (held,) if isinstance(held, str) else held
 
 
 def _module_names(path: str) -> list[str]:

@@ -7,12 +7,13 @@ definition's extent runs from its line to the last line indented deeper than it 
 line), capped at `MAX_DEFINITION_LINES`, so Python and brace languages both work without a parser.
 
 Each file's text is kept zlib-compressed (a 5,000-file workspace costs tens of MB, not hundreds); `lines()`
-decompresses on demand, with a small LRU of recently used files.
+decompresses on demand, with a small LRU of the files last asked for.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import zlib
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -24,7 +25,9 @@ from lru import LRU
 from tandem.cache.imports import ImportRef, ModuleResolver, extract_imports
 
 MAX_DEFINITION_LINES = 60
-_DECOMPRESSED_FILES = 64
+# Files whose lines are kept decompressed: snippets of a file are memoised where they are made
+# (`cache.snippets`), so its lines are needed again only for a snippet not made before.
+_DECOMPRESSED_FILES = 16
 
 # Patterns start with the newline before a line (the text gets one prepended): re then scans for that
 # literal instead of trying `^` at every character, about 5x faster.
@@ -109,6 +112,10 @@ def _block_ends(indents: list[int]) -> list[int]:
     return ends
 
 
+# A workspace's definitions share a few kinds and many names (`__init__`, `main`, `setUp`): one string each.
+_intern = sys.intern
+
+
 def extract_definitions(path: str, lines: list[str]) -> tuple[Definition, ...]:
     """The definitions in `lines` (lines without terminators), in source order."""
     text = "\n" + "\n".join(lines)
@@ -125,16 +132,16 @@ def extract_definitions(path: str, lines: list[str]) -> tuple[Definition, ...]:
     for m in _DEFINITION.finditer(text):
         if bisect_right(strings, m.start() + 1) % 2:
             continue
-        kind = m.group("kind").rstrip("*!")
+        kind = _intern(m.group("kind").rstrip("*!"))
         # `const`/`let`/`var`/`val`/`type` only count at the top level; inside bodies they are locals.
         if kind in ("const", "let", "var", "val", "type") and m.group("indent"):
             continue
-        found.setdefault(line_of(m.start() + 1), (m.group("name"), kind, len(m.group("indent").expandtabs(4))))
+        found.setdefault(line_of(m.start() + 1), (_intern(m.group("name")), kind, len(m.group("indent").expandtabs(4))))
     if is_python:
         for m in _ASSIGNMENT.finditer(text):
             if bisect_right(strings, m.start() + 1) % 2:
                 continue
-            found.setdefault(line_of(m.start() + 1), (m.group("name"), "variable", 0))
+            found.setdefault(line_of(m.start() + 1), (_intern(m.group("name")), "variable", 0))
     if not found:
         return ()
     # Lines that continue a triple-quoted string never end a definition, whatever their indentation.
@@ -199,7 +206,10 @@ class SymbolIndex:
             self._by_name.setdefault(definition.name, []).append(definition)
             self._bump(definition.name)
         self.resolver.add(path)
-        self._decompressed[path] = (symbols.version, lines)
+        # Not kept decompressed: the workspace scan indexes thousands of files, an open document is held by
+        # its buffer, and most files are never asked for their lines.
+        if path in self._decompressed:
+            del self._decompressed[path]
         return symbols
 
     def remove(self, path: str) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 import tiktoken
+import tiktoken.registry
 
 DEFAULT_ENCODING = "cl100k_base"
 
@@ -157,9 +158,18 @@ def get_counter(name: str = DEFAULT_ENCODING) -> TokenCounter:
     with _lock:
         counter = _counters.get(name)
         if counter is None:
-            counter = TokenCounter(_load(name), name=name)
+            counter = TokenCounter(_without_rank_table(_load(name)), name=name)
             _counters[name] = counter
     return counter
+
+
+def _without_rank_table(encoding: tiktoken.Encoding) -> tiktoken.Encoding:
+    """`encoding` without the Python copy of its merge ranks (100,000 bytes keys, about 12 MB): its Rust core
+    holds its own copy and does all the work, and tiktoken reads the Python one only to pickle an encoding it
+    has not registered (one `get_encoding` returns is pickled by name)."""
+    if tiktoken.registry.ENCODINGS.get(encoding.name) is encoding:
+        encoding._mergeable_ranks = {}
+    return encoding
 
 
 class TokenCounter:

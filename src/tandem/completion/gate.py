@@ -45,6 +45,7 @@ Who calls what:
 
 from __future__ import annotations
 
+import functools
 import logging
 import pathlib
 from collections.abc import Mapping
@@ -76,8 +77,10 @@ def uri_path(uri: str) -> pathlib.Path | None:
     return pathlib.Path(unquote(parsed.path)) if parsed.scheme == "file" else None
 
 
+@functools.lru_cache(maxsize=4096)  # asked several times per keystroke; parsing the uri is most of a hit's gate
 def relative_path(uri: str, root: pathlib.Path | None) -> str:
-    """The path the rules (and the symbol index) use: POSIX, relative to `root` when inside it."""
+    """The path the rules (and the symbol index) use: POSIX, relative to `root` when inside it (a pure function
+    of its arguments: no file is looked at)."""
     path = uri_path(uri)
     if path is None:
         return uri

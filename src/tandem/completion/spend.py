@@ -107,8 +107,11 @@ class SpendLedger:
         self._today = today
         # Figures not yet in the database (all of them when there is none), by day and tier.
         self._unsaved: dict[tuple[str, str], TierSpend] = {}
-        # The database's figures for a day, as last read (served when a read fails).
+        # The database's figures for a day, as last read (served when a read fails), and the database's
+        # `data_version` then: it changes when another connection commits, so while it stays the same the
+        # figures are read again only from this process's own writes (added to them as they are written).
         self._read = DaySpend(day="")
+        self._read_version: int | None = None
         self._db = self._open() if path is not None else None
 
     def _open(self) -> sqlite3.Connection | None:
@@ -181,6 +184,11 @@ class SpendLedger:
         except sqlite3.Error as error:
             log.debug("tandem: the day's spend waits for the next write (%s)", error)
             return
+        for (day, tier), spend in self._unsaved.items():
+            if day == self._read.day:
+                total = self._read.tiers.setdefault(tier, TierSpend())
+                total.tokens += spend.tokens
+                total.usd += spend.usd
         self._unsaved.clear()
 
     def _current(self) -> DaySpend:
@@ -188,10 +196,15 @@ class SpendLedger:
         day = self._today()
         if self._db is not None:
             try:
-                rows = self._db.execute("SELECT tier, tokens, usd FROM spend WHERE day = ?", (day,)).fetchall()
-                self._read = DaySpend(day=day)
-                for tier, tokens, usd in rows:
-                    self._read.tiers[str(tier)] = TierSpend(tokens=int(tokens), usd=float(usd))
+                # Asked on every keystroke (the status shows the day's spend): read only what changed.
+                version = int(self._db.execute("PRAGMA data_version").fetchone()[0])
+                if version != self._read_version or self._read.day != day:
+                    self._read_version = None
+                    rows = self._db.execute("SELECT tier, tokens, usd FROM spend WHERE day = ?", (day,)).fetchall()
+                    self._read = DaySpend(day=day)
+                    for tier, tokens, usd in rows:
+                        self._read.tiers[str(tier)] = TierSpend(tokens=int(tokens), usd=float(usd))
+                    self._read_version = version
             except sqlite3.Error as error:
                 log.debug("tandem: the day's spend could not be read (%s): the last figures serve", error)
         current = DaySpend(day=day)
@@ -240,7 +253,13 @@ class SpendLedger:
 
     def share(self, tier: str) -> float:
         """`tier`'s spend today as a share of its limit (0 without one)."""
+        if not self._limited(tier):
+            return 0.0  # without a limit nothing need be read (asked before every model request)
         return self._share(self._current(), tier)
+
+    def _limited(self, tier: str) -> bool:
+        limits = (getattr(self.limits, f"{tier}_usd_per_day", 0.0), getattr(self.limits, f"{tier}_tokens_per_day", 0))
+        return any(limit > 0 for limit in limits)
 
     def _share(self, day: DaySpend, tier: str) -> float:
         spend = day.tiers.get(tier, TierSpend())

