@@ -29,8 +29,8 @@ from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-from bench_soak import Client  # noqa: E402
 import user_config  # noqa: E402
+from bench_soak import Client  # noqa: E402
 
 RESPONSES = {
     "401": (401, "application/json", b'{"error": {"message": "Incorrect API key provided"}}'),

@@ -2,10 +2,12 @@
 
 `tandem serve` runs over stdio with a profiler (`sys.setprofile`, in every thread) that records the source
 file of every product function that runs (under `lsp/`, `completion/` and `cache/` of the installed
-package) from the moment the request's handler is first called until `shutdown`. The calls between product modules are recorded too, and those that run backwards (from an inner layer to an
-outer one: `LAYERS`) are listed. Two requests, each in its own server: one inline completion (`textDocument/inlineCompletion`, a cache miss answered by the model) and
-one edit (`workspace/executeCommand tandem.edit`, the fast model's answer applied). The models are the
-simulator on loopback (its answers are SIMULATED; only the code they pass through is counted here).
+package) from the moment the request's handler is first called until `shutdown`. The calls between product
+modules are recorded too, and those that run backwards (from an inner layer to an outer one: `LAYERS`) are
+listed. Two requests, each in its own server: one inline completion (`textDocument/inlineCompletion`, a
+cache miss answered by the model) and one edit (`workspace/executeCommand tandem.edit`, the fast model's
+answer applied). The models are the simulator on loopback (its answers are SIMULATED; only the code they
+pass through is counted here), configured in the user's config.
 
 What runs in the background meanwhile (the stream a completion keeps reading after its answer, the
 status notification) is counted too: it is part of the request's work. The workspace holds two small files

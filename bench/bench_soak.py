@@ -43,6 +43,7 @@ from typing import Any
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 import user_config  # noqa: E402
+
 from tandem.eval.replay.sources import stdlib_files  # noqa: E402
 from tandem.lsp.framing import FrameReader, Message  # noqa: E402
 from tandem.sim.runner import SimSettings, start_in_thread  # noqa: E402

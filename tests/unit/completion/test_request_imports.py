@@ -34,7 +34,7 @@ class _Watch(importlib.abc.MetaPathFinder):
 
 
 async def test_a_model_request_after_the_first_looks_for_no_module(spark_sim: SimHandle) -> None:
-    request = ModelRequest(prefix="def add(a, b):\n    return ", suffix="\n", max_tokens=16)
+    request = ModelRequest(messages=(("user", "def add(a, b):\n    return "),), max_tokens=16)
     async with make_client() as client:
         backend = OpenAIChatBackend(ModelConfig(base_url=spark_sim.base_url, model="sim-spark", max_tokens=16), client)
         first = [text async for text in backend.stream(request, StreamStats())]
