@@ -41,6 +41,20 @@ TOKENS = {
     "Square OAuth secret": "SQUARE = 'sq0csp-" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789-_aBcDe" + "'",
     "Artifactory token": "ART = 'AKC" + "aBcDeFgHiJkLmNoPqRsT" + "'",
     "npm token in .npmrc form": "//registry.npmjs.org/:_authToken=npm_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+    # Probed a round later, of the same classes (10 of these 12 were sent before tandem's rules gained them).
+    "Shopify access token": "SHOPIFY = 'shpat_" + "0123456789abcdef" * 2 + "'",
+    "Mailgun API key": "MAILGUN = 'key-" + "0123456789abcdef" * 2 + "'",
+    "Square access token": "SQUARE = 'sq0atp-" + "aBcDeFgHiJkLmNoPqRsTuV" + "'",
+    "Databricks token": "DATABRICKS = 'dapi" + "0123456789abcdef" * 2 + "'",
+    "age secret key": "AGE = 'AGE-SECRET-KEY-1" + "QZ8X2W5R7T9Y3U6I1O4P0A2S" * 2 + "QZ8X2W5R7T" + "'",
+    "Linear API key": "LINEAR = 'lin_api_" + "aBcDeFgHiJ" * 4 + "'",
+    "Pulumi token": "PULUMI = 'pul-" + "0123456789" * 4 + "'",
+    "Doppler token": "DOPPLER = 'dp.st.prd." + "aBcDeFgHiJ" * 4 + "'",
+    "Azure AD client secret": "AZURE = 'aB1" + "8Q~" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456" + "'",
+    "JSON Web Token": "JWT = 'eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0"
+    + ".dozjgNryP4J3jVmNHl0w5N'",
+    "OpenSSH private key": "-----BEGIN OPENSSH " + "PRIVATE KEY-----",
+    "PKCS#8 private key": "-----BEGIN " + "PRIVATE KEY-----",
 }
 
 # Credential files by name: the ten the issue found sent, and others of the same kind.
@@ -48,6 +62,9 @@ FILE_NAMES = (
     "kubeconfig", ".kube/config", "clusters/prod.kubeconfig", ".vault-token", ".my.cnf", ".htpasswd",
     "rclone.conf", "prod.tfvars", "terraform.tfstate", ".terraformrc", "wp-config.php", ".s3cfg", ".boto",
     ".mylogin.cnf", ".config/gh/hosts.yml", ".m2/settings.xml", "AuthKey_ABC123.p8",
+    # Probed a round later (the first two were sent before).
+    "client_secret_1234.apps.googleusercontent.com.json", "config/credentials.yml.enc", ".git-credentials",
+    "_netrc", ".pgpass", "id_ed25519", "release.keystore", "cert.pfx", ".env.production",
 )  # fmt: skip
 
 # Ordinary code that no rule may refuse (a rule that did would stop completions in ordinary files).
@@ -59,4 +76,6 @@ ORDINARY = (
     "digest = '0123456789abcdef0123456789abcdef'",
     "HOST = '192.168.1.10'",
     "key = 'aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789abcdefgh'",
+    "cache_key = 'key-' + hashlib.md5(name).hexdigest()",
+    "token = 'header.payload.signature'",
 )

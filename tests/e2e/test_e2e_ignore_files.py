@@ -72,10 +72,11 @@ def _marked(name: str) -> str:
 
 
 # Each file that git ignores, and where the rule that ignores it lives: the repository's info/exclude, the
-# user's global excludes file, ignore files inside directories the scan never walks, a nested ignore file
-# that tries to re-include files under a directory that is excluded, the second workspace folder's own.
-GIT_IGNORED = ("by_info_exclude.py", "by_global.py", ".idea/workspace_notes.py", "build/generated.py",
-               "private/notes.py")  # fmt: skip
+# user's global excludes file, the repository's own `core.excludesFile`, ignore files inside directories
+# the scan never walks, a nested ignore file that tries to re-include files under a directory that is
+# excluded; and the second workspace folder's own `.gitignore` and `.tandemignore`.
+GIT_IGNORED = ("by_info_exclude.py", "by_global.py", "by_repo_excludes.py", ".idea/workspace_notes.py",
+               "build/generated.py", "private/notes.py")  # fmt: skip
 
 
 async def test_every_file_git_ignores_stays_on_the_machine(tmp_path: pathlib.Path, model: InjectedModel) -> None:
@@ -87,6 +88,9 @@ async def test_every_file_git_ignores_stays_on_the_machine(tmp_path: pathlib.Pat
         folder.mkdir()
         _git("init", "-q", cwd=folder)
     (root / ".git" / "info" / "exclude").write_text("by_info_exclude.py\n")
+    # git honours a repository's own core.excludesFile (in .git/config) before the user's global one.
+    (tmp_path / "repo-excludes").write_text("by_repo_excludes.py\n")
+    _git("config", "core.excludesFile", str(tmp_path / "repo-excludes"), cwd=root)
     (tmp_path / "home" / ".config" / "git").mkdir(parents=True)
     (tmp_path / "home" / ".config" / "git" / "ignore").write_text("by_global.py\n")
     for directory in (".idea", "build"):
@@ -96,10 +100,12 @@ async def test_every_file_git_ignores_stays_on_the_machine(tmp_path: pathlib.Pat
     (root / "private").mkdir()
     (root / "private" / ".gitignore").write_text("!*\n")  # git does not read it: its directory is excluded
     (second / ".gitignore").write_text("hidden.py\n")
+    (second / ".tandemignore").write_text("tandem_only.py\n")
     user = f'[models.fast]\nbase_url = "{model.base_url}"\nmodel = "users-model"\nmax_tokens = 32\n'
     async with serve(tmp_path, "vscode", user_config=user, more_folders=[second]) as session:
         probes = {name: session.root / name for name in GIT_IGNORED}
         probes["second/hidden.py"] = second / "hidden.py"
+        probes["second/tandem_only.py"] = second / "tandem_only.py"
         for name, file in probes.items():
             text = f"VALUE = '{_marked(name)}'\nx = "
             file.write_text(text)

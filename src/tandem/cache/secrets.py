@@ -6,7 +6,8 @@ The rules come from two sources, each named in the reason a refusal gives:
                     set of regular expressions (`RegexBasedDetector`, its `denylist`) except those that flag
                     ordinary code: `BasicAuthDetector` (any `scheme://user:pass@` in an example URL),
                     `IPPublicDetector` (addresses), `JwtTokenDetector` (any `eyJ.x.y`; detect-secrets
-                    itself confirms a JWT by decoding it), the keyword and entropy detectors (any
+                    itself confirms a JWT by decoding it; tandem's own rule wants a JSON header and
+                    payload), the keyword and entropy detectors (any
                     `password = ...` line, any random-looking string), and the two IBM detectors, whose
                     service-name part may be empty (any `key = '<44 letters>'`). A refusal stops a whole document
                     from being completed, so a detector has to be specific.
@@ -70,6 +71,23 @@ OWN_RULES = (
     Rule("Artifactory token", re.compile(r"\bAKC[a-zA-Z0-9]{10,}\b"), "tandem"),
     # detect-secrets finds npm tokens only in an .npmrc `_authToken=` line.
     Rule("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), "tandem"),
+    # detect-secrets leaves out every JWT it cannot decode; a header and a payload that are both base64url
+    # JSON objects (`eyJ` is `{"`) followed by a signature is a token, not code.
+    Rule("JSON Web Token", re.compile(r"\beyJ[\w-]{10,}\.eyJ[\w-]{10,}\.[\w-]{10,}", re.ASCII), "tandem"),
+    # The rest are not in detect-secrets: each vendor's documented prefix and length.
+    Rule("Shopify token", re.compile(r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"), "tandem"),
+    Rule("Mailgun API key", re.compile(r"\bkey-[0-9a-f]{32}\b"), "tandem"),
+    Rule("Square access token", re.compile(r"\b(?:sq0atp-[\w-]{22}|EAAA[\w+=-]{60})(?![\w-])", re.ASCII), "tandem"),
+    Rule("Databricks token", re.compile(r"\bdapi[a-f0-9]{32}(?:-\d)?\b"), "tandem"),
+    Rule("age secret key", re.compile(r"\bAGE-SECRET-KEY-1[0-9A-Z]{58}\b"), "tandem"),
+    Rule("Linear API key", re.compile(r"\blin_api_[A-Za-z0-9]{40}\b"), "tandem"),
+    Rule("Pulumi token", re.compile(r"\bpul-[a-f0-9]{40}\b"), "tandem"),
+    Rule("Doppler token", re.compile(r"\bdp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9._-]{40,}"), "tandem"),
+    Rule(
+        "Azure AD client secret",
+        re.compile(r"(?<![\w~.-])[\w~.]{3}\dQ~[\w~.-]{31,34}(?![\w~.-])", re.ASCII),
+        "tandem",
+    ),
 )
 
 

@@ -180,6 +180,12 @@ class Gate:
         roots = [self.root] if self.root is not None else []
         return IgnoreRules([*roots, *(r for r in folders.roots if r not in roots)])
 
+    def prepare(self) -> None:
+        """What the first judgement would otherwise do on the event loop, done now (call it in a worker
+        thread): git's facts about every folder, and the rule sets' first match."""
+        self._ignore_rules.prepare()
+        PrivacyFilter.warm_up()
+
     def set_folders(self, folders: Folders) -> None:
         """The workspace folders changed (added or removed by the client)."""
         self.folders = folders

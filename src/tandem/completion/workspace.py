@@ -175,6 +175,8 @@ class WorkspaceIndex:
         self._ignores_read: set[str] = {""}
         self.scan_progress = ScanProgress()
         self._scanned = asyncio.Event()
+        # The gate made ready for folders added later (kept: a task nobody holds may be collected).
+        self._preparing: asyncio.Task[None] | None = None
 
     # -- start-up -------------------------------------------------------------------------------
 
@@ -202,11 +204,15 @@ class WorkspaceIndex:
 
     async def _start(self) -> list[str]:
         problems: list[str] = []
+        # git's facts and the rules' first match, beside the tokenizer's load: a document opened meanwhile
+        # waits at most for what is left of them, never for all of them on the event loop.
+        prepared = asyncio.ensure_future(self._prepare_gate())
         try:
             self.counter = await asyncio.to_thread(get_counter, self.settings.encoding)
         except EncodingUnavailable as error:
             problems.append(f"context.encoding: {error}; using cl100k_base")
             self.counter = await asyncio.to_thread(get_counter, "cl100k_base")
+        await prepared
         self._builder = self._make_builder()
         for uri, doc in self._docs.items():
             if doc.verdict and doc.index is None and doc.pending is None:
@@ -227,6 +233,12 @@ class WorkspaceIndex:
                 "workspace indexed: %d files in %.1f s; not sent: %s", scan.files, scan.seconds, scan.refused or "none"
             )
         return problems
+
+    async def _prepare_gate(self) -> None:
+        try:
+            await asyncio.to_thread(self.gate.prepare)
+        except Exception:  # the first judgement asks again, and fails closed where it cannot tell
+            log.exception("tandem: preparing the privacy rules failed")
 
     def _judge_again(self) -> None:
         """The gate knows every ignore file now: documents opened before are judged again under them."""
@@ -267,6 +279,11 @@ class WorkspaceIndex:
         the root, stays what it was: paths are relative to it)."""
         self.folders = Folders(folders)
         self.gate.set_folders(self.folders)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (a test's direct call): the first judgement asks git itself
+        self._preparing = loop.create_task(self._prepare_gate())
 
     def relative(self, uri: str) -> str:
         return relative_path(uri, self.root)

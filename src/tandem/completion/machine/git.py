@@ -229,6 +229,22 @@ def work_tree_top(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> pathli
     return pathlib.Path(lines[0]) if lines and lines[0] else None
 
 
+def excludes_file(root: pathlib.Path, *, timeout_s: float = TIMEOUT_S) -> pathlib.Path | None:
+    """The repository's own `core.excludesFile` (its config, which git reads before the user's global
+    one), absolute (a relative value is taken from the work tree's top), or None where it sets none."""
+    done = _run(root, ["config", "--path", "--get", "core.excludesFile"], timeout_s=timeout_s, limit=65536)
+    if done is None:
+        return None
+    value = done[0].decode("utf-8", "surrogateescape").strip()
+    if not value:
+        return None
+    path = pathlib.Path(value)
+    if path.is_absolute():
+        return path
+    top = work_tree_top(root, timeout_s=timeout_s)
+    return top / path if top is not None else None
+
+
 @dataclass(frozen=True)
 class TreeFile:
     """A regular file in HEAD's tree: its blob's id and size."""

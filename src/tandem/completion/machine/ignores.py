@@ -3,8 +3,9 @@
 git's idea of "ignored" comes from more than one `.gitignore`: each directory's `.gitignore` (also inside
 directories tandem never walks, such as `.idea/` or `build/`), the repository's `info/exclude` (in its git
 directory, wherever that is: `.git` may be a file naming another place, and a worktree's excludes live in
-the main repository's common directory), and the user's global excludes file (`core.excludesFile`, by
-default `$XDG_CONFIG_HOME/git/ignore`). tandem adds its own `.tandemignore` files. `IgnoreRules` reads all of
+the main repository's common directory), and the excludes file (`core.excludesFile`: the repository's own
+config's if it sets one, else the user's global one, by default `$XDG_CONFIG_HOME/git/ignore`; tandem reads
+both, which is stricter than git). tandem adds its own `.tandemignore` files. `IgnoreRules` reads all of
 them into a `PrivacyFilter` (`cache.privacy`), which matches them with git's semantics (pathspec's
 `GitIgnoreSpec`: last match wins, deeper files win; a directory that is excluded excludes everything under
 it) in linear time (RE2).
@@ -13,7 +14,7 @@ Why not `git check-ignore`: git's own `wildmatch` backtracks: `*a*a*a*a*a*a*a*a*
 name of forty `a`s runs for minutes (measured here with git 2.39), so a repository could hold every
 question about privacy for as long as it liked. git is asked only where its answer is a fact and costs
 nothing to compute: where the git directory is (`rev-parse`) and where the user's global excludes file is
-(`git config`, in the user's own configuration).
+(`git config`, in the user's own configuration and in the repository's, read by the door's hardened git).
 
 Kept current: before a path is judged, the state (size, times, inode) of each ignore file that applies to it
 is compared with the state it had when last read; one saved, created or deleted since is read again (or
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 MAX_IGNORE_FILE_BYTES = 1_000_000
 # How a repository-wide source is named among a folder's ignore files (in reasons shown in the log).
 GLOBAL_LABEL = "(your global git excludes file)"
+REPOSITORY_EXCLUDES_LABEL = "(the repository's core.excludesFile)"
 INFO_EXCLUDE_LABEL = "(the repository's info-exclude file)"
 
 State = tuple[int, int, int, int] | None
@@ -143,6 +145,8 @@ class _Folder:
         excludes = [directory / "info" / "exclude" for directory in directories or ()]
         # The common directory's file is the one git reads (the last one named).
         self.info_exclude = excludes[-1] if excludes else None
+        # The repository's own core.excludesFile (git reads it in place of the user's global one; tandem both).
+        self.excludes_file = git.excludes_file(root) if directories else None
         # Where the folder is inside its work tree ("" at the top): git's rules above it apply to it too.
         top = git.work_tree_top(root) if directories else None
         real_root, real_top = real_path(root), real_path(top) if top is not None else None
@@ -176,6 +180,19 @@ class IgnoreRules:
         self._seen: dict[str, tuple[int, State]] = {}
         # Sources by (folder root, directory inside it).
         self._sources: dict[tuple[pathlib.Path, str], list[Source]] = {}
+
+    def prepare(self) -> None:
+        """Ask git now what it knows about every folder (its git directory, its work tree's top, the user's
+        global excludes file): blocking calls, made here in a worker thread at start so that the first
+        document opened does not make them on the event loop."""
+        global_excludes_file()
+        for root in self.roots:
+            # Asked without the lock: a document opened meanwhile is judged at once (asking git itself)
+            # rather than waiting here for every folder's answers.
+            prefix = "" if root == self.roots[0] else root.as_posix().lstrip("/")
+            folder = _Folder(root, prefix)
+            with self._lock:
+                self._fixed(self._folders.setdefault(root, folder))
 
     def forget(self) -> None:
         """Read every file again on its next use (the filter was replaced)."""
@@ -216,10 +233,12 @@ class IgnoreRules:
         join = (lambda name: f"{folder.prefix}/{name}") if folder.prefix else (lambda name: name)
         outer = folder.outer
         sources: list[Source] = []
-        excludes = global_excludes_file()
-        if excludes is not None:
-            label = GLOBAL_LABEL if outer else join(GLOBAL_LABEL)
-            sources.append((str(excludes), label, folder.prefix, RANK_GLOBAL, None, outer))
+        # Both excludes files: git reads the repository's in place of the user's, tandem reads both (stricter).
+        both = ((global_excludes_file(), GLOBAL_LABEL), (folder.excludes_file, REPOSITORY_EXCLUDES_LABEL))
+        for excludes, name in both:
+            if excludes is not None:
+                label = name if outer else join(name)
+                sources.append((str(excludes), label, folder.prefix, RANK_GLOBAL, None, outer))
         if folder.info_exclude is not None:
             label = INFO_EXCLUDE_LABEL if outer else join(INFO_EXCLUDE_LABEL)
             sources.append((str(folder.info_exclude), label, folder.prefix, RANK_INFO_EXCLUDE, None, outer))
