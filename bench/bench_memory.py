@@ -278,7 +278,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--server", action="store_true", help="measure `tandem serve` itself over stdio")
     parser.add_argument("--requests", type=int, default=6000, help="--server: completions asked (default 6000)")
-    parser.add_argument("--server-python", metavar="PATH", help="--server: the interpreter to run it (default: this one)")
+    parser.add_argument("--server-python", metavar="PATH", help="--server: the interpreter that runs it")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.server:
