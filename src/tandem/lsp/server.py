@@ -234,6 +234,8 @@ class TandemServer(LanguageServer):
         kind = types.MessageType.Info if notice.recovered else types.MessageType.Warning
         # The end of an outage is said in the status too, for the statuses of the next RECOVERY_SHOWN_S.
         self.recovery = (notice.message, time.monotonic() + RECOVERY_SHOWN_S) if notice.recovered else None
+        if not notice.loud:
+            return  # a recovery after failures never announced: the status says it, nothing pops up
         message = shown(notice.message)
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))
         # With `--log-to-client` the tiers' log line of the notice is already a window/logMessage (VS Code's

@@ -197,3 +197,26 @@ def test_a_long_outage_is_probed_every_few_seconds() -> None:
         now += wait
     assert not breaker.allows(now - 0.01) and breaker.allows(now)
     assert "connection refused" in breaker.last_error
+
+
+def test_an_outage_told_only_by_the_status_ends_in_the_status_alone() -> None:
+    """Two failures (not yet announced: `ANNOUNCE_AFTER` is 3), then a key the breaker refuses: that user
+    read "fast model unreachable" in the status, so the provider's next success is a recovery notice, a
+    quiet one (the status says "back"; no notification pops up for an outage that never popped up)."""
+    breaker = Breaker("fast model", rng=random.Random(1))
+    for _ in range(ANNOUNCE_AFTER - 1):
+        assert breaker.failure(BackendUnavailable("answered 500"), now_s=0.0) is None
+    assert not breaker.allows(0.0)
+    breaker.refuse()
+    quiet = breaker.success()
+    assert quiet is not None and quiet.recovered and not quiet.loud
+    assert breaker.success() is None  # said once
+    # Without a refused request in between, two failures and a success stay unsaid.
+    for _ in range(ANNOUNCE_AFTER - 1):
+        breaker.failure(BackendUnavailable("answered 500"), now_s=0.0)
+    assert breaker.success() is None
+    # An announced outage's end is loud.
+    for _ in range(ANNOUNCE_AFTER):
+        breaker.failure(BackendUnavailable("answered 500"), now_s=0.0)
+    loud = breaker.success()
+    assert loud is not None and loud.recovered and loud.loud

@@ -13,7 +13,9 @@ each request. Errors are of two kinds (`kind_of`):
 After a back-off expires one request tries the provider (`probing`: the others are held until its
 outcome); success closes the breaker, failure opens it for longer. An outage is announced once: at once for
 a permanent error, after `ANNOUNCE_AFTER` transient failures in a row (a single dropped connection is not
-an outage); its end is announced once, and only if its start was.
+an outage); its end is announced once, and only if its start was. An end of failures whose start was not
+announced is still news to a user who was told "unreachable" by a request the breaker held: that recovery
+is a quiet notice (`Notice.loud` False: the status says it, no notification pops up).
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ class Notice:
 
     message: str
     recovered: bool
+    # A notification as well as the status; False for a recovery only the status had reason to mention.
+    loud: bool = True
 
 
 @dataclass
@@ -91,9 +95,15 @@ class Breaker:
     probing: bool = False
     # The last failure, in the user's words (`errors.describe`).
     last_error: str = ""
+    # A request was refused while the breaker held the provider off: its user was told "unreachable".
+    refused: bool = False
 
     def allows(self, now_s: float) -> bool:
         return now_s >= self.open_until_s and not (self.failures and self.probing)
+
+    def refuse(self) -> None:
+        """A request is answered "unreachable" without asking the provider (`allows` said no)."""
+        self.refused = True
 
     def settings_changed(self) -> None:
         """The user changed settings: whatever they fixed (a key file, the model name in another layer, the
@@ -105,11 +115,11 @@ class Breaker:
         return max(0.0, self.open_until_s - now_s)
 
     def success(self) -> Notice | None:
-        was_announced = self.announced
+        was_announced, was_refused = self.announced, self.refused
         self.failures, self.kind, self.open_until_s, self.announced = 0, None, 0.0, False
-        self.last_error = ""
-        if was_announced:
-            return Notice(f"tandem: {self.model} is answering again.", recovered=True)
+        self.last_error, self.refused = "", False
+        if was_announced or was_refused:
+            return Notice(f"tandem: {self.model} is answering again.", recovered=True, loud=was_announced)
         return None
 
     def failure(self, error: CompletionError, now_s: float) -> Notice | None:

@@ -90,9 +90,11 @@ class Tier:
 
     def hold_reason(self) -> str:
         """Why this tier is not asked now, in the user's words: the first part (before ":") is short
-        enough for a status bar ("fast model unreachable")."""
+        enough for a status bar ("fast model unreachable"). A reason given for the breaker is remembered:
+        whoever was told the model is unreachable is told when it answers again (`Breaker.refuse`)."""
         now = time.perf_counter()
         if not self.breaker.allows(now):
+            self.breaker.refuse()
             wait_s = self.breaker.remaining_s(now)
             next_try = f"next try in {wait_s:.0f} s" if wait_s >= 1 else "trying again"
             if self.breaker.kind == "permanent":

@@ -117,7 +117,7 @@ class ReplayClient:
         env: Mapping[str, str] | None = None,
         python_args: Sequence[str] = ("-P", "-m", "tandem"),
     ) -> None:
-        """`python_args` start the CLI (a benchmark may run it under a profiler: `-m cProfile -o F -m tandem`)."""
+        """`python_args` start the CLI (a benchmark may run it under a profiler: `bench_latency.PROFILED_SERVER`)."""
         self.trace_path = trace_path
         self._python_args = list(python_args)
         self._env = dict(os.environ if env is None else env)
