@@ -13,11 +13,13 @@ is indexed), the server is started with it as its root, its background scan is a
 quiet), the twenty largest files are opened, and inline completions are asked at many positions of them
 (a simulator in its own process answers at once) until the completion cache has seen more entries than it
 keeps. The server's VmRSS and VmHWM (peak) are read from /proc/PID/status after each phase.
+`--server-python PATH` runs the server under another interpreter (a venv with only `pip install .`, as a
+user has it: no dev tools, so no `rich` for httpx to import); the bench itself stays in this one.
 
 It prints what it measured; it passes or fails nothing.
 
     python bench/bench_memory.py [--files N] [--json]
-    python bench/bench_memory.py --server [--files N] [--requests N] [--json]
+    python bench/bench_memory.py --server [--files N] [--requests N] [--server-python PATH] [--json]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import os
 import pathlib
 import resource
 import shutil
+import sys
 import sysconfig
 import tempfile
 import time
@@ -211,7 +214,11 @@ def copy_workspace(n_files: int, into: pathlib.Path) -> list[pathlib.Path]:
     return copied
 
 
-async def server_run(n_files: int, requests: int) -> dict[str, Any]:
+# Replaces the `python` the replay client starts with `argv[1]`, which runs the CLI with the rest (same PID).
+EXEC_SERVER = "import os, sys; os.execv(sys.argv[1], [sys.argv[1], '-P', '-m', 'tandem', *sys.argv[2:]])"
+
+
+async def server_run(n_files: int, requests: int, server_python: str | None = None) -> dict[str, Any]:
     from bench_latency import sim_process
     from replay_kit import RootedClient
 
@@ -223,7 +230,8 @@ async def server_run(n_files: int, requests: int) -> dict[str, Any]:
         env = {**os.environ, "XDG_CONFIG_HOME": tmp}
         trace = pathlib.Path(tmp) / "trace.jsonl"
         with sim_process("--profile", "instant") as base_url:
-            client = RootedClient(root=workspace, trace_path=trace, env=env)
+            python_args = ("-c", EXEC_SERVER, server_python) if server_python else ("-P", "-m", "tandem")
+            client = RootedClient(root=workspace, trace_path=trace, env=env, python_args=python_args)
             model = {"provider": "openai-chat", "base_url": base_url, "model": "sim-instant", "max_tokens": 96}
             await client.start({"models": {"fast": model}, "completion": {"debounce": "fixed", "debounce_ms": 0}})
             pid = client.server_pid
@@ -255,6 +263,7 @@ async def server_run(n_files: int, requests: int) -> dict[str, Any]:
             finally:
                 await client.stop()
     return {
+        "server_python": server_python or sys.executable,
         "files": len(files),
         "source_mb": round(source_mb, 1),
         "scan_wait_s": scan_s,
@@ -269,17 +278,19 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--server", action="store_true", help="measure `tandem serve` itself over stdio")
     parser.add_argument("--requests", type=int, default=6000, help="--server: completions asked (default 6000)")
+    parser.add_argument("--server-python", metavar="PATH", help="--server: the interpreter that runs it")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if args.server:
         logging.getLogger("pygls").setLevel(logging.ERROR)
-        measured = asyncio.run(server_run(args.files, args.requests))
+        measured = asyncio.run(server_run(args.files, args.requests, args.server_python))
         if args.json:
             print(json.dumps(measured, indent=2))
             return
         print(
             f"tandem serve over stdio: workspace of {measured['files']} library files ({measured['source_mb']} MB), "
-            f"scan done after {measured['scan_wait_s']} s; simulated provider (tandem sim, instant profile)"
+            f"scan done after {measured['scan_wait_s']} s; simulated provider (tandem sim, instant profile); "
+            f"server run by {measured['server_python']}"
         )
         for phase, mb in measured["phases"].items():
             print(f"  after {phase}: VmRSS {mb.get('VmRSS')} MB, VmHWM {mb.get('VmHWM')} MB")

@@ -9,16 +9,20 @@ Anything else, an edit above the cursor within the window, a changed suffix, a d
 
 Lookups do not scan entries. Each entry is filed under the text just before the start of each line it
 can be typed into (the anchor's line, and every line the completion starts), keyed with the model; a
-lookup hashes the same text for the cursor's line, then verifies its few candidates exactly.
+lookup hashes the same text for the cursor's line, then verifies its few candidates exactly. The index
+keeps only that hash and packed ints (entry id and line offset in one), not the text: a hash that two texts
+share only adds a candidate, which the exact check turns away. (It held each key's text and two tuples per
+line: 60% of a server's cache, whose completions run to ten lines.)
 
 Bounded by entries (LRU, lru-dict) and by bytes: the sizes of the strings an entry holds plus measured
-per-entry and per-key overheads, within a few per cent of what tracemalloc counts (a 4,096-entry cache of
-one-to-ten-line completions holds 10-24 MB).
+per-entry and per-line overheads, within a few per cent of what tracemalloc counts (a 4,096-entry cache of
+one-to-ten-line completions holds 7-14 MB).
 """
 
 from __future__ import annotations
 
 import sys
+from array import array
 from dataclasses import dataclass
 from itertools import count
 
@@ -31,8 +35,11 @@ DEFAULT_SUFFIX_WINDOW_CHARS = 256
 # Characters before a line start that identify it; longer only costs hashing, shorter only costs
 # more candidates to verify.
 _LINE_KEY_CHARS = 96
-_ENTRY_OVERHEAD_BYTES = 448
-_KEY_OVERHEAD_BYTES = 208
+_ENTRY_OVERHEAD_BYTES = 350
+_KEY_OVERHEAD_BYTES = 56
+# A posting is `entry_id << _OFFSET_BITS | offset`: one int instead of a tuple of two.
+_OFFSET_BITS = 32
+_OFFSET_MASK = (1 << _OFFSET_BITS) - 1
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,7 +72,8 @@ class _Entry:
         self.completion = completion
         # The anchor's line up to the anchor: typed-through text on that line must extend it.
         self.anchor_line = prefix_window[prefix_window.rfind("\n") + 1 :]
-        self.keys: list[tuple[tuple[str, str], int]] = []
+        # Where the entry is filed: [key hash, offset, key hash, offset, ...].
+        self.keys = array("q")
         self.size_bytes = 0
 
 
@@ -88,8 +96,9 @@ class CompletionCache:
         # Recency lives in the LRU; `_live` reads entries without touching it (lru-dict cannot peek).
         self._recency: LRU[int, None] = LRU(max(1, max_entries), callback=self._evicted)
         self._live: dict[int, _Entry] = {}
-        # (model, text before a line start) -> [(entry id, offset in its completion where the line starts)]
-        self._lines: dict[tuple[str, str], list[tuple[int, int]]] = {}
+        # hash((model, text before a line start)) -> the postings filed there (`_OFFSET_BITS`; one is kept as
+        # the int itself, more as a list, oldest first); offset is where the line starts in the completion.
+        self._lines: dict[int, int | list[int]] = {}
         self._ids = count(1)
         self.bytes_used = 0
         self.hits = 0
@@ -151,10 +160,11 @@ class CompletionCache:
         window = prefix[-self.prefix_window_chars :]
         line_start = window.rfind("\n") + 1
         current_line = window[line_start:]
-        bucket = self._lines.get((model, window[:line_start][-_LINE_KEY_CHARS:]))
-        if bucket:
+        postings = self._postings(model, window[:line_start])
+        if postings:
             suffix_window = suffix[: self.suffix_window_chars]
-            for entry_id, offset in reversed(bucket):
+            for posting in reversed(postings):
+                entry_id, offset = posting >> _OFFSET_BITS, posting & _OFFSET_MASK
                 entry = self._live.get(entry_id)
                 if entry is None:
                     continue
@@ -199,10 +209,25 @@ class CompletionCache:
             position = completion.find("\n", start)
         self._resize(entry)
 
+    def _postings(self, model: str, text_before_line: str) -> list[int] | tuple[int, ...]:
+        """The postings filed under `text_before_line` (and some filed under another text of equal hash)."""
+        held = self._lines.get(hash((model, text_before_line[-_LINE_KEY_CHARS:])))
+        if held is None:
+            return ()
+        return (held,) if isinstance(held, int) else held
+
     def _file(self, entry: _Entry, text_before_line: str, offset: int) -> None:
-        key = (entry.model, text_before_line[-_LINE_KEY_CHARS:])
-        self._lines.setdefault(key, []).append((entry.id, offset))
-        entry.keys.append((key, offset))
+        key = hash((entry.model, text_before_line[-_LINE_KEY_CHARS:]))
+        posting = entry.id << _OFFSET_BITS | offset
+        held = self._lines.get(key)
+        if held is None:
+            self._lines[key] = posting
+        elif isinstance(held, int):
+            self._lines[key] = [held, posting]
+        else:
+            held.append(posting)
+        entry.keys.append(key)
+        entry.keys.append(offset)
 
     def _resize(self, entry: _Entry) -> None:
         # The strings an entry holds (its anchor line and each line key are copies), plus per entry and per
@@ -215,7 +240,8 @@ class CompletionCache:
             + sys.getsizeof(entry.prefix_window)
             + sys.getsizeof(entry.suffix_window)
             + (0 if anchor_line is entry.prefix_window else sys.getsizeof(anchor_line))
-            + sum(_KEY_OVERHEAD_BYTES + sys.getsizeof(key[1]) for key, _ in entry.keys)
+            + sys.getsizeof(entry.keys)
+            + _KEY_OVERHEAD_BYTES * (len(entry.keys) // 2)
         )
         self.bytes_used += size - entry.size_bytes
         entry.size_bytes = size
@@ -227,7 +253,8 @@ class CompletionCache:
 
     def _drop_same_anchor(self, model: str, prefix_window: str, suffix_window: str) -> None:
         line_start = prefix_window.rfind("\n") + 1
-        for entry_id, offset in list(self._lines.get((model, prefix_window[:line_start][-_LINE_KEY_CHARS:]), ())):
+        for posting in list(self._postings(model, prefix_window[:line_start])):
+            entry_id, offset = posting >> _OFFSET_BITS, posting & _OFFSET_MASK
             entry = self._live.get(entry_id)
             if (
                 entry is not None
@@ -245,14 +272,20 @@ class CompletionCache:
     def _unfile(self, entry: _Entry) -> None:
         self.bytes_used -= entry.size_bytes
         entry.size_bytes = 0
-        for key, offset in entry.keys:
-            bucket = self._lines.get(key)
-            if bucket is None:
+        keys = entry.keys
+        for i in range(0, len(keys), 2):
+            key, posting = keys[i], entry.id << _OFFSET_BITS | keys[i + 1]
+            held = self._lines.get(key)
+            if held is None:
+                continue
+            if isinstance(held, int):
+                if held == posting:
+                    del self._lines[key]
                 continue
             try:
-                bucket.remove((entry.id, offset))
+                held.remove(posting)
             except ValueError:
                 pass
-            if not bucket:
-                del self._lines[key]
-        entry.keys.clear()
+            if len(held) == 1:
+                self._lines[key] = held[0]
+        del keys[:]

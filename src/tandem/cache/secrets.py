@@ -17,17 +17,20 @@ The rules come from two sources, each named in the reason a refusal gives:
 Speed: every rule is screened at once by one RE2 alternation (linear in the text, one pass), and only a line
 the screen matched is checked with each rule's own (Python) pattern, which names it. A keystroke checks the
 lines it touched; opening a document checks the document in pieces (`completion.gate`).
+
+Memory: detect-secrets, and the `requests` it imports for its (unused) verifiers, are imported when the
+first text is checked, not with this module (about 7 MB the server does not need before its first check).
+The rules are compiled then, once, under a lock; a check never runs without them.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any
 
 import re2
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import RegexBasedDetector
 
 # detect-secrets detectors left out, and why (the module docstring says more).
 EXCLUDED_DETECTORS = frozenset(
@@ -93,6 +96,9 @@ OWN_RULES = (
 
 def maintained_rules() -> tuple[Rule, ...]:
     """detect-secrets' regular-expression detectors, less `EXCLUDED_DETECTORS`."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
     rules: list[Rule] = []
     mapping: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
     for secret_type, detector in sorted(mapping.items()):
@@ -115,18 +121,35 @@ def _screenable(rule: Rule) -> str:
     return f"(?{flags}m:{source})" if flags else f"(?m:{source})"
 
 
-RULES = (*maintained_rules(), *OWN_RULES)
-_SCREEN = re2.compile("|".join(_screenable(rule) for rule in RULES))
+_compiled: tuple[tuple[Rule, ...], Any] | None = None
+_compiling = threading.Lock()
+
+
+def rules() -> tuple[Rule, ...]:
+    """Every rule a check applies: detect-secrets' (`maintained_rules`), then tandem's (`OWN_RULES`)."""
+    return _compile()[0]
+
+
+def _compile() -> tuple[tuple[Rule, ...], Any]:
+    """The rules and their RE2 screen, compiled by the first caller (any thread) and kept."""
+    global _compiled
+    if _compiled is None:
+        with _compiling:
+            if _compiled is None:
+                every = (*maintained_rules(), *OWN_RULES)
+                _compiled = (every, re2.compile("|".join(_screenable(rule) for rule in every)))
+    return _compiled
 
 
 def credential_in(text: str) -> str:
     """What credential `text` holds, on which line and by whose rule ("AWS Access Key, line 3,
     detect-secrets rule"), or "" if none. Never the credential itself."""
-    for match in _SCREEN.finditer(text):
+    every, screen = _compile()
+    for match in screen.finditer(text):
         start = text.rfind("\n", 0, match.start()) + 1
         end = text.find("\n", match.end())
         line_text = text[start : len(text) if end < 0 else end]
-        for rule in RULES:
+        for rule in every:
             if rule.pattern.search(line_text):
                 line = text.count("\n", 0, start) + 1
                 return f"{rule.what}, line {line}, {rule.source} rule"

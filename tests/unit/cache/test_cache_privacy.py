@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import json.decoder
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -123,3 +125,32 @@ def test_credential_patterns_refuse_even_opted_in_files(privacy: PrivacyFilter, 
 )
 def test_lookalikes_are_not_credentials(privacy: PrivacyFilter, content: str) -> None:
     assert privacy.check("src/main.py", content).allowed
+
+
+# Run in a fresh interpreter: detect-secrets is not loaded by starting the server, and the first check (from
+# eight threads at once) loads it and refuses a credential in every one of them.
+_FIRST_CHECK = """
+import json, sys, threading
+import tandem.lsp.server
+from tandem.cache.privacy import PrivacyFilter
+before = sorted(m for m in ("detect_secrets", "requests") if m in sys.modules)
+privacy = PrivacyFilter()
+reasons = []
+def check():
+    reasons.append(privacy.check("src/app.py", "x = 1\\nkey = 'AKIAIOSFODNN7EXAMPLE'\\n").reason)
+threads = [threading.Thread(target=check) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps({"before": before, "after": "detect_secrets" in sys.modules, "reasons": reasons}))
+"""
+
+
+def test_detect_secrets_loads_at_the_first_check_and_the_first_check_refuses() -> None:
+    done = subprocess.run([sys.executable, "-P", "-c", _FIRST_CHECK], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["before"] == []  # the server's imports do not load detect-secrets or requests
+    assert seen["after"]
+    assert seen["reasons"] == ["contains a credential (AWS Access Key, line 2, detect-secrets rule)"] * 8
