@@ -45,7 +45,9 @@ async def _type_and_ask(session: Session) -> list[dict[str, Any]]:
                 )
             )
         )
-        await asyncio.sleep(0.8)  # past the debounce; the first prompt takes the simulated server seconds to read
+        # sleep-ok: the user pauses past the debounce between keys (the pause is what is typed); the first
+        # prompt takes the simulated server seconds to read.
+        await asyncio.sleep(0.8)  # sleep-ok: a typist's pause
     await asyncio.gather(*asks)
     # An answered ask's record is written once its fate is known: closing the file settles it.
     session.client.text_document_did_close(
