@@ -58,6 +58,17 @@ def test_the_prefix_starts_on_a_step_line_so_that_it_moves_rarely() -> None:
     assert len(starts) <= 2
 
 
+def test_the_window_is_small_enough_for_a_first_answer_in_a_few_seconds() -> None:
+    # A server on one shared core reads ~120 prompt tokens/s and a replayed span is typed in ~10 s: a
+    # file's first request must be a few hundred tokens (~16-32 lines before the anchor, 8 after the cursor).
+    for line in range(40, 290):
+        prefix, _, suffix = _window(line, 3)
+        assert 16 <= prefix.count("\n") <= 32
+        assert suffix.count("\n") == 8
+    prefix, middle, suffix = _window(5, 3)  # near the top: the whole file above the cursor
+    assert prefix == "" and middle == TEXT[: TEXT.index("line 5\n") + len("lin")]
+
+
 def test_a_repeated_suffix_is_cut_from_the_suggestion() -> None:
     around = Surroundings(line_before="total = ", line_after="(values)", previous_line="", following=("print(total)",))
     assert cut_repeated_suffix("sum(values)\nprint(total)\n", around) == "sum"

@@ -16,6 +16,12 @@ and the middle once per `ANCHOR_LINES` lines. The prefix's first line moves in s
 lines, so a growing file re-reads its prefix once per step. The suffix is the text after the cursor, up
 to `SUFFIX_LINES` lines, which typing does not change. The model is shown exactly what it was trained on:
 a middle begun and left to finish.
+
+The window is small: 16-32 lines before the anchor and 8 after the cursor, a few hundred tokens. A file's
+first request reads all of it, and on one shared core (~120 prompt tokens/s) a 160-line window took 12-40 s,
+longer than the user takes to type the span it was meant for; this one is read in ~2-3 s. Measured with
+`tandem replay --local` on the standard-library sample against a real 0.5B (README, "Real beside
+simulated: completions"): keystrokes saved 4.0% with 160 + 24 lines, 28.2% with 32 + 8.
 """
 
 from __future__ import annotations
@@ -25,9 +31,9 @@ from dataclasses import dataclass
 from tandem.completion.inline.request import TextSource
 
 ANCHOR_LINES = 8
-PREFIX_STEP = 32
-PREFIX_LINES = 160
-SUFFIX_LINES = 24
+PREFIX_STEP = 16
+PREFIX_LINES = 32  # with the step: 16-32 lines before the anchor
+SUFFIX_LINES = 8
 
 
 @dataclass(frozen=True, kw_only=True)
