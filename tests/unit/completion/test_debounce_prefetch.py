@@ -90,3 +90,18 @@ def test_the_median_typing_interval_is_not_lengthened_by_pauses() -> None:
         debounce.keystroke("u", at_s)
     assert debounce.typing_gap_s is not None and debounce.typing_gap_s > 0.15  # the moving average is
     assert debounce.median_gap_s is not None and round(debounce.median_gap_s, 6) == 0.1
+
+
+def test_one_slow_answer_among_fast_ones_does_not_hold_the_next_misses_back() -> None:
+    # A local server reading a whole window once (a file's first request) answers in seconds; the keys
+    # after it, whose prompt it has cached, in ~0.1 s. The model keeps up with the typing again at once.
+    debounce = AdaptiveDebounce(ceiling_s=0.15)
+    at = 0.0
+    for _ in range(20):
+        at += 0.17
+        debounce.keystroke("a", at)
+    debounce.model_answered(2.8)
+    assert debounce.delay_s() > 0  # one answer: the model looks slow
+    debounce.model_answered(0.1)
+    debounce.model_answered(0.12)
+    assert debounce.delay_s() == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import pathlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -195,3 +196,19 @@ async def test_without_a_model_the_answer_says_how_to_configure_one() -> None:
         answer = await rig.engine.complete(rig.ask())
     assert (answer.text, answer.notice) == ("", NO_MODEL_NOTICE)
     assert rig.model.arrived == 0
+
+
+async def test_the_debounce_learns_the_models_speed_from_when_it_was_asked_not_from_its_own_wait(rig: Rig) -> None:
+    # A fixed 0.3 s wait before the model is asked: the latency the debounce learns must leave it out,
+    # or a wait would lengthen the next waits by itself.
+    rig.engine.configure(
+        dataclasses.replace(rig.engine.config, completion=CompletionConfig(debounce="fixed", debounce_ms=300))
+    )
+    answer = await rig.engine.complete(rig.ask())
+    assert (answer.text, answer.source) == ("a + b", "model")
+    record = await rig.record(lambda r: r.source == "model" and r.outcome == "shown")
+    waited_s = (record.marks_ns["debounce_end"] - record.received_ns) / 1e9
+    assert waited_s >= 0.3
+    learnt = rig.engine._debounce.model_latency_s
+    assert learnt is not None
+    assert learnt <= answer.waited_ms / 1000 - waited_s + 0.01

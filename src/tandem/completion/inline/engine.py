@@ -390,7 +390,8 @@ class Engine:
         record.mark("answered")
         _log_answer(record)
         if record.source == "model" and record.waited_for_model and text:
-            self._debounce.model_answered((time.perf_counter_ns() - record.received_ns) / 1e9)
+            asked_ns = record.marks_ns.get("debounce_end", record.received_ns)
+            self._debounce.model_answered((time.perf_counter_ns() - asked_ns) / 1e9)
         if deferred and stream is not None:
             # The request that started the stream is traced when the stream ends, with its usage.
             stream.on_done(lambda s: self._trace_stream(record, s))
