@@ -105,3 +105,16 @@ def test_one_slow_answer_among_fast_ones_does_not_hold_the_next_misses_back() ->
     debounce.model_answered(0.1)
     debounce.model_answered(0.12)
     assert debounce.delay_s() == 0
+
+
+def test_a_model_on_this_machine_is_asked_at_once_unless_the_wait_is_fixed() -> None:
+    debounce = AdaptiveDebounce(ceiling_s=0.15)
+    at = 0.0
+    for _ in range(20):
+        at += 0.17
+        debounce.keystroke("a", at)
+    debounce.model_answered(2.0)
+    assert debounce.delay_s() > 0  # a cloud model this slow waits for a pause
+    assert debounce.delay_s(local=True) == 0
+    debounce.fixed = True
+    assert debounce.delay_s(local=True) == 0.15

@@ -19,6 +19,7 @@ import pytest
 from fixtures_sim import HeldTransport, SimFactory
 
 from tandem.cache.lines import LineBuffer
+from tandem.cache.privacy import PrivacyFilter
 from tandem.completion.config.tree import CompletionConfig, Config, ModelConfig, ModelsConfig, PrefetchConfig
 from tandem.completion.inline.engine import NO_MODEL_NOTICE, Engine
 from tandem.completion.inline.prefetch import TokenBudget
@@ -100,6 +101,9 @@ async def _rig(sim: SimHandle | None) -> AsyncIterator[Rig]:
             budget=TokenBudget(per_minute=config.prefetch.tokens_per_minute),
             spend=SpendLedger(config.budget, path=None),
         )
+        # As the server does at start: the secret rules' first match builds RE2's automata (~100 ms), off the
+        # event loop, which the loop watch would otherwise catch in the first test of a process.
+        await asyncio.to_thread(PrivacyFilter.warm_up)
         try:
             yield Rig(engine, model, sim, LineBuffer(DOCUMENT), records, written)
         finally:

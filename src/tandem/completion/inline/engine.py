@@ -223,7 +223,7 @@ class Engine:
             return CompletionResult.empty(notice=limit_notice(tier.name), trace_id=record.id)
 
         # 2. Debounce: only misses wait, and a newer keystroke cancels the wait.
-        delay_s = self._debounce.delay_s()
+        delay_s = self._debounce.delay_s(local=tier.local)
         if delay_s > 0:
             with ticket.waiting():
                 await anyio.sleep(delay_s)
