@@ -118,7 +118,8 @@ class ModelsConfig:
 @dataclass(frozen=True, kw_only=True)
 class CompletionConfig:
     # Misses wait before asking a model (cache hits never wait). "adaptive" follows the user's typing
-    # rhythm and the model's recent latency, up to `debounce_ms`; "fixed" always waits `debounce_ms`.
+    # rhythm and the model's recent latency, up to `debounce_ms` (a local model's misses never wait);
+    # "fixed" always waits `debounce_ms`.
     debounce: Literal["adaptive", "fixed"] = "adaptive"
     debounce_ms: int = 150
     multiline: Literal["auto", "always", "never"] = "auto"
