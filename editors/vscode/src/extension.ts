@@ -1,6 +1,7 @@
 /**
  * The tandem extension: starts the tandem language server (ghost-text completions come from the language
- * client's inline completion support) and adds a status item and three commands.
+ * client's inline completion support) and adds a status item and three commands; where the cursor rests
+ * before typing is told to the server (`warm`), for a model on the user's machine to read that prompt.
  */
 
 import * as vscode from "vscode";
@@ -10,6 +11,7 @@ import { editSelection } from "./edit";
 import { NextEdits } from "./nextEdit";
 import { onDidChangeInterpreter } from "./pythonEnv";
 import { REPORT_SCHEME, ReportDocuments, showLatencyReport } from "./report";
+import { Warm } from "./warm";
 
 let controller: Controller | undefined;
 
@@ -30,6 +32,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     reports,
     current,
     new NextEdits(() => current.clientIfRunning()),
+    new Warm(() => current.clientIfRunning()),
     vscode.workspace.registerTextDocumentContentProvider(REPORT_SCHEME, reports),
     vscode.commands.registerCommand("tandem.editSelection", () => editSelection(current.runningClient())),
     vscode.commands.registerCommand("tandem.showLatencyReport", async () =>

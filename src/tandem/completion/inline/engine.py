@@ -502,7 +502,18 @@ class Engine:
         record.stream_id = trace_id  # the request whose suggestion was accepted
         self.tracer.write(record)
 
-    def speculate(self, request: CompletionRequest, accepted: str = "", *, after_insert: bool = False) -> bool:
+    def warm(self, request: CompletionRequest) -> bool:
+        """The cursor rests at `request` before the user types: a model on this machine reads the prompt
+        there now (a prefetch stream, yielding to the user's requests), so the file's first key finds it
+        read. Not a cloud model: it would be paid for a guess. False when nothing was started."""
+        tier = self.tiers.for_completion()
+        if tier is None or not tier.local:
+            return False
+        return self.speculate(request, after_insert=True, reason="prefetch: the prompt where the cursor rests")
+
+    def speculate(
+        self, request: CompletionRequest, accepted: str = "", *, after_insert: bool = False, reason: str = ""
+    ) -> bool:
         """Start a prefetch stream for the state after `accepted` is inserted at `request`'s cursor
         (or at the cursor itself; `after_insert`: the document already holds it). False when the budget,
         the concurrency limit or an existing stream says no."""
@@ -527,7 +538,7 @@ class Engine:
             kind="inline",
             client=request.client,
         )
-        if self._covered(target, lambda: self.speculate(request, accepted, after_insert=after_insert)):
+        if self._covered(target, lambda: self.speculate(request, accepted, after_insert=after_insert, reason=reason)):
             return False
         estimate = (
             self.config.context.budget_tokens
@@ -551,7 +562,7 @@ class Engine:
             tier=tier.name,
         )
         record.route_reasons = [
-            "prefetch: the state after accepting the suggestion" if accepted else "prefetch: new line"
+            reason or ("prefetch: the state after accepting the suggestion" if accepted else "prefetch: new line")
         ]
         stream = self._start(target, tier, record, prefetch=True)
         if stream is None:

@@ -15,5 +15,6 @@ listed in one table (`registry`):
   `tandem.nextEditDismissed` commands, and the next edit's code action and menu item;
 - `code_action`: textDocument/codeAction, assembled in one place from the next-edit and edit offers;
 - `edits`: the `tandem.edit` command (workspace/executeCommand), with its progress and workspace/applyEdit;
-- `health`: `tandem/health`, the server's vital signs.
+- `health`: `tandem/health`, the server's vital signs;
+- `warm`: `tandem/warm`, where the cursor rests before typing (a local model reads that prompt meanwhile).
 """

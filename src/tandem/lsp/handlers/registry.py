@@ -25,6 +25,7 @@ from tandem.lsp.handlers import (
     lifecycle,
     next_edit,
     text_document_sync,
+    warm,
     workspace_folders,
 )
 
@@ -52,6 +53,7 @@ METHODS: tuple[tuple[str, Handler, Any], ...] = (
     (next_edit.METHOD, next_edit.inline_edit, None),
     (next_edit.DID_SHOW, next_edit.did_show, None),
     (health.METHOD, health.health, None),
+    (warm.METHOD, warm.warm, None),
 )
 
 # (workspace/executeCommand command, handler)
