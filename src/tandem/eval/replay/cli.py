@@ -123,6 +123,19 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         "user reading the file; not counted as a key): a local model reads the file's prompt meanwhile",
     )
     parser.add_argument(
+        "--rest",
+        type=_positive(float),
+        default=None,
+        metavar="S",
+        help="after opening each file, rest the cursor S seconds before typing (the user looking at the file), "
+        "telling the server where it rests (tandem/warm) as the VS Code extension does",
+    )
+    parser.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="with --rest: do not tell the server where the cursor rests (the editor before tandem/warm)",
+    )
+    parser.add_argument(
         "--local",
         action="store_true",
         help="the model at --base-url runs on this machine ([models.fast] local = true: stable prompts, one "
@@ -266,6 +279,8 @@ def run_replay(args: argparse.Namespace) -> int:
         fim_template=args.fim_template,
         local=args.local,
         warm_s=args.read_first or 0.0,
+        rest_s=args.rest or 0.0,
+        rest_warm=not args.no_warm,
         settings={"completion": _completion_settings(args.completion_setting)} if args.completion_setting else {},
         trace_path=args.trace,
     )

@@ -63,6 +63,10 @@ class ReplayOptions:
     # Before typing in each file, wait up to this long for a completion at the cursor (the user reading the
     # file; not counted as a key). 0: start typing at once.
     warm_s: float = 0.0
+    # Before typing in each file, rest the cursor this long (the user looking at the file), telling the server
+    # where it rests (`tandem/warm`, as the VS Code extension does) unless `rest_warm` is off. 0: no rest.
+    rest_s: float = 0.0
+    rest_warm: bool = True
 
 
 def default_trace_path() -> pathlib.Path:
@@ -191,6 +195,8 @@ async def replay(
                     stop_at=stop_at,
                     patient=options.patient,
                     warm_s=options.warm_s,
+                    rest_s=options.rest_s * options.time_scale,
+                    rest_warm=options.rest_warm,
                     progress=progress,
                 )
             # Every request's record first; then, once the server has exited, whatever else it wrote

@@ -101,6 +101,8 @@ async def type_span(
     patient: bool = False,
     progress: Progress | None = None,
     warm_s: float = 0.0,
+    rest_s: float = 0.0,
+    rest_warm: bool = True,
 ) -> bool:
     """Type `task.span` back into its file; False if `stop_at` (event-loop time) came first. A `patient`
     typist waits for each answer before pausing for the next key, so no request races the model."""
@@ -110,6 +112,14 @@ async def type_span(
     at = 0
     previous = "\n"
     pending: Pending | None = None
+    if rest_s > 0:
+        # The user looks at the file with the cursor where they will type; the editor says where it rests.
+        if rest_warm:
+            client.notify(
+                "tandem/warm",
+                {"textDocument": {"uri": document.uri}, "position": _position(document.position())},
+            )
+        await asyncio.sleep(rest_s)  # sleep-ok: the user's rest before typing, what this option measures
     if warm_s > 0:
         # The user opens the file and reads it before typing: one completion at the cursor, waited for (up
         # to `warm_s`) and not counted among the keys; a local model reads the file's prompt meanwhile.
@@ -180,3 +190,7 @@ async def type_span(
     tally.sessions += 1
     tally.key_presses_unassisted += key_presses(span[:at])
     return at >= len(span)
+
+
+def _position(at: types.Position) -> dict[str, int]:
+    return {"line": at.line, "character": at.character}
