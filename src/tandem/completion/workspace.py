@@ -141,6 +141,8 @@ class _Open:
     pending: list[tuple[int, int, list[str]]] | None = None
     verdict: Verdict = field(default_factory=lambda: Verdict(allowed=True))
     symbols_timer: asyncio.TimerHandle | None = None
+    # When the symbols are to be re-indexed (the event loop's clock): SYMBOLS_AFTER_EDIT_S after the last edit.
+    symbols_due: float = 0.0
 
 
 class WorkspaceIndex:
@@ -369,9 +371,12 @@ class WorkspaceIndex:
             doc.pending.append((edit.start_line, end, new_lines))
         if self._builder is not None:
             self._builder.note_edit(doc.path, edit.start_line, lines_added=edit.new_line_count - edit.old_line_count)
-        if doc.symbols_timer is not None:
-            doc.symbols_timer.cancel()
-        doc.symbols_timer = asyncio.get_running_loop().call_later(SYMBOLS_AFTER_EDIT_S, self._reindex, uri)
+        # One timer per document, moved on lazily: a keystroke only pushes the due time back, where a new
+        # timer per keystroke (and the cancelled ones it leaves in the loop's heap) would cost each key.
+        loop = asyncio.get_running_loop()
+        doc.symbols_due = loop.time() + SYMBOLS_AFTER_EDIT_S
+        if doc.symbols_timer is None:
+            doc.symbols_timer = loop.call_at(doc.symbols_due, self._reindex, uri)
         return ALLOWED
 
     def _refuse(self, uri: str, doc: _Open, verdict: Verdict) -> None:
@@ -389,6 +394,10 @@ class WorkspaceIndex:
     def _reindex(self, uri: str) -> None:
         doc = self._docs.get(uri)
         if doc is not None and doc.verdict:
+            loop = asyncio.get_running_loop()
+            if loop.time() < doc.symbols_due:  # edited since the timer was set: wait until the last edit's due
+                doc.symbols_timer = loop.call_at(doc.symbols_due, self._reindex, uri)
+                return
             doc.symbols_timer = None
             self.symbols.update(doc.path, doc.buffer.text())
 

@@ -188,3 +188,28 @@ async def test_the_index_says_while_its_scan_runs_and_waits_for_it_within_a_boun
     await started
     unscanned = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
     assert not unscanned.scanning and await unscanned.wait_for_scan(0.0) is True
+
+
+async def test_symbols_are_indexed_again_once_after_the_last_edit_with_one_timer(tmp_path: pathlib.Path) -> None:
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
+    await index.start()
+    uri = (tmp_path / "typed.py").as_uri()
+    buffer = LineBuffer("x = 1\n")
+    index.open(uri, buffer)
+    timers = []
+    for ch in "def later(): pass":
+        edit = buffer.replace((1, len(buffer.line_content(1))), (1, len(buffer.line_content(1))), ch)
+        index.change(uri, edit)
+        timers.append(index._docs[uri].symbols_timer)
+    # One timer for the whole burst of keys, not one per key.
+    assert timers[0] is not None and all(timer is timers[0] for timer in timers)
+    doc = index._docs[uri]
+    # The timer going off before the last edit's due time waits on, and indexes nothing yet.
+    index._reindex(uri)
+    assert "typed.py" not in index.symbols and doc.symbols_timer is not None
+    assert doc.symbols_timer is not timers[0]
+    doc.symbols_timer.cancel()
+    doc.symbols_due = asyncio.get_running_loop().time()  # the last edit is SYMBOLS_AFTER_EDIT_S old
+    index._reindex(uri)
+    assert doc.symbols_timer is None
+    assert index.symbols.definitions("later")
