@@ -18,12 +18,13 @@ Failure mapping (the only place it happens):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -183,7 +184,7 @@ async def stream_events(
     Fills the request-sent and first-byte timestamps of `stats`. Raises only `completion.providers.errors` types.
 
     A 429 whose Retry-After is short is waited out and retried once, as `streaming.stream_chunks` does.
-    The response lives inside `async with client.stream(...)`: closing this generator closes it at once.
+    The response lives inside `async with posted(...)`: closing this generator closes it at once.
     """
     if client.is_closed:
         raise BackendUnavailable("the HTTP client is closed (the server is shutting down)")
@@ -192,9 +193,7 @@ async def stream_events(
         progress = StreamProgress()
         stats.request_sent_ns = now_ns()
         try:
-            async with client.stream(
-                "POST", _parsed_url(call.url), json=dict(call.body), headers=dict(headers), timeout=call.timeout
-            ) as response:
+            async with posted(client, call, headers) as response:
                 stats.first_byte_ns = now_ns()
                 wait_s = await check_status(response, call, allow_retry=not retried)
                 if wait_s is None:
@@ -211,6 +210,50 @@ async def stream_events(
         retried = True
         log.debug("429 from %s: retrying once in %.2f s", host_of(call.url), wait_s)
         await anyio.sleep(wait_s)
+
+
+@contextlib.asynccontextmanager
+async def posted(
+    client: httpx.AsyncClient, call: StreamCall, headers: Mapping[str, str]
+) -> AsyncIterator[httpx.Response]:
+    """`call` POSTed through `client` as `client.stream("POST", ...)` would send it, byte for byte, its
+    streamed response open for the block and closed after it.
+
+    The request goes straight to the client's transport, built here: `client.stream` would build it and
+    then pass it through the client's layers for auth, redirects, event hooks and a response wrapper, and
+    parse every response's headers into a cookie jar's message object, on every keystroke (a sixth of the
+    HTTP stack's function calls, per request; tandem's client has none of those configured). What the
+    client does that a request sees is done here too: its default headers under the call's, its cookies
+    sent, and cookies a response sets kept. A client with auth, event hooks, a base URL or query parameters
+    of its own (none that tandem makes) takes the ordinary way.
+    """
+    url = _parsed_url(call.url)
+    if client.auth is not None or any(client.event_hooks.values()) or client.base_url.raw_host or client.params:
+        async with client.stream(
+            "POST", url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
+        ) as response:
+            yield response
+        return
+    merged = httpx.Headers(client.headers)
+    merged.update(headers)
+    request = httpx.Request(
+        "POST",
+        url,
+        json=dict(call.body),
+        headers=merged,
+        cookies=client.cookies or None,
+        extensions={"timeout": call.timeout.as_dict()},
+    )
+    # httpx's own choice of transport for the URL (a mount for its scheme and host, else the client's).
+    transport = client._transport_for_url(url)
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        if "set-cookie" in response.headers:
+            client.cookies.extract_cookies(response)
+        yield response
+    finally:
+        await response.aclose()
 
 
 @functools.lru_cache(maxsize=64)
