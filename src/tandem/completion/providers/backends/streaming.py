@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import json.scanner
 import logging
 import re
 import time
@@ -155,13 +156,11 @@ async def chunk_texts(client: httpx.AsyncClient, call: StreamCall, stats: Stream
     in `stats`. It reads the events itself rather than through `stream_chunks`: every event of every
     keystroke's stream passes each generator in the chain, so one fewer is CPU saved per keystroke."""
     headers = request_headers(call.api_key, streaming=True)
-    events = stream_events(
-        client, call, stats, headers=headers, is_last=lambda event: _is_done(event.data), last_name="[DONE]"
-    )
+    events = stream_events(client, call, stats, headers=headers, is_last=_is_last_chunk, last_name="[DONE]")
     async with aclosing(events):
         async for event in events:
             data = event.data
-            if _is_done(data):
+            if "[DONE]" in data and _is_done(data):
                 continue  # read on: the events reader drains the body, returning the connection to the pool
             chunk = _consume(data, stats)
             if chunk is not None and chunk.text:
@@ -339,11 +338,15 @@ async def read_sse_events(
 
 
 def _is_done(data: str) -> bool:
-    return data.strip() == "[DONE]"
+    return "[DONE]" in data and data.strip() == "[DONE]"
+
+
+def _is_last_chunk(event: SseEvent) -> bool:
+    return "[DONE]" in event.data and event.data.strip() == "[DONE]"
 
 
 def _consume(data: str, stats: StreamStats) -> Chunk | None:
-    if not data.strip():
+    if data[:1] != "{" and not data.strip():
         return None
     chunk = parse_chunk(data)
     if chunk.usage is not None:
@@ -432,8 +435,53 @@ async def warm_connection(client: httpx.AsyncClient, config: ModelConfig, env: M
         log.debug("warming %s failed (ignored): %s", host_of(url), type(exc).__name__)
 
 
+# The JSON scanner json.loads ends in, called directly: one call where json.loads makes seven. (typeshed
+# types its argument as a scanner; it takes the decoder whose settings it scans with.)
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
 def parse_chunk(data: str) -> Chunk:
     """Read one `data:` payload of a chat or completions stream. Raises BadResponse if it is not one."""
+    chunk = _common_chunk(data)
+    return chunk if chunk is not None else _any_chunk(data)
+
+
+def _common_chunk(data: str) -> Chunk | None:
+    """`_any_chunk(data)` for the shape nearly every chunk has (an object, a first choice with index 0 and
+    string text or none, no error, no Groq extension), read with fewer calls: every keystroke's stream has a
+    chunk per token. None for anything else (an error among them), which `_any_chunk` reads or refuses."""
+    if data[:1] != "{":
+        return None
+    try:
+        payload, end = _scan_json(data, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != len(data) or type(payload) is not dict or "error" in payload or "x_groq" in payload:
+        return None
+    text = finish_reason = ""
+    choices = payload.get("choices")
+    if type(choices) is list:
+        if choices:
+            choice = choices[0]
+            if type(choice) is not dict or choice.get("index", 0) != 0:
+                return None
+            delta = choice.get("delta")
+            content = delta.get("content") if type(delta) is dict else choice.get("text")
+            if type(content) is str:
+                text = content
+            elif content is not None:
+                return None
+            reason = choice.get("finish_reason")
+            if type(reason) is str:
+                finish_reason = reason
+    elif choices is not None:
+        return None
+    usage = _usage(payload) if payload.get("usage") is not None else None
+    return Chunk(text=text, finish_reason=finish_reason, usage=usage)
+
+
+def _any_chunk(data: str) -> Chunk:
+    """`parse_chunk` for any payload."""
     try:
         payload = json.loads(data)
     except ValueError:
