@@ -20,7 +20,7 @@ from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.exceptions import FeatureNotificationError, JsonRpcInternalError, JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import JsonRPCProtocol, lsp_method
@@ -122,6 +122,20 @@ class TandemProtocol(DocumentSync):
         else:
             _pygls_log.debug("Error message received.")
             context.run(self._handle_response, message.id, None, message.error)
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        """pygls' handling, but textDocument/didChange, the one notification of every keystroke, is handed
+        to its handler at once: pygls would make it a uuid4 id (a getrandom call), ask which of four kinds
+        of callable the handler is, and run it through a thread-safe Future and two callbacks. A failure
+        is reported as pygls reports a notification handler's (`_check_handler_result`)."""
+        if method_name != types.TEXT_DOCUMENT_DID_CHANGE:
+            super()._handle_notification(method_name, params)
+            return
+        try:
+            self.lsp_text_document__did_change(params)
+        except Exception:
+            error = JsonRpcInternalError.of(sys.exc_info())  # type: ignore[no-untyped-call]
+            self._server._report_server_error(error, FeatureNotificationError)
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         """pygls' dispatch, plus: a completion request the client withdraws before its handler ever ran

@@ -56,3 +56,36 @@ def test_each_message_goes_where_pygls_would_send_it(name: str, monkeypatch: pyt
         "error": lambda m: (m.id, None, m.error),
     }[seen[0][0]](message)
     assert seen[0][1] == expected
+
+
+def test_a_did_change_that_fails_is_reported_as_pygls_reports_a_notification_handler(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """didChange skips pygls' handler machinery; a failure in it still reaches the server's error report
+    as a notification handler's failure, and the next change is handled."""
+    from pygls.exceptions import FeatureNotificationError, JsonRpcInternalError
+
+    server = build_server(env={})
+    protocol = server.protocol
+    reported: list[tuple[Exception, type]] = []
+    monkeypatch.setattr(server, "report_server_error", lambda error, source: reported.append((error, source)))
+    uri = "file:///w/a.py"
+    item = {"uri": uri, "languageId": "python", "version": 0, "text": "x = 1\n"}
+    opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": item}}
+    protocol.handle_message(protocol.structure_message(opened))
+
+    def change(version: int, line: int) -> None:
+        at = {"line": line, "character": 0}
+        params = {"textDocument": {"uri": uri, "version": version}, "contentChanges": [
+            {"range": {"start": at, "end": at}, "text": "y"}]}  # fmt: skip
+        message = {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": params}
+        protocol.handle_message(protocol.structure_message(message))
+
+    original = server.documents.change
+    monkeypatch.setattr(server.documents, "change", lambda *args: 1 / 0)
+    change(1, 0)
+    assert [(type(error), source) for error, source in reported] == [(JsonRpcInternalError, FeatureNotificationError)]
+    monkeypatch.setattr(server.documents, "change", original)
+    change(2, 0)
+    document = server.documents.get(uri)
+    assert document is not None and document.buffer.text() == "yx = 1\n" and document.version == 2
