@@ -271,13 +271,19 @@ class TandemServer(LanguageServer):
         add ~2 ms to every keystroke). A request without a suggestion after another without one changes
         nothing on screen, so it sends nothing (unless the one before was an error, or said something else:
         the end of an outage must replace its warning)."""
-        last = self.last_status
-        if status.source == "none" and status.state != "error" and last.source == "none":
-            if last.state != "error" and last.text == status.text:
-                return
+        if not self.status_is_news(status):
+            return
         self.last_status = status
         loop = asyncio.get_running_loop()
         loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
+
+    def status_is_news(self, status: Status) -> bool:
+        """Whether `send_status` would send `status` (see there). It reads the state, source and text only:
+        a status without the last minutes' figures answers for the one with them."""
+        last = self.last_status
+        if status.source == "none" and status.state != "error" and last.source == "none":
+            return last.state == "error" or last.text != status.text
+        return True
 
     def announce(self, notice: Notice) -> None:
         """A model's outage or recovery (completion.providers.breaker decides it is news): window/showMessage, and
