@@ -378,7 +378,14 @@ class ContextBuilder:
         them. A candidate's snippet is made when selection reaches it, from the file as it is then (and
         memoised by its version), so the texts the candidates would show are not part of the key."""
         symbols = self._symbols
-        may_send = self._may_send
+        answers: dict[str, bool] = {}
+
+        def may_send(file: str) -> bool:  # asked once per file: the recent edits are often in one or two
+            answer = answers.get(file)
+            if answer is None:
+                answer = answers[file] = bool(self._may_send(file))
+            return answer
+
         names = names_near(
             index.lines,
             cursor.line,
@@ -390,9 +397,9 @@ class ContextBuilder:
             (name, weight, symbols.name_version(name)) for name, weight in names.items() if symbols.definitions(name)
         )
         imported = tuple(target for target in symbols.imported_paths(path) if may_send(target))
-        edits = tuple((edit_path, edit_line, bool(may_send(edit_path))) for edit_path, edit_line in self._edits)
+        edits = tuple((edit_path, edit_line, may_send(edit_path)) for edit_path, edit_line in self._edits)
         others = tuple(
-            (other, open_index.uid, open_index.generation, bool(may_send(other)))
+            (other, open_index.uid, open_index.generation, may_send(other))
             for other, open_index in sorted(self._open.items())
             if other != path
         )
