@@ -397,3 +397,19 @@ async def test_a_model_request_is_sent_as_the_client_would_send_it_and_keeps_its
             assert (got.method, got.url, got.extensions) == (expected.method, expected.url, expected.extensions)
     assert "cookie" not in sent[0].headers
     assert sent[1].headers["cookie"] == "affinity=node-7"
+
+
+async def test_a_model_url_with_a_password_is_sent_with_basic_auth_as_the_client_sends_it() -> None:
+    from tandem.completion.providers.backends.streaming import StreamCall, posted
+
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return stream_response(sse([chat_chunk("x")]))
+
+    call = StreamCall(url="https://user:secret@api.example.test/v1/chat/completions", body={}, timeout=httpx.Timeout(3))
+    async with make_client(transport=httpx.MockTransport(handler)) as client:
+        async with posted(client, call, {}) as response:
+            await response.aread()
+    assert sent[0].headers["authorization"] == httpx.BasicAuth("user", "secret")._auth_header
