@@ -223,13 +223,13 @@ async def posted(
     parse every response's headers into a cookie jar's message object, on every keystroke (a sixth of the
     HTTP stack's function calls, per request; tandem's client has none of those configured). What the
     client does that a request sees is done here too: its default headers under the call's, its cookies
-    sent, and cookies a response sets kept. A client with auth, event hooks, a base URL or query parameters
-    of its own (none that tandem makes), and a URL with a user name or password in it (httpx sends them as
-    Basic auth), take the ordinary way.
+    sent, and cookies a response sets kept. A client with auth, event hooks, redirects followed, a base URL
+    or query parameters of its own (none that tandem makes), and a URL with a user name or password in it
+    (httpx sends them as Basic auth), take the ordinary way.
     """
     url = _parsed_url(call.url)
-    ordinary = client.auth is not None or any(client.event_hooks.values()) or client.base_url.raw_host
-    if ordinary or client.params or url.userinfo:
+    ordinary = client.auth is not None or any(client.event_hooks.values()) or client.follow_redirects
+    if ordinary or client.base_url.raw_host or client.params or url.userinfo:
         async with client.stream(
             "POST", url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
         ) as response:
