@@ -118,6 +118,7 @@ def request_headers(key: str | None, *, streaming: bool) -> dict[str, str]:
     return headers
 
 
+@functools.lru_cache(maxsize=64)
 def host_of(url: str) -> str:
     return urlsplit(url).netloc or url
 
