@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from tandem.cache.candidates import Candidate, CandidateFinder, CandidateOptions
-from tandem.cache.snippets import KIND_ORDER, Snippet, SnippetMaker, comment_marker, join_lines
+from tandem.cache.snippets import KIND_ORDER, Snippet, SnippetMaker, comment_marker, join_lines, names_near
 
 if TYPE_CHECKING:
     from tandem.cache.symbols import SymbolIndex
@@ -177,14 +177,18 @@ class ContextBuilder:
         self.options = options or ContextOptions()
         self._counter = counter
         self._symbols = symbols
+        self._may_send = may_send or (lambda _path: True)
         self._finder = CandidateFinder(
             symbols=symbols,
             maker=SnippetMaker(counter=counter, symbols=symbols),
-            may_send=may_send or (lambda _path: True),
+            may_send=self._may_send,
         )
         self._open: dict[str, TokenIndex] = {}
         self._edits: deque[tuple[str, int]] = deque(maxlen=_RECENT_EDITS)
         self._previous: _Previous | None = None
+        # The last cursor's snippet candidates, under the key of everything they were found from
+        # (`_candidates_key`): consecutive keystrokes on one line usually find the same ones.
+        self._found: tuple[tuple[object, ...], tuple[Candidate, ...]] | None = None
 
     # -- what the editor is doing -------------------------------------------------------------------
 
@@ -197,6 +201,7 @@ class ContextBuilder:
     def forget(self) -> None:
         """Drop memoised rankings: call when `may_send` starts answering differently."""
         self._finder.forget()
+        self._found = None
 
     def note_edit(self, path: str, line: int, *, lines_added: int = 0) -> None:
         """Remember an edit at `line` of `path` (recent edits become snippets in other windows).
@@ -308,18 +313,7 @@ class ContextBuilder:
         # The largest current-file window we could take: snippets never repeat what it may show.
         far_window = self._local_window(index, line, cursor.rest_tokens, opts)
         per_snippet = max(256, int(budget * opts.max_snippet_share))
-        candidates = self._finder.find(
-            path=path,
-            index=index,
-            line=line,
-            character=cursor.character,
-            local_window=far_window,
-            comment=comment_marker(path),
-            per_snippet_tokens=per_snippet,
-            open_documents=self._open,
-            recent_edits=reversed(self._edits),
-            opts=opts.candidates,
-        )
+        candidates = self._candidates(path, index, cursor, far_window, per_snippet, opts.candidates)
         chosen: list[Snippet] = []
         taken: dict[str, list[Snippet]] = {}
         snippet_cap = min(cursor.rest_tokens, int(budget * opts.snippet_share))
@@ -338,6 +332,78 @@ class ContextBuilder:
             suffix_tokens=cursor.tail_tokens + lines_after,
         )
         return chosen, used, span
+
+    def _candidates(
+        self,
+        path: str,
+        index: TokenIndex,
+        cursor: _Cursor,
+        far_window: tuple[int, int],
+        per_snippet: int,
+        opts: CandidateOptions,
+    ) -> list[Candidate]:
+        """The snippet candidates for the cursor (`CandidateFinder.find`), the last cursor's again when
+        nothing they were found from has changed."""
+        key = self._candidates_key(path, index, cursor, far_window, per_snippet, opts)
+        if self._found is not None and self._found[0] == key:
+            return list(self._found[1])
+        found = self._finder.find(
+            path=path,
+            index=index,
+            line=cursor.line,
+            character=cursor.character,
+            local_window=far_window,
+            comment=comment_marker(path),
+            per_snippet_tokens=per_snippet,
+            open_documents=self._open,
+            recent_edits=reversed(self._edits),
+            opts=opts,
+        )
+        self._found = (key, tuple(found))
+        return found
+
+    def _candidates_key(
+        self,
+        path: str,
+        index: TokenIndex,
+        cursor: _Cursor,
+        far_window: tuple[int, int],
+        per_snippet: int,
+        opts: CandidateOptions,
+    ) -> tuple[object, ...]:
+        """Everything `CandidateFinder.find` reads for a cursor, in a form cheaper to compare than finding:
+        the names near the cursor that have definitions (with their weights and the versions of their
+        definitions; typing a new name, which has none, leaves it as it was), the imported files, the recent
+        edits, the other open documents with their versions, and what `may_send` says of every file among
+        them. A candidate's snippet is made when selection reaches it, from the file as it is then (and
+        memoised by its version), so the texts the candidates would show are not part of the key."""
+        symbols = self._symbols
+        answers: dict[str, bool] = {}
+
+        def may_send(file: str) -> bool:  # asked once per file: the recent edits are often in one or two
+            answer = answers.get(file)
+            if answer is None:
+                answer = answers[file] = bool(self._may_send(file))
+            return answer
+
+        names = names_near(
+            index.lines,
+            cursor.line,
+            cursor.character,
+            before=opts.neighbourhood_lines,
+            after=opts.neighbourhood_lines // 4,
+        )
+        defined = tuple(
+            (name, weight, symbols.name_version(name)) for name, weight in names.items() if symbols.definitions(name)
+        )
+        imported = tuple(target for target in symbols.imported_paths(path) if may_send(target))
+        edits = tuple((edit_path, edit_line, may_send(edit_path)) for edit_path, edit_line in self._edits)
+        others = tuple(
+            (other, open_index.uid, open_index.generation, may_send(other))
+            for other, open_index in sorted(self._open.items())
+            if other != path
+        )
+        return (path, index.uid, cursor.line, far_window, per_snippet, opts, defined, imported, edits, others)
 
     def _split_line_tokens(self, index: TokenIndex, line: int, head: str, tail: str) -> tuple[int, int]:
         if len(head) + len(tail) <= _LONG_LINE_CHARS:

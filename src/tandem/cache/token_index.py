@@ -240,8 +240,9 @@ class TokenIndex:
     def _refresh(self) -> None:
         if not self._dirty:
             return
-        self._block_first_line = [0, *accumulate(block.n_lines for block in self._blocks)]
-        self._block_first_token = [0, *accumulate(block.total for block in self._blocks)]
+        blocks = self._blocks
+        self._block_first_line = [0, *accumulate([block.n_lines for block in blocks])]
+        self._block_first_token = [0, *accumulate([block.total for block in blocks])]
         self._dirty = False
 
     def _block_of(self, line: int) -> int:

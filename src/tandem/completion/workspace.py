@@ -139,8 +139,13 @@ class _Open:
     index: TokenIndex | None = None
     # Edits that arrived while the index was being built in a thread: (start, end, new lines).
     pending: list[tuple[int, int, list[str]]] | None = None
+    # Edits applied to the buffer but not yet to the index, which takes them when it is next read
+    # (`WorkspaceIndex._catch_up`): (start, end, new lines).
+    deferred: list[tuple[int, int, list[str]]] = field(default_factory=list)
     verdict: Verdict = field(default_factory=lambda: Verdict(allowed=True))
     symbols_timer: asyncio.TimerHandle | None = None
+    # When the symbols are to be re-indexed (the event loop's clock): SYMBOLS_AFTER_EDIT_S after the last edit.
+    symbols_due: float = 0.0
 
 
 class WorkspaceIndex:
@@ -169,6 +174,8 @@ class WorkspaceIndex:
         self.scan: ScanResult | None = None
         self._builder: ContextBuilder | None = None
         self._docs: dict[str, _Open] = {}
+        # Documents with edits their index has not taken yet.
+        self._behind: set[str] = set()
         # The background scan: whether one is coming, how far it has got, and its end (set however it ends).
         self.will_scan = root is not None and context.scan_workspace and is_directory(root)
         # Directories whose ignore files were read for a document opened before the scan ended.
@@ -344,6 +351,7 @@ class WorkspaceIndex:
             doc.index, doc.pending = index, None
             if self._builder is not None:
                 self._builder.open_document(doc.path, index)
+                self._catch_up()  # the other open documents' indexes, read for snippets
                 # Pre-build a window once: resolving the file's imports and the definitions it uses is
                 # memoised, so the first keystroke's window costs what every later one does.
                 self._builder.build(path=doc.path, index=index, line=0, character=0)
@@ -364,15 +372,45 @@ class WorkspaceIndex:
         end = edit.start_line + edit.old_line_count
         new_lines = doc.buffer.lines(edit.start_line, edit.start_line + edit.new_line_count)
         if doc.index is not None:
-            doc.index.replace_lines(edit.start_line, end, new_lines)
+            self._defer(uri, doc, edit.start_line, end, new_lines)
         elif doc.pending is not None:
             doc.pending.append((edit.start_line, end, new_lines))
         if self._builder is not None:
             self._builder.note_edit(doc.path, edit.start_line, lines_added=edit.new_line_count - edit.old_line_count)
-        if doc.symbols_timer is not None:
-            doc.symbols_timer.cancel()
-        doc.symbols_timer = asyncio.get_running_loop().call_later(SYMBOLS_AFTER_EDIT_S, self._reindex, uri)
+        # One timer per document, moved on lazily: a keystroke only pushes the due time back, where a new
+        # timer per keystroke (and the cancelled ones it leaves in the loop's heap) would cost each key.
+        loop = asyncio.get_running_loop()
+        doc.symbols_due = loop.time() + SYMBOLS_AFTER_EDIT_S
+        if doc.symbols_timer is None:
+            doc.symbols_timer = loop.call_at(doc.symbols_due, self._reindex, uri)
         return ALLOWED
+
+    def _defer(self, uri: str, doc: _Open, start: int, end: int, new_lines: list[str]) -> None:
+        """Keep an edit for the index to take when it is next read. Keys typed within one line between two
+        reads leave only the last state of the line: re-encoding that line once gives the counts that
+        re-encoding it after each key would (the lines a patch re-encodes do not depend on the edited
+        line's text, and no block changes size), so the window is the same."""
+        deferred = doc.deferred
+        if deferred and end == start + 1 and len(new_lines) == 1:
+            last_start, last_end, last_lines = deferred[-1]
+            if last_start == start and last_end == end and len(last_lines) == 1:
+                deferred[-1] = (start, end, new_lines)
+                return
+        deferred.append((start, end, new_lines))
+        self._behind.add(uri)
+
+    def _catch_up(self) -> None:
+        """Every deferred edit into its document's index: a window reads the current document's and may
+        read the other open documents' (snippets)."""
+        for uri in self._behind:
+            doc = self._docs.get(uri)
+            if doc is None:
+                continue
+            if doc.index is not None:
+                for start, end, new_lines in doc.deferred:
+                    doc.index.replace_lines(start, end, new_lines)
+            doc.deferred.clear()
+        self._behind.clear()
 
     def _refuse(self, uri: str, doc: _Open, verdict: Verdict) -> None:
         """Nothing of this document is sent from now on: its window, its snippets, its symbols."""
@@ -389,6 +427,10 @@ class WorkspaceIndex:
     def _reindex(self, uri: str) -> None:
         doc = self._docs.get(uri)
         if doc is not None and doc.verdict:
+            loop = asyncio.get_running_loop()
+            if loop.time() < doc.symbols_due:  # edited since the timer was set: wait until the last edit's due
+                doc.symbols_timer = loop.call_at(doc.symbols_due, self._reindex, uri)
+                return
             doc.symbols_timer = None
             self.symbols.update(doc.path, doc.buffer.text())
 
@@ -410,6 +452,7 @@ class WorkspaceIndex:
         doc = self._docs.get(uri)
         if doc is None or doc.index is None or self._builder is None or not doc.verdict:
             return None
+        self._catch_up()
         if not inserted:
             return self._builder.build(path=doc.path, index=doc.index, line=line, character=character)
         assert self.counter is not None  # the builder is made with it

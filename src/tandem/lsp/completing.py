@@ -63,7 +63,9 @@ async def complete(
     result = await engine.complete(request)
     if result.notice:
         ls.notify_user(result.notice)
-    ls.send_status(ls.with_recovery(Status.of_completion(result, engine.live_figures())))
+    # The last minutes' figures only when the status is sent: most keys that show nothing change nothing.
+    if ls.status_is_news(ls.with_recovery(Status.of_completion(result))):
+        ls.send_status(ls.with_recovery(Status.of_completion(result, engine.live_figures())))
     return request, result
 
 

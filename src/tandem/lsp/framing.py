@@ -92,9 +92,47 @@ class FrameReader:
     def feed(self, data: bytes) -> list[Event]:
         self._buffer += data
         events: list[Event] = []
-        while self._step(events):
+        while self._whole_message(events) or self._step(events):
             pass
         return events
+
+    def _whole_message(self, events: list[Event]) -> bool:
+        """A message as clients send nearly all of them (`Content-Length: N`, perhaps `Content-Type: ...` as
+        pygls and vscode-jsonrpc write it, a blank line, N bytes of JSON nested at most `MAX_JSON_DEPTH`
+        deep), read in one go between messages; False, with nothing consumed, for anything else, which
+        `_step` reads line by line as it would have anyway."""
+        if self._length is not None or self._in_headers or self._skipping_line:
+            return False
+        buffer = self._buffer
+        if not buffer.startswith(b"Content-Length: "):
+            return False
+        length_end = buffer.find(b"\r\n", 16, 40)
+        value = bytes(buffer[16:length_end])
+        if length_end < 0 or not _DIGITS.fullmatch(value) or int(value) > self._max_body:
+            return False
+        at = length_end + 2
+        if buffer.startswith(b"Content-Type: ", at):
+            line_end = buffer.find(b"\r\n", at, at + 256)
+            if line_end < 0 or buffer.find(b"\n", at, line_end) >= 0:
+                return False
+            at = line_end + 2
+        if not buffer.startswith(b"\r\n", at):
+            return False
+        start = at + 2
+        end = start + int(value)
+        if len(buffer) < end or bytes(buffer[start : start + 1]) not in (b"{", b"["):
+            return False
+        body = bytes(buffer[start:end])
+        bounded, cut = bound_depth(body)
+        if cut:
+            return False
+        try:
+            message = json.loads(bounded)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            return False
+        del buffer[:end]
+        events.append(Message(message))
+        return True
 
     def give_up(self) -> list[Event]:
         """No more bytes are coming for now (the client is waiting for an answer): a body whose declared

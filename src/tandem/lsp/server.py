@@ -7,6 +7,7 @@ Handlers live in `lsp/handlers/`, one module per LSP method or method family, li
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import logging
 import os
@@ -19,10 +20,10 @@ from collections.abc import Callable, Coroutine, Generator, Mapping
 from typing import Any, BinaryIO
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidRequest
+from pygls.exceptions import FeatureNotificationError, JsonRpcInternalError, JsonRpcInvalidRequest
 from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import lsp_method
+from pygls.protocol import JsonRPCProtocol, lsp_method
 
 from tandem.cache.edit_history import EditHistory
 from tandem.completion.config.tree import Config, ModelConfig
@@ -47,6 +48,19 @@ VERSION = "0.1.0"
 RECOVERY_SHOWN_S = 30.0
 # Requests that leave a trace record, by method.
 _TRACED_REQUESTS = {types.TEXT_DOCUMENT_INLINE_COMPLETION: "inline", types.TEXT_DOCUMENT_COMPLETION: "completion"}
+
+
+# The fields of pygls' message protocols (`pygls.protocol.json_rpc.RPCRequest`, `RPCNotification`,
+# `RPCResponse`): a message is of a kind when it has all of that kind's fields.
+_REQUEST_FIELDS = ("id", "method", "jsonrpc", "params")
+_NOTIFICATION_FIELDS = ("method", "jsonrpc", "params")
+_RESPONSE_FIELDS = ("id", "jsonrpc", "result")
+# pygls' own logger for what its dispatch says (its level and filters apply as before).
+_pygls_log = logging.getLogger("pygls.protocol.json_rpc")
+
+
+def _has_fields(message: Any, fields: tuple[str, ...]) -> bool:
+    return all(hasattr(message, name) for name in fields)
 
 
 class TandemProtocol(DocumentSync):
@@ -76,15 +90,52 @@ class TandemProtocol(DocumentSync):
         super()._execute_handler(msg_id, handler, finished, args, kwargs)
 
     def handle_message(self, message: Any) -> None:
-        """pygls drops every message after `shutdown` without a word; LSP wants requests answered with
-        InvalidRequest (all but `exit`, which pygls still handles)."""
+        """pygls' dispatch of a message by its kind, with two differences. pygls drops every message after
+        `shutdown` without a word; LSP wants requests answered with InvalidRequest (all but `exit`, which
+        is handled). And the kind is told by the fields the message has, as pygls' `isinstance` against
+        its runtime-checkable protocols (`RPCRequest`, ...) tells it, without the protocol machinery: each
+        such check walks the protocol's attributes anew in Python 3.11, three per keystroke (~100 function
+        calls)."""
         method = getattr(message, "method", None)
         if self._shutdown and getattr(message, "id", None) is not None and isinstance(method, str):
             if method != types.EXIT:
                 error = JsonRpcInvalidRequest(f"{method}: the server is shutting down")
                 self._send_response(message.id, None, error.to_response_error())
                 return
-        super().handle_message(message)
+        if message.jsonrpc != JsonRPCProtocol.VERSION:
+            _pygls_log.warning('Unknown message "%s"', message)
+            return
+        if self._shutdown and getattr(message, "method", "") != types.EXIT:
+            _pygls_log.warning("Server shutting down. No more requests!")
+            return
+        # Each handler runs in a context of its own, as in pygls.
+        context = contextvars.copy_context()
+        if _has_fields(message, _REQUEST_FIELDS):
+            _pygls_log.debug("Request %r received", message.method)
+            context.run(self._handle_request, message.id, message.method, message.params)
+        elif _has_fields(message, _NOTIFICATION_FIELDS):
+            _pygls_log.debug("Notification %r received", message.method)
+            context.run(self._handle_notification, message.method, message.params)
+        elif _has_fields(message, _RESPONSE_FIELDS):
+            _pygls_log.debug("Response message received.")
+            context.run(self._handle_response, message.id, message.result)
+        else:
+            _pygls_log.debug("Error message received.")
+            context.run(self._handle_response, message.id, None, message.error)
+
+    def _handle_notification(self, method_name: str, params: Any) -> None:
+        """pygls' handling, but textDocument/didChange, the one notification of every keystroke, is handed
+        to its handler at once: pygls would make it a uuid4 id (a getrandom call), ask which of four kinds
+        of callable the handler is, and run it through a thread-safe Future and two callbacks. A failure
+        is reported as pygls reports a notification handler's (`_check_handler_result`)."""
+        if method_name != types.TEXT_DOCUMENT_DID_CHANGE:
+            super()._handle_notification(method_name, params)
+            return
+        try:
+            self.lsp_text_document__did_change(params)
+        except Exception:
+            error = JsonRpcInternalError.of(sys.exc_info())  # type: ignore[no-untyped-call]
+            self._server._report_server_error(error, FeatureNotificationError)
 
     def _handle_request(self, msg_id: Any, method_name: str, params: Any) -> None:
         """pygls' dispatch, plus: a completion request the client withdraws before its handler ever ran
@@ -220,13 +271,19 @@ class TandemServer(LanguageServer):
         add ~2 ms to every keystroke). A request without a suggestion after another without one changes
         nothing on screen, so it sends nothing (unless the one before was an error, or said something else:
         the end of an outage must replace its warning)."""
-        last = self.last_status
-        if status.source == "none" and status.state != "error" and last.source == "none":
-            if last.state != "error" and last.text == status.text:
-                return
+        if not self.status_is_news(status):
+            return
         self.last_status = status
         loop = asyncio.get_running_loop()
         loop.call_soon(loop.call_soon, self.protocol.notify, STATUS_METHOD, status.to_json())
+
+    def status_is_news(self, status: Status) -> bool:
+        """Whether `send_status` would send `status` (see there). It reads the state, source and text only:
+        a status without the last minutes' figures answers for the one with them."""
+        last = self.last_status
+        if status.source == "none" and status.state != "error" and last.source == "none":
+            return last.state == "error" or last.text != status.text
+        return True
 
     def announce(self, notice: Notice) -> None:
         """A model's outage or recovery (completion.providers.breaker decides it is news): window/showMessage, and

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import sysconfig
+from typing import Any
 
 import pytest
 
@@ -298,3 +299,97 @@ def test_naive_order_does_not_snap_the_prefix_start_and_reuses_only_unchanged_fi
     # The same cursor again: the file's lines before the cursor are the reusable start; nothing else is.
     again = builder.build(path="asyncio/base_events.py", index=index, line=715, character=0)
     assert again.reused_prefix_tokens == index.tokens_in(again.prefix_start_line, 715) > 0
+
+
+def _windows_after_edits(builder: ContextBuilder, symbols: SymbolIndex, refused: set[str]) -> list[tuple[str, ...]]:
+    """A session of edits through `builder`, each window built by `builder` beside the same window from a
+    fresh builder in the same state: the pairs, as text. Each step changes one thing the candidates depend
+    on: a name typed that has a definition, an edit noted in a file that is not open, another open document
+    that grows, a module the file imports that comes into the workspace, a file no longer sent."""
+    counter = get_counter()
+    notes = "".join(f"# note {i}: nothing defined here\n" for i in range(60))
+    symbols.update("pkg/notes.py", notes)
+    symbols.update("pkg/units.py", notes + "def meters(x):\n    return x * 1000\n")
+    symbols.update("pkg/render.py", "import pkg.extra\n" + RENDER)  # a module not in the workspace yet
+    current = RENDER.splitlines() + [f"# filler line {i}" for i in range(150)]
+    index = TokenIndex(counter, current)
+    geometry = TokenIndex(counter, GEOMETRY.splitlines())
+    builder.open_document("pkg/render.py", index)
+    builder.open_document("pkg/geometry.py", geometry)
+    edits: list[tuple[str, int, int]] = []
+    pairs: list[tuple[str, ...]] = []
+
+    def note(path: str, line: int, added: int = 0) -> None:
+        builder.note_edit(path, line, lines_added=added)
+        edits.append((path, line, added))
+
+    def compare(line: int, character: int) -> None:
+        fresh = ContextBuilder(counter=counter, symbols=symbols, may_send=lambda p: p not in refused)
+        fresh.open_document("pkg/render.py", index)
+        fresh.open_document("pkg/geometry.py", geometry)
+        for path, at, added in edits:
+            fresh.note_edit(path, at, lines_added=added)
+        for made in (builder, fresh):
+            window = made.build(path="pkg/render.py", index=index, line=line, character=character)
+            pairs.append((rendered(window), str(window.total_tokens), window.stable_hash))
+
+    def type_at(line: int, text: str) -> None:
+        for ch in text:
+            column = len(index.lines[line])
+            index.replace_lines(line, line + 1, [index.lines[line] + ch])
+            note("pkg/render.py", line)
+            compare(line, column + 1)
+
+    index.replace_lines(7, 7, ["    "])  # a new line
+    note("pkg/render.py", 7, 1)
+    compare(7, 4)
+    type_at(7, "total = meters")  # new names, found nowhere, then one defined elsewhere
+    index.replace_lines(150, 151, ["# far below, edited"])  # outside the window: a recent-edit snippet
+    note("pkg/render.py", 150)
+    compare(7, 18)
+    index.replace_lines(149, 150, ["# far below, edited again"])  # ...whose text changes
+    compare(7, 18)
+    note("pkg/notes.py", 30)  # an edit in a file that is not open
+    compare(7, 18)
+    geometry.replace_lines(0, 0, ["# one", "# two"])  # the other open document grows, no edit noted
+    compare(7, 18)
+    symbols.update("pkg/extra.py", "# the module render.py imports\nLIMIT = 3\n")  # now it resolves
+    compare(7, 18)
+    refused.add("pkg/geometry.py")  # no longer sent: its outline, definitions and head go
+    compare(7, 18)
+    return pairs
+
+
+def test_memoised_candidates_give_the_window_a_fresh_builder_gives() -> None:
+    refused: set[str] = set()
+    symbols = workspace()
+    builder = ContextBuilder(counter=get_counter(), symbols=symbols, may_send=lambda p: p not in refused)
+    pairs = _windows_after_edits(builder, symbols, refused)
+    assert len(pairs) == 2 * 21
+    for memoised, fresh in zip(pairs[::2], pairs[1::2], strict=True):
+        assert memoised == fresh
+    # The session did move the snippets: the memo had things to miss.
+    assert len({stable for _text, _tokens, stable in pairs}) >= 5
+
+
+# Where each dependency sits in `ContextBuilder._candidates_key`'s tuple.
+_KEY_PARTS = {"names with definitions": 6, "imported files": 7, "recent edits": 8, "other open documents": 9}
+
+
+@pytest.mark.parametrize("left_out", sorted(_KEY_PARTS))
+def test_a_stale_candidate_memo_would_be_caught(monkeypatch: pytest.MonkeyPatch, left_out: str) -> None:
+    """The test above can fail: a memo keyed without one of the things the candidates depend on gives a
+    window a fresh builder does not."""
+    original = ContextBuilder._candidates_key
+    part = _KEY_PARTS[left_out]
+
+    def stale(self: ContextBuilder, *args: Any) -> tuple[object, ...]:
+        key = original(self, *args)
+        return key[:part] + key[part + 1 :]
+
+    monkeypatch.setattr(ContextBuilder, "_candidates_key", stale)
+    refused: set[str] = set()
+    symbols = workspace()
+    builder = ContextBuilder(counter=get_counter(), symbols=symbols, may_send=lambda p: p not in refused)
+    pairs = _windows_after_edits(builder, symbols, refused)
+    assert any(memoised != fresh for memoised, fresh in zip(pairs[::2], pairs[1::2], strict=True))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -86,6 +87,66 @@ def test_parse_chunk_completions_text_and_provider_variants() -> None:
     assert parse_chunk('{"choices":[{"index":0,"delta":{"reasoning":"hmm","content":null}}]}').text == ""
     # Only choice 0 counts.
     assert parse_chunk('{"choices":[{"index":1,"delta":{"content":"no"}}]}').text == ""
+
+
+# Chunks of every shape parse_chunk meets or refuses, for the common shape's quicker reading to match.
+CHUNK_SHAPES = [
+    '{"id":"c1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}',
+    '{"choices":[{"index":0,"delta":{"content":"ab"},"finish_reason":null}],"usage":null}',
+    '{"choices":[{"index":0,"delta":{"content":"\\u00e9\\n"},"logprobs":null,"finish_reason":null}]}',
+    '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+    '{"choices":[{"delta":{"content":"no index"}}]}',
+    '{"choices":[{"index":0,"text":"x = 1","finish_reason":"length"}]}',
+    '{"choices":[{"index":0,"delta":"not a dict","text":"from text"}]}',
+    '{"choices":[{"index":1,"delta":{"content":"no"}},{"index":0,"delta":{"content":"yes"}}]}',
+    '{"choices":[],"usage":{"prompt_tokens":100,"completion_tokens":7,"prompt_tokens_details":{"cached_tokens":64}}}',
+    '{"choices":[],"x_groq":{"usage":{"prompt_tokens":5,"completion_tokens":2}}}',
+    '{"usage":{"prompt_tokens":9,"completion_tokens":1,"prompt_cache_hit_tokens":8}}',
+    '{"choices":[{"index":0,"delta":{"reasoning":"hmm","content":null}}]}',
+    '{"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":5}]}',
+    '{"choices":[{"index":0.0,"delta":{"content":"float index"}}]}',
+    '{"choices":[{"index":true,"delta":{"content":"bool index"}}]}',
+    '{"choices":null}',
+    '{"choices":0}',
+    '{"choices":{}}',
+    '{"choices":""}',
+    '{"choices":["not a dict"]}',
+    '{"error":null,"choices":[{"index":0,"delta":{"content":"e"}}]}',
+    '{"error":{"message":"overloaded"}}',
+    '{"choices":[{"index":0,"delta":{"content":5}}]}',
+    '{"choices":[{"index":0,"delta":{"content":["a"]}}]}',
+    '{"a":NaN,"choices":[]}',
+    '{"choices":[]} ',
+    ' {"choices":[]}',
+    '{"choices":[]}{"choices":[]}',
+    '{"choices":[',
+    "{}",
+    "[1, 2]",
+    "not json",
+    "\ufeff{}",
+]
+
+
+@pytest.mark.parametrize("data", CHUNK_SHAPES)
+def test_the_common_chunk_shape_is_read_as_any_chunk_is(data: str) -> None:
+    """parse_chunk reads the common shape with fewer calls (`_common_chunk`); whatever it returns or raises
+    is what the general reading (`_any_chunk`) returns or raises."""
+    from tandem.completion.providers.backends.streaming import _any_chunk
+
+    def outcome(read: Callable[[str], Chunk]) -> object:
+        try:
+            return read(data)
+        except BadResponse as error:
+            return ("BadResponse", str(error))
+
+    assert outcome(parse_chunk) == outcome(_any_chunk)
+
+
+def test_the_common_chunk_shape_takes_the_quick_reading() -> None:
+    from tandem.completion.providers.backends.streaming import _common_chunk
+
+    assert _common_chunk(CHUNK_SHAPES[1]) == Chunk(text="ab")
+    assert _common_chunk(CHUNK_SHAPES[8]) == parse_chunk(CHUNK_SHAPES[8])
 
 
 @pytest.mark.parametrize(

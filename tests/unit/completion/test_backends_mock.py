@@ -362,3 +362,54 @@ async def test_a_closed_client_is_backend_unavailable_not_a_runtime_error() -> N
     with pytest.raises(BackendUnavailable, match="closed"):
         async for _ in backend.stream(completion_request(ModelConfig(), prefix="a", suffix=""), StreamStats()):
             pass
+
+
+async def test_a_model_request_is_sent_as_the_client_would_send_it_and_keeps_its_cookies() -> None:
+    """`streaming.posted` hands the request to the transport itself: the bytes sent are those of
+    `client.stream` (headers in order, body, timeout), the client's cookies go with it, and a cookie the
+    provider sets is sent back on the next request, as the client's own way would."""
+    from tandem.completion.providers.backends.streaming import StreamCall, posted
+
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return stream_response(sse([chat_chunk("x")]), **{"set-cookie": "affinity=node-7; Path=/"})
+
+    call = StreamCall(
+        url="https://api.example.test/v1/chat/completions",
+        body={"messages": [{"role": "user", "content": "é ✓"}], "stream": True},
+        timeout=httpx.Timeout(3.0, read=7.0),
+        api_key=KEY,
+    )
+    headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {KEY}"}
+    async with make_client(transport=httpx.MockTransport(handler)) as client:
+        for _ in range(2):
+            expected = client.build_request(
+                "POST", call.url, json=dict(call.body), headers=headers, timeout=call.timeout
+            )
+            async with posted(client, call, headers) as response:
+                assert response.status_code == 200
+                assert (await response.aread()).startswith(b"data: ")
+            got = sent[-1]
+            assert got.headers.raw == expected.headers.raw
+            assert got.content == expected.content
+            assert (got.method, got.url, got.extensions) == (expected.method, expected.url, expected.extensions)
+    assert "cookie" not in sent[0].headers
+    assert sent[1].headers["cookie"] == "affinity=node-7"
+
+
+async def test_a_model_url_with_a_password_is_sent_with_basic_auth_as_the_client_sends_it() -> None:
+    from tandem.completion.providers.backends.streaming import StreamCall, posted
+
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return stream_response(sse([chat_chunk("x")]))
+
+    call = StreamCall(url="https://user:secret@api.example.test/v1/chat/completions", body={}, timeout=httpx.Timeout(3))
+    async with make_client(transport=httpx.MockTransport(handler)) as client:
+        async with posted(client, call, {}) as response:
+            await response.aread()
+    assert sent[0].headers["authorization"] == httpx.BasicAuth("user", "secret")._auth_header

@@ -6,6 +6,8 @@ import asyncio
 import os
 import pathlib
 
+import pytest
+
 from tandem.cache.lines import LineBuffer
 from tandem.completion.config.tree import ContextConfig, PrivacyConfig
 from tandem.completion.workspace import WorkspaceIndex
@@ -188,3 +190,92 @@ async def test_the_index_says_while_its_scan_runs_and_waits_for_it_within_a_boun
     await started
     unscanned = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
     assert not unscanned.scanning and await unscanned.wait_for_scan(0.0) is True
+
+
+async def test_symbols_are_indexed_again_once_after_the_last_edit_with_one_timer(tmp_path: pathlib.Path) -> None:
+    index = WorkspaceIndex(root=tmp_path, context=ContextConfig(scan_workspace=False), privacy=PrivacyConfig())
+    await index.start()
+    uri = (tmp_path / "typed.py").as_uri()
+    buffer = LineBuffer("x = 1\n")
+    index.open(uri, buffer)
+    timers = []
+    for ch in "def later(): pass":
+        edit = buffer.replace((1, len(buffer.line_content(1))), (1, len(buffer.line_content(1))), ch)
+        index.change(uri, edit)
+        timers.append(index._docs[uri].symbols_timer)
+    # One timer for the whole burst of keys, not one per key.
+    assert timers[0] is not None and all(timer is timers[0] for timer in timers)
+    doc = index._docs[uri]
+    # The timer going off before the last edit's due time waits on, and indexes nothing yet.
+    index._reindex(uri)
+    assert "typed.py" not in index.symbols and doc.symbols_timer is not None
+    assert doc.symbols_timer is not timers[0]
+    doc.symbols_timer.cancel()
+    doc.symbols_due = asyncio.get_running_loop().time()  # the last edit is SYMBOLS_AFTER_EDIT_S old
+    index._reindex(uri)
+    assert doc.symbols_timer is None
+    assert index.symbols.definitions("later")
+
+
+async def test_edits_reach_the_token_index_when_it_is_read_as_if_each_had_at_once(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """didChange leaves the token index behind until a window reads it; keys typed on one line meanwhile
+    are re-encoded once. The index then holds what applying every edit at once gives (lines, blocks, counts),
+    and so does every window."""
+    from tandem.cache.token_index import TokenIndex
+
+    workspace = WorkspaceIndex(
+        root=tmp_path, context=ContextConfig(budget_tokens=300, scan_workspace=False), privacy=PrivacyConfig()
+    )
+    await workspace.start()
+    uri = (tmp_path / "typed.py").as_uri()
+    text = "".join(f"def f{i}(x):\n    return x * {i}\n\n" for i in range(120))
+    buffer = LineBuffer(text)
+    workspace.open(uri, buffer)
+    for _ in range(200):  # the token index is built in a worker thread
+        if workspace.window(uri, 0, 0) is not None:
+            break
+        await asyncio.sleep(0.01)  # sleep-ok: waiting for a worker thread, bounded
+    doc = workspace._docs[uri]
+    assert doc.index is not None
+    assert workspace.counter is not None
+    reference = TokenIndex(workspace.counter, LineBuffer(text).lines(0, buffer.line_count))
+    encoded: list[int] = []
+    patch = TokenIndex.replace_lines
+    monkeypatch.setattr(TokenIndex, "replace_lines", lambda self, *a: (encoded.append(1), patch(self, *a))[1])
+
+    def edit(start: tuple[int, int], end: tuple[int, int], new: str) -> None:
+        done = buffer.replace(start, end, new)
+        workspace.change(uri, done)
+        patch(reference, done.start_line, done.start_line + done.old_line_count,
+              buffer.lines(done.start_line, done.start_line + done.new_line_count))  # fmt: skip
+
+    windows = 0
+
+    def read(line: int, character: int) -> None:
+        nonlocal windows
+        window = workspace.window(uri, line, character)
+        assert window is not None and workspace._builder is not None
+        # The same builder (its recent edits, its options) over the index that took every edit at once.
+        fresh = workspace._builder.build(path="typed.py", index=reference, line=line, character=character)
+        assert (window.prefix, window.suffix, window.total_tokens) == (fresh.prefix, fresh.suffix, fresh.total_tokens)
+        index = doc.index
+        assert index is not None
+        assert list(index.blocks()) == list(reference.blocks())
+        assert list(index.lines) == list(reference.lines)
+        windows += 1
+
+    for i, ch in enumerate("    total = f3(4)"):  # a new line's keys, typed between two windows
+        if i == 0:
+            edit((200, 0), (200, 0), "\n")
+        edit((200, i), (200, i), ch)
+    before = len(encoded)
+    read(200, 17)
+    assert len(encoded) - before == 2  # the new line, then the line's keys at once (not one per key)
+    edit((5, 0), (7, 0), "")  # two lines out, far above
+    edit((30, 4), (30, 10), "yield")
+    read(198, 17)
+    edit((198, 17), (198, 17), " + f4(5)")
+    read(198, 25)
+    assert windows == 3

@@ -162,3 +162,40 @@ def test_an_unclosed_deep_value_is_skipped_and_the_next_message_read() -> None:
     data = f"Content-Length: {len(body)}\r\n\r\n".encode() + body + frame(msg(3))
     values, problems = read(data)
     assert [v["id"] for v in values] == [3] and problems
+
+
+def _events(data: bytes, chunk: int, *, whole: bool) -> list[Any]:
+    reader = FrameReader(max_header_line=1024)
+    if not whole:
+        reader._whole_message = lambda events: False  # type: ignore[method-assign]
+    events = []
+    for start in range(0, len(data), chunk):
+        events += reader.feed(data[start : start + chunk])
+    events += reader.give_up()
+    return events
+
+
+@given(
+    stream=_stream(),
+    extra=st.lists(
+        st.sampled_from(
+            [
+                b"Content-Length: 5\r\n\r\n[1, ",
+                b"Content-Length: 2\r\n\r\n  ",
+                b"\r\n",
+                b"Content-Length: 2\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{}",
+                b"Content-Length: 2\r\nContent-Type: a\nb\r\n\r\n[]",
+                b"Content-Length: 2\r\nContent-Type: \r\n\r\n[]",
+                b"Content-Length: 2\r\nX-Other: 1\r\n\r\n[]",
+            ]
+        )
+    ),
+    chunk=st.integers(1, 300),
+)
+def test_a_whole_message_read_in_one_go_is_read_as_line_by_line(
+    stream: tuple[bytes, list[Any]], extra: list[bytes], chunk: int
+) -> None:
+    """`FrameReader` reads a plainly framed message in one go; every stream (damaged ones too, a body that is
+    not JSON, one cut short) gives the events that reading it line by line gives."""
+    data = stream[0] + b"".join(extra) + frame(msg(7, "[deep]" * 3)) + frame(json.loads(_nested(70)))
+    assert _events(data, chunk, whole=True) == _events(data, chunk, whole=False)

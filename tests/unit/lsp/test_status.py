@@ -77,3 +77,26 @@ def test_live_stats_count_the_window_by_the_reports_definition() -> None:
     figures = stats.figures(now_s=70.0)
     assert (figures.requests, figures.no_wait_share, figures.errors) == (3, round(1 / 3, 4), 1)
     assert stats.figures(now_s=200.0).no_wait_share is None
+
+
+def test_whether_a_status_is_news_does_not_depend_on_the_last_minutes() -> None:
+    """`lsp.completing` asks for the last minutes' figures (`Engine.live_figures`) only for a status that will
+    be sent: the answer for the status without them must be the answer for the one with them."""
+    from tandem.lsp.server import build_server
+
+    live = LiveFigures(window_s=300, requests=40, no_wait_share=0.725, errors=1, budget_tokens_left=18_000)
+    results = [
+        CompletionResult(text="x", source="model", waited_ms=84.4, tier="fast", model="m"),
+        CompletionResult(text="", source="cache", waited_ms=5, tier="cache"),
+        CompletionResult(text="", source="model", waited_ms=30, tier="fast", model="m"),
+        CompletionResult(error="provider unavailable: refused", source="model", waited_ms=12, tier="fast"),
+    ]
+    server = build_server(env={})
+    asked = 0
+    for last in [Status.ready(), *(Status.of_completion(r) for r in results)]:
+        for result in results:
+            server.last_status = last
+            bare, full = Status.of_completion(result), Status.of_completion(result, live)
+            assert server.status_is_news(bare) == server.status_is_news(full)
+            asked += server.status_is_news(bare)
+    assert 0 < asked < len(results) * (len(results) + 1)  # some statuses are news, some are not

@@ -89,6 +89,14 @@ class SseParser:
         if lines[-1]:
             self._line_parts.append(lines[-1])
         for line in lines[:-1]:
+            # The two lines of nearly every event, read here; any other line as the spec says.
+            if line[:6] == "data: ":
+                self._data.append(line[6:])
+                continue
+            if not line and self._data:
+                events.append(self._dispatch())
+                self._reset_event()
+                continue
             event = self._process_line(line)
             if event is not None:
                 events.append(event)

@@ -274,9 +274,10 @@ class _Counted(httpx.AsyncByteStream):
         self._closed = closed
         self._counted = False
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for part in self._inner:
-            yield part
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        # The inner body's own iterator, not a generator around it: each piece of every model response
+        # passes here, and a layer that only forwards would cost a generator step per piece.
+        return self._inner.__aiter__()
 
     async def aclose(self) -> None:
         try:

@@ -30,6 +30,8 @@ class HttpBackend:
         self._client = client
         self._env = env
         self._url = config.base_url.rstrip("/") + self.path
+        # The model's limits, made once: a configuration change makes a new backend.
+        self._timeout = request_timeout(config)
         self._closed = False
 
     def body(self, request: ModelRequest) -> dict[str, object]:
@@ -43,7 +45,7 @@ class HttpBackend:
         return StreamCall(
             url=self._url,
             body=self.body(request),
-            timeout=request_timeout(self._config),
+            timeout=self._timeout,
             api_key=api_key(self._config, self._env),
         )
 

@@ -18,11 +18,14 @@ Failure mapping (the only place it happens):
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import json.scanner
 import logging
 import re
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -115,6 +118,7 @@ def request_headers(key: str | None, *, streaming: bool) -> dict[str, str]:
     return headers
 
 
+@functools.lru_cache(maxsize=64)
 def host_of(url: str) -> str:
     return urlsplit(url).netloc or url
 
@@ -149,10 +153,18 @@ async def stream_chunks(client: httpx.AsyncClient, call: StreamCall, stats: Stre
 
 
 async def chunk_texts(client: httpx.AsyncClient, call: StreamCall, stats: StreamStats) -> AsyncGenerator[str, None]:
-    """The text of `call`'s chunks as they arrive (`stream_chunks`), stamping the first one's time in `stats`."""
-    async with aclosing(stream_chunks(client, call, stats)) as chunks:
-        async for chunk in chunks:
-            if chunk.text:
+    """The text of `call`'s chunks as they arrive (what `stream_chunks` yields), stamping the first one's time
+    in `stats`. It reads the events itself rather than through `stream_chunks`: every event of every
+    keystroke's stream passes each generator in the chain, so one fewer is CPU saved per keystroke."""
+    headers = request_headers(call.api_key, streaming=True)
+    events = stream_events(client, call, stats, headers=headers, is_last=_is_last_chunk, last_name="[DONE]")
+    async with aclosing(events):
+        async for event in events:
+            data = event.data
+            if "[DONE]" in data and _is_done(data):
+                continue  # read on: the events reader drains the body, returning the connection to the pool
+            chunk = _consume(data, stats)
+            if chunk is not None and chunk.text:
                 if not stats.first_token_ns:
                     stats.first_token_ns = now_ns()
                 yield chunk.text
@@ -172,7 +184,7 @@ async def stream_events(
     Fills the request-sent and first-byte timestamps of `stats`. Raises only `completion.providers.errors` types.
 
     A 429 whose Retry-After is short is waited out and retried once, as `streaming.stream_chunks` does.
-    The response lives inside `async with client.stream(...)`: closing this generator closes it at once.
+    The response lives inside `async with posted(...)`: closing this generator closes it at once.
     """
     if client.is_closed:
         raise BackendUnavailable("the HTTP client is closed (the server is shutting down)")
@@ -181,9 +193,7 @@ async def stream_events(
         progress = StreamProgress()
         stats.request_sent_ns = now_ns()
         try:
-            async with client.stream(
-                "POST", call.url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
-            ) as response:
+            async with posted(client, call, headers) as response:
                 stats.first_byte_ns = now_ns()
                 wait_s = await check_status(response, call, allow_retry=not retried)
                 if wait_s is None:
@@ -200,6 +210,59 @@ async def stream_events(
         retried = True
         log.debug("429 from %s: retrying once in %.2f s", host_of(call.url), wait_s)
         await anyio.sleep(wait_s)
+
+
+@contextlib.asynccontextmanager
+async def posted(
+    client: httpx.AsyncClient, call: StreamCall, headers: Mapping[str, str]
+) -> AsyncIterator[httpx.Response]:
+    """`call` POSTed through `client` as `client.stream("POST", ...)` would send it, byte for byte, its
+    streamed response open for the block and closed after it.
+
+    The request goes straight to the client's transport, built here: `client.stream` would build it and
+    then pass it through the client's layers for auth, redirects, event hooks and a response wrapper, and
+    parse every response's headers into a cookie jar's message object, on every keystroke (a sixth of the
+    HTTP stack's function calls, per request; tandem's client has none of those configured). What the
+    client does that a request sees is done here too: its default headers under the call's, its cookies
+    sent, and cookies a response sets kept. A client with auth, event hooks, redirects followed, a base URL
+    or query parameters of its own (none that tandem makes), and a URL with a user name or password in it
+    (httpx sends them as Basic auth), take the ordinary way.
+    """
+    url = _parsed_url(call.url)
+    ordinary = client.auth is not None or any(client.event_hooks.values()) or client.follow_redirects
+    if ordinary or client.base_url.raw_host or client.params or url.userinfo:
+        async with client.stream(
+            "POST", url, json=dict(call.body), headers=dict(headers), timeout=call.timeout
+        ) as response:
+            yield response
+        return
+    merged = httpx.Headers(client.headers)
+    merged.update(headers)
+    request = httpx.Request(
+        "POST",
+        url,
+        json=dict(call.body),
+        headers=merged,
+        cookies=client.cookies or None,
+        extensions={"timeout": call.timeout.as_dict()},
+    )
+    # httpx's own choice of transport for the URL (a mount for its scheme and host, else the client's).
+    transport = client._transport_for_url(url)
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        if "set-cookie" in response.headers:
+            client.cookies.extract_cookies(response)
+        yield response
+    finally:
+        await response.aclose()
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_url(url: str) -> httpx.URL:
+    """`url` parsed once: a backend posts to the same endpoint on every keystroke, and httpx would parse the
+    string again for each request (`httpx.URL` is immutable, so one can be shared). Raises InvalidURL."""
+    return httpx.URL(url)
 
 
 # Statuses that retrying cannot fix: a bad key, no permission, a wrong URL or model name.
@@ -278,11 +341,15 @@ async def read_sse_events(
 
 
 def _is_done(data: str) -> bool:
-    return data.strip() == "[DONE]"
+    return "[DONE]" in data and data.strip() == "[DONE]"
+
+
+def _is_last_chunk(event: SseEvent) -> bool:
+    return "[DONE]" in event.data and event.data.strip() == "[DONE]"
 
 
 def _consume(data: str, stats: StreamStats) -> Chunk | None:
-    if not data.strip():
+    if data[:1] != "{" and not data.strip():
         return None
     chunk = parse_chunk(data)
     if chunk.usage is not None:
@@ -371,8 +438,53 @@ async def warm_connection(client: httpx.AsyncClient, config: ModelConfig, env: M
         log.debug("warming %s failed (ignored): %s", host_of(url), type(exc).__name__)
 
 
+# The JSON scanner json.loads ends in, called directly: one call where json.loads makes seven. (typeshed
+# types its argument as a scanner; it takes the decoder whose settings it scans with.)
+_scan_json: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+
+
 def parse_chunk(data: str) -> Chunk:
     """Read one `data:` payload of a chat or completions stream. Raises BadResponse if it is not one."""
+    chunk = _common_chunk(data)
+    return chunk if chunk is not None else _any_chunk(data)
+
+
+def _common_chunk(data: str) -> Chunk | None:
+    """`_any_chunk(data)` for the shape nearly every chunk has (an object, a first choice with index 0 and
+    string text or none, no error, no Groq extension), read with fewer calls: every keystroke's stream has a
+    chunk per token. None for anything else (an error among them), which `_any_chunk` reads or refuses."""
+    if data[:1] != "{":
+        return None
+    try:
+        payload, end = _scan_json(data, 0)
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    if end != len(data) or type(payload) is not dict or "error" in payload or "x_groq" in payload:
+        return None
+    text = finish_reason = ""
+    choices = payload.get("choices")
+    if type(choices) is list:
+        if choices:
+            choice = choices[0]
+            if type(choice) is not dict or choice.get("index", 0) != 0:
+                return None
+            delta = choice.get("delta")
+            content = delta.get("content") if type(delta) is dict else choice.get("text")
+            if type(content) is str:
+                text = content
+            elif content is not None:
+                return None
+            reason = choice.get("finish_reason")
+            if type(reason) is str:
+                finish_reason = reason
+    elif choices is not None:
+        return None
+    usage = _usage(payload) if payload.get("usage") is not None else None
+    return Chunk(text=text, finish_reason=finish_reason, usage=usage)
+
+
+def _any_chunk(data: str) -> Chunk:
+    """`parse_chunk` for any payload."""
     try:
         payload = json.loads(data)
     except ValueError:
