@@ -12,6 +12,7 @@ import hashlib
 import keyword
 import posixpath
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -109,13 +110,15 @@ _STOP_WORDS = (
 
 
 _line_names: LRU[str, tuple[str, ...]] = LRU(8192)
+_intern = sys.intern
 
 
 def _names_in(text: str) -> tuple[str, ...]:
-    # Lines repeat across keystrokes (only the cursor line changes), so their names are memoised.
+    # Lines repeat across keystrokes (only the cursor line changes), so their names are memoised; a name
+    # recurs on many lines, so the memo holds one string for it, not one per line.
     names = _line_names.get(text)
     if names is None:
-        names = tuple(n for n in _IDENTIFIER.findall(text) if len(n) > 1 and n not in _STOP_WORDS)
+        names = tuple(_intern(n) for n in _IDENTIFIER.findall(text) if len(n) > 1 and n not in _STOP_WORDS)
         _line_names[text] = names
     return names
 

@@ -23,6 +23,7 @@ import hashlib
 import os
 import tempfile
 import threading
+from array import array
 from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -179,7 +180,8 @@ class TokenCounter:
         self.name = name
         self._encoding = encoding
         self._encode = encoding.encode_ordinary
-        self._byte_lengths: list[int] | None = None
+        # Each token's length in bytes, by id: an array of 16-bit ints (0.2 MB), not a list (0.8 MB).
+        self._byte_lengths: array[int] | None = None
         self._lengths_lock = threading.Lock()
 
     def count(self, text: str) -> int:
@@ -212,13 +214,13 @@ class TokenCounter:
             before = upto
         return out
 
-    def _token_byte_lengths(self) -> list[int]:
+    def _token_byte_lengths(self) -> array[int]:
         lengths = self._byte_lengths
         if lengths is not None:
             return lengths
         with self._lengths_lock:
             if self._byte_lengths is None:
-                table: list[int] = []
+                table = array("H")
                 decode = self._encoding.decode_single_token_bytes
                 for token in range(self._encoding.max_token_value + 1):
                     try:

@@ -154,3 +154,37 @@ def test_standard_library_asyncio_imports_resolve() -> None:
     assert index.lines("asyncio/events.py") == lines
     loop = [d for d in index.definitions("AbstractEventLoop") if d.path == "asyncio/events.py"]
     assert loop and lines[loop[0].start_line].startswith("class AbstractEventLoop")
+
+
+def test_definitions_by_name_one_or_many_through_updates_and_removals() -> None:
+    # One definition of a name is kept bare, more as a list: the answers are the same either way, in the
+    # order the files were indexed, through every change between one and many.
+    index = SymbolIndex()
+    index.update("a.py", "def run():\n    pass\n")
+    assert [(d.path, d.start_line) for d in index.definitions("run")] == [("a.py", 0)]
+    index.update("b.py", "x = 1\n\ndef run():\n    pass\n")
+    index.update("c.py", "def run():\n    pass\n\ndef run():\n    return 2\n")
+    assert [(d.path, d.start_line) for d in index.definitions("run")] == [
+        ("a.py", 0),
+        ("b.py", 2),
+        ("c.py", 0),
+        ("c.py", 3),
+    ]
+    index.remove("c.py")
+    assert [(d.path, d.start_line) for d in index.definitions("run")] == [("a.py", 0), ("b.py", 2)]
+    index.update("a.py", "def walk():\n    pass\n")
+    assert [(d.path, d.start_line) for d in index.definitions("run")] == [("b.py", 2)]
+    index.update("d.py", "def run():\n    pass\n")
+    assert [(d.path, d.start_line) for d in index.definitions("run")] == [("b.py", 2), ("d.py", 0)]
+    index.remove("b.py")
+    index.remove("d.py")
+    assert index.definitions("run") == []
+    assert [d.path for d in index.definitions("walk")] == ["a.py"]
+
+
+def test_imported_names_are_shared_strings() -> None:
+    # The same module and name imported by many files is one string (the index of a large workspace).
+    first = extract_imports("a.py", "import os\nfrom typing import Any\n")
+    second = extract_imports("b.py", "import os\nfrom typing import Any\n")
+    assert first == second
+    assert first[0].module is second[0].module and first[1].names[0] is second[1].names[0]

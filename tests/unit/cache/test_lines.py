@@ -74,3 +74,16 @@ def test_codec_column_inside_a_character_lands_before_it() -> None:
     codec = PositionCodec("utf-8")
     assert codec.to_server("é!", 1) == 0  # byte 1 is inside 'é'
     assert codec.to_server("ab", 99) == 2
+
+
+def test_split_lines_breaks_only_at_newlines_whatever_else_the_text_holds() -> None:
+    # str.splitlines (the fast path) also breaks at \v, \f, \x1c-\x1e, \x85, \u2028 and \u2029: LSP does not.
+    rng = random.Random(37)
+    pieces = ["ab", "\n", " ", "\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029", "é", "\n\n"]
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        parts = text.split("\n")
+        assert split_lines(text) == [p + "\n" for p in parts[:-1]] + [parts[-1]], repr(text)
+    assert split_lines("") == [""]
+    assert split_lines("a\n") == ["a\n", ""]
+    assert split_lines("a\u2028b\n\fc") == ["a\u2028b\n", "\fc"]
