@@ -10,10 +10,13 @@ e2e_support.serve). Time spent waiting for a CPU on a busy machine is not a bloc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 
 import pytest
 
+from tandem.cache.privacy import PrivacyFilter
+from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.lsp.loop_watch import Block, LoopWatch
 from tandem.lsp.server import _import_lazy_modules
 
@@ -58,6 +61,13 @@ SET_UP_FRAMES = (", in build_server\n", ", in lsp_initialize\n", ", in make_clie
 
 # The libraries' lazily imported modules, imported here as `tandem serve` does before its loop runs.
 _import_lazy_modules()
+# Two loads that hold the GIL in native code (~110-160 ms each here), so that even from a worker thread (the
+# server's start, a simulator's) they hold a test's loop, and the first test of a process to send a prompt was
+# failed for them: the secret rules' first match (RE2 builds its automata) and the tokenizer's encoding.
+# Once per process, before any loop runs.
+PrivacyFilter.warm_up()
+with contextlib.suppress(EncodingUnavailable):  # the tests of a missing encoding say so themselves
+    get_counter()
 
 
 def _handlers(blocks: list[Block]) -> list[Block]:

@@ -19,7 +19,6 @@ import pytest
 from fixtures_sim import HeldTransport, SimFactory
 
 from tandem.cache.lines import LineBuffer
-from tandem.cache.privacy import PrivacyFilter
 from tandem.completion.config.tree import CompletionConfig, Config, ModelConfig, ModelsConfig, PrefetchConfig
 from tandem.completion.inline.engine import NO_MODEL_NOTICE, Engine
 from tandem.completion.inline.prefetch import TokenBudget
@@ -43,15 +42,15 @@ class Rig:
     records: list[TraceRecord]
     _written: asyncio.Event
 
-    def ask(self, character: int = 11, version: int = 1) -> CompletionRequest:
+    def ask(self, character: int = 11, version: int = 1, uri: str = URI) -> CompletionRequest:
         return CompletionRequest(
-            uri=URI,
+            uri=uri,
             version=version,
             line=1,
             character=character,
             document=self.buffer,
             language="python",
-            path="calc.py",
+            path=uri.rsplit("/", 1)[-1],
         )
 
     async def record(self, found: Callable[[TraceRecord], bool]) -> TraceRecord:
@@ -79,9 +78,9 @@ async def rig(sim_factory: SimFactory, tmp_path: pathlib.Path) -> AsyncIterator[
 
 
 @contextlib.asynccontextmanager
-async def _rig(sim: SimHandle | None) -> AsyncIterator[Rig]:
+async def _rig(sim: SimHandle | None, config: Config | None = None) -> AsyncIterator[Rig]:
     model = HeldTransport()
-    config = _config(sim.base_url if sim is not None else None)
+    config = config or _config(sim.base_url if sim is not None else None)
     async with httpx.AsyncClient(transport=model) as client:
         tiers = Tiers(client, {})
         assert tiers.configure(config.models) == []
@@ -101,9 +100,6 @@ async def _rig(sim: SimHandle | None) -> AsyncIterator[Rig]:
             budget=TokenBudget(per_minute=config.prefetch.tokens_per_minute),
             spend=SpendLedger(config.budget, path=None),
         )
-        # As the server does at start: the secret rules' first match builds RE2's automata (~100 ms), off the
-        # event loop, which the loop watch would otherwise catch in the first test of a process.
-        await asyncio.to_thread(PrivacyFilter.warm_up)
         try:
             yield Rig(engine, model, sim, LineBuffer(DOCUMENT), records, written)
         finally:
@@ -216,3 +212,90 @@ async def test_the_debounce_learns_the_models_speed_from_when_it_was_asked_not_f
     learnt = rig.engine._debounce.model_latency_s
     assert learnt is not None
     assert learnt <= answer.waited_ms / 1000 - waited_s + 0.01
+
+
+@pytest.fixture
+async def local_rig(sim_factory: SimFactory, tmp_path: pathlib.Path) -> AsyncIterator[Rig]:
+    """A model on this machine (one request at a time), speculation on."""
+    (tmp_path / "calc.py").write_text(TRUTH)
+    sim = sim_factory(profile="spark", ttft_ms=5.0, tokens_per_s=20_000.0, truth=(str(tmp_path),))
+    config = Config(
+        models=ModelsConfig(fast=ModelConfig(base_url=sim.base_url, model="sim-spark", local=True)),
+        completion=CompletionConfig(debounce_ms=0),
+        prefetch=PrefetchConfig(enabled=True),
+    )
+    async with _rig(sim, config) as built:
+        yield built
+
+
+OTHER = "file:///w/other.py"
+
+
+async def test_a_miss_in_another_document_stops_the_stream_that_holds_a_local_models_one_slot(
+    local_rig: Rig,
+) -> None:
+    rig = local_rig
+    rig.model.hold()
+    left = asyncio.create_task(rig.engine.complete(rig.ask(uri=OTHER)))
+    await rig.model.wait_arrived(1)  # the document the user leaves holds the slot, its request unsent
+    here = asyncio.create_task(rig.engine.complete(rig.ask()))
+    await rig.model.wait_arrived(2)  # asked at once: the other document's stream no longer holds the slot
+    rig.model.release()
+    answer = await asyncio.wait_for(here, 10)
+    assert answer.source == "model" and "a + b".startswith(answer.text) and answer.text
+    assert (await asyncio.wait_for(left, 10)).text == ""
+    assert rig.model.sent == 1
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["left-open", "closed"])
+async def test_a_resting_cursor_takes_a_local_models_slot_from_the_document_the_user_left(
+    local_rig: Rig, closed: bool
+) -> None:
+    rig = local_rig
+    rig.model.hold()
+    left = asyncio.create_task(rig.engine.complete(rig.ask(uri=OTHER)))
+    await rig.model.wait_arrived(1)
+    if closed:
+        rig.engine.document_closed(OTHER)  # its stream is stopped, but holds the slot until its request ends
+    assert rig.engine.warm(rig.ask())
+    await rig.model.wait_arrived(2)  # the warm read, once the stream of the document left has ended
+    rig.model.release()
+    assert (await asyncio.wait_for(left, 10)).text == ""
+    warmed = await rig.record(lambda r: r.kind == "prefetch")
+    assert warmed.outcome != "error" and "cursor rests" in warmed.route_reasons[0]
+    first_key = await rig.engine.complete(rig.ask())
+    assert (first_key.text, first_key.source) == ("a + b", "stream")
+    assert rig.model.sent == 1
+
+
+async def test_a_warm_read_waiting_for_the_slot_yields_to_the_users_request(local_rig: Rig) -> None:
+    rig = local_rig
+    tier = rig.engine.tiers.for_completion()
+    assert tier is not None and tier.slots is not None
+    held = asyncio.Event()
+    done = asyncio.Event()
+
+    async def other_work() -> None:  # something else holds the model's one slot (not a stream to stop)
+        async with tier.slots.hold():
+            held.set()
+            await done.wait()
+
+    holder = asyncio.create_task(other_work())
+    await held.wait()
+    assert rig.engine.warm(rig.ask())  # waits for the slot
+    _typed(rig, "a ")  # the user types before the slot is free: the place the warm read knew is gone
+    here = asyncio.create_task(rig.engine.complete(rig.ask(character=13, version=2)))
+    for _ in range(1000):  # the user's request queues for the slot too
+        if tier.slots.waiting:
+            break
+        await asyncio.sleep(0)
+    assert tier.slots.waiting == 1
+    done.set()
+    await holder
+    answer = await asyncio.wait_for(here, 10)
+    assert (answer.source, answer.error) == ("model", "")
+    await rig.record(lambda r: r.id == answer.trace_id)
+    await tier.slots.idle()
+    await asyncio.sleep(0)
+    assert not any(r.kind == "prefetch" for r in rig.records)
+    assert rig.model.arrived == 1

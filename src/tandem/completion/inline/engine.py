@@ -15,6 +15,7 @@ the older is answered empty at once, and model streams the user moved away from 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -53,6 +54,8 @@ NO_MODEL_NOTICE = (
 _FOLLOWING_LINES = 3
 # Rough prompt size when no token count is at hand (prefetch budgeting only).
 _CHARS_PER_TOKEN = 4
+# How long a warm read (`Engine.warm`) waits for a local model's slot to come free before it gives up.
+WARM_WAIT_S = 10.0
 
 
 def _priced(tier: Tier | None) -> bool:
@@ -98,6 +101,8 @@ class Engine:
         self.tiers = tiers
         self._streams = StreamStore()
         self._tickets = Tickets()
+        self._asked = 0  # completion requests so far (a warm read waiting for the slot yields to a newer one)
+        self._waiting_warm: set[asyncio.Task[None]] = set()
         self.config = config
         self._cache = self._make_cache(config)
         self._debounce = AdaptiveDebounce(ceiling_s=config.completion.debounce_ms / 1000)
@@ -148,6 +153,7 @@ class Engine:
             language=request.language,
             client=request.client,
         )
+        self._asked += 1
         with self._tickets.newest(request.uri) as ticket:
             try:
                 return await self._complete(request, record, ticket)
@@ -234,6 +240,10 @@ class Engine:
         record.mark("debounce_end")
 
         # 3. Context, 4. stream in the background: it outlives this request and serves the next keystrokes.
+        if tier.slots is not None:
+            # A server that works one request at a time: a stream of a document the user left would hold
+            # its slot (reading or generating for a cursor nobody is at) while this request queues.
+            self._streams.cancel_elsewhere(request.uri)
         stream = self._start(request, tier, record)
         if stream is None:
             return self._refused(record, record.error)
@@ -505,11 +515,34 @@ class Engine:
     def warm(self, request: CompletionRequest) -> bool:
         """The cursor rests at `request` before the user types: a model on this machine reads the prompt
         there now (a prefetch stream, yielding to the user's requests), so the file's first key finds it
-        read. Not a cloud model: it would be paid for a guess. False when nothing was started."""
+        read. Not a cloud model: it would be paid for a guess. False when nothing was started (or waits for the
+        slot to start)."""
         tier = self.tiers.for_completion()
         if tier is None or not tier.local:
             return False
-        return self.speculate(request, after_insert=True, reason="prefetch: the prompt where the cursor rests")
+        reason = "prefetch: the prompt where the cursor rests"
+        slots = tier.slots
+        if slots is None:
+            return self.speculate(request, after_insert=True, reason=reason)
+        # The streams of the document the user left would hold the one slot for a cursor nobody is at.
+        self._streams.cancel_elsewhere(request.uri)
+        if not (slots.busy or slots.waiting):
+            return self.speculate(request, after_insert=True, reason=reason)
+        asked = self._asked
+
+        async def when_idle() -> None:
+            # Read once the slot is free (the stopped requests end), unless the user has asked something
+            # meanwhile: their request goes first and says where the cursor is now.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(WARM_WAIT_S):
+                    await slots.idle()
+                    if self._asked == asked:
+                        self.speculate(request, after_insert=True, reason=reason)
+
+        task = asyncio.ensure_future(when_idle())
+        self._waiting_warm.add(task)
+        task.add_done_callback(self._waiting_warm.discard)
+        return True
 
     def speculate(
         self, request: CompletionRequest, accepted: str = "", *, after_insert: bool = False, reason: str = ""
@@ -615,6 +648,8 @@ class Engine:
 
     async def aclose(self) -> None:
         """Stop every stream and let each end properly (its trace record is written as it ends)."""
+        for waiting in self._waiting_warm:
+            waiting.cancel()
         tasks = self._streams.close()
         await asyncio.gather(*tasks, return_exceptions=True)
 

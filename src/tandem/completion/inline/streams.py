@@ -261,6 +261,13 @@ class StreamStore:
         if keep is not None:
             keep.keep()
 
+    def cancel_elsewhere(self, uri: str) -> list[Stream]:
+        """Stop the live streams of every document but `uri` (the user works in `uri` now); returns them."""
+        stopped = [s for other, streams in self._by_uri.items() if other != uri for s in streams if not s.done]
+        for stream in stopped:
+            stream.cancel()
+        return stopped
+
     def forget(self, uri: str) -> None:
         for stream in self._by_uri.pop(uri, ()):
             stream.cancel()

@@ -26,6 +26,7 @@ class Slots:
         self._free = count
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._order = itertools.count()
+        self._idle: list[asyncio.Future[None]] = []
 
     @property
     def busy(self) -> bool:
@@ -34,6 +35,13 @@ class Slots:
     @property
     def waiting(self) -> int:
         return sum(1 for _, _, future in self._waiting if not future.done())
+
+    async def idle(self) -> None:
+        """Return once no request holds a slot or waits for one."""
+        if self._free < self.count or self.waiting:
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._idle.append(future)
+            await future
 
     @asynccontextmanager
     async def hold(self, priority: int = USER) -> AsyncIterator[None]:
@@ -60,3 +68,8 @@ class Slots:
                 future.set_result(None)
                 return
         self._free += 1
+        if self._free == self.count:
+            idle, self._idle = self._idle, []
+            for waiter in idle:
+                if not waiter.done():
+                    waiter.set_result(None)
