@@ -6,6 +6,7 @@ objects that live on (cache entries, document lines), so the free space ends up 
 stays resident. In the 100,000-key soak with a mispredicting model (bench/bench_soak.py) glibc's free
 space grew from 3 MB to 18 MB in 20 minutes while the memory in use grew by 7 MB. `malloc_trim(0)` hands
 the free pages in the middle of the heap back (madvise); it runs on the event loop every `TRIM_EVERY_S`.
+`trim_now` also runs once when the workspace scan ends, whose thread freed the walk's file texts.
 On a C library without `malloc_trim` (musl, macOS) this does nothing.
 
 `limit_arenas` caps glibc's malloc arenas at `ARENA_MAX` (`mallopt(M_ARENA_MAX)`), called once when
@@ -72,6 +73,12 @@ def malloc_trim() -> Callable[[], int] | None:
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
     return lambda: int(trim(0))
+
+
+def trim_now() -> bool:
+    """`malloc_trim(0)` once (after a burst such as the workspace scan); False without glibc."""
+    trim = malloc_trim()
+    return trim is not None and trim() == 1
 
 
 class HeapTrimmer:

@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from tandem.lsp.heap import M_ARENA_MAX, HeapTrimmer, limit_arenas, malloc_trim
+from tandem.lsp.heap import M_ARENA_MAX, HeapTrimmer, limit_arenas, malloc_trim, trim_now
 
 
 def _rss_mb() -> float:
@@ -93,3 +93,26 @@ def test_serve_limits_the_arenas_before_the_server_is_built(monkeypatch: pytest.
     with pytest.raises(Built):
         main(["serve", "--log-file", "/dev/null"])
     assert order == ["limit_arenas", "build_server"]
+
+
+def test_the_end_of_the_workspace_scan_trims_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tandem.lsp.handlers.lifecycle as lifecycle
+    import tandem.lsp.heap as heap
+
+    order: list[str] = []
+
+    class Index:
+        async def start(self) -> list[str]:
+            order.append("scan")
+            return []
+
+    monkeypatch.setattr(lifecycle, "report", lambda ls, problems: order.append("report"))
+    monkeypatch.setattr(heap, "trim_now", lambda: order.append("trim") or True)
+    asyncio.run(lifecycle._start_workspace(object(), Index()))  # type: ignore[arg-type]
+    assert order == ["scan", "report", "trim"]
+
+
+def test_trim_now_answers_whether_it_could_trim() -> None:
+    assert trim_now() in (True, False)
+    if malloc_trim() is None:
+        assert trim_now() is False
