@@ -34,6 +34,9 @@ def _host_port(text: str) -> tuple[str, int]:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from tandem.lsp.heap import limit_arenas
+
+    limit_arenas()  # before any thread starts (`lsp.heap`)
     level = logging.DEBUG if args.verbose else logging.INFO
     if not (args.log_to_client and args.log_file is None):
         from tandem.lsp.shown import ShownFormatter

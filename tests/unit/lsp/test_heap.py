@@ -7,7 +7,7 @@ import pathlib
 
 import pytest
 
-from tandem.lsp.heap import HeapTrimmer, malloc_trim
+from tandem.lsp.heap import M_ARENA_MAX, HeapTrimmer, limit_arenas, malloc_trim, trim_now
 
 
 def _rss_mb() -> float:
@@ -50,3 +50,69 @@ async def test_the_trimmer_trims_until_cancelled() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert trimmer.trims >= 2 and trimmer.seconds >= 0.0
+
+
+class _RecordingLibc:
+    """A C library stand-in whose `mallopt` records its calls and answers as glibc does (1: taken)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return 1
+
+
+def test_limit_arenas_asks_glibc_for_two_arenas() -> None:
+    libc = _RecordingLibc()
+    assert limit_arenas(libc) is True
+    assert libc.calls == [(M_ARENA_MAX, 2)]
+    assert M_ARENA_MAX == -8  # glibc's malloc.h
+
+
+def test_limit_arenas_is_silent_without_mallopt() -> None:
+    assert limit_arenas(object()) is False
+
+
+def test_serve_limits_the_arenas_before_the_server_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tandem.lsp.heap as heap
+    import tandem.lsp.server as server
+    from tandem.cli import main
+
+    order: list[str] = []
+
+    class Built(Exception):
+        pass
+
+    def build_server(**_: object) -> None:
+        order.append("build_server")
+        raise Built
+
+    monkeypatch.setattr(heap, "limit_arenas", lambda *a, **k: order.append("limit_arenas") or True)
+    monkeypatch.setattr(server, "build_server", build_server)
+    with pytest.raises(Built):
+        main(["serve", "--log-file", "/dev/null"])
+    assert order == ["limit_arenas", "build_server"]
+
+
+def test_the_end_of_the_workspace_scan_trims_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tandem.lsp.handlers.lifecycle as lifecycle
+    import tandem.lsp.heap as heap
+
+    order: list[str] = []
+
+    class Index:
+        async def start(self) -> list[str]:
+            order.append("scan")
+            return []
+
+    monkeypatch.setattr(lifecycle, "report", lambda ls, problems: order.append("report"))
+    monkeypatch.setattr(heap, "trim_now", lambda: order.append("trim") or True)
+    asyncio.run(lifecycle._start_workspace(object(), Index()))  # type: ignore[arg-type]
+    assert order == ["scan", "report", "trim"]
+
+
+def test_trim_now_answers_whether_it_could_trim() -> None:
+    assert trim_now() in (True, False)
+    if malloc_trim() is None:
+        assert trim_now() is False

@@ -18,6 +18,7 @@ from tandem.completion.providers.http import make_client
 from tandem.completion.session import Session
 from tandem.completion.spend import default_spend_path
 from tandem.completion.workspace import WorkspaceIndex
+from tandem.lsp import heap
 from tandem.lsp.handlers.configuration import report
 from tandem.lsp.handlers.workspace_folders import checked_folders, given_folders
 from tandem.lsp.positions import PositionCodec
@@ -74,6 +75,7 @@ async def shutdown(ls: TandemServer, params: None) -> None:
 
 async def _start_workspace(ls: TandemServer, index: WorkspaceIndex) -> None:
     report(ls, await index.start())
+    heap.trim_now()  # the scan freed the texts it read: their pages back to the system (`lsp.heap`)
 
 
 def _started(ls: TandemServer, encoding: str) -> str:
