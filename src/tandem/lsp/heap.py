@@ -25,6 +25,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def limit_arenas(libc: object | None = None, arenas: int = ARENA_MAX) -> bool:
+def limit_arenas(libc: Any = None, arenas: int = ARENA_MAX) -> bool:
     """`mallopt(M_ARENA_MAX, arenas)`: True when glibc took it; False elsewhere (no glibc, no mallopt).
     Call it before threads start: an arena a thread already has stays."""
     if libc is None:
@@ -58,7 +59,7 @@ def limit_arenas(libc: object | None = None, arenas: int = ARENA_MAX) -> bool:
         mallopt.restype = ctypes.c_int
     except AttributeError:
         pass  # a stand-in without ctypes attributes (tests)
-    return mallopt(M_ARENA_MAX, arenas) == 1
+    return bool(mallopt(M_ARENA_MAX, arenas) == 1)
 
 
 def malloc_trim() -> Callable[[], int] | None:
