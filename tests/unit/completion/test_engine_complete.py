@@ -288,7 +288,7 @@ async def test_a_warm_read_waiting_for_the_slot_yields_to_the_users_request(loca
     for _ in range(1000):  # the user's request queues for the slot too
         if tier.slots.waiting:
             break
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # sleep-ok: one turn of the loop, no time: the task runs to its queueing
     assert tier.slots.waiting == 1
     done.set()
     await holder
@@ -296,6 +296,6 @@ async def test_a_warm_read_waiting_for_the_slot_yields_to_the_users_request(loca
     assert (answer.source, answer.error) == ("model", "")
     await rig.record(lambda r: r.id == answer.trace_id)
     await tier.slots.idle()
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # sleep-ok: one turn of the loop, no time: the waiting warm read's turn to act
     assert not any(r.kind == "prefetch" for r in rig.records)
     assert rig.model.arrived == 1
