@@ -13,8 +13,8 @@ benchmark prints what it measured; it passes or fails nothing. Every figure is a
 
     python bench/bench_latency.py [--requests N] [--figures 1,2,3] [--profile-server FILE] [--json]
 
-`--profile-server FILE` runs figure 2's tandem under cProfile and writes its profile to FILE (read it with
-`python -m pstats FILE`); the CPU figures are then the profiled server's.
+`--profile-server FILE` runs figure 2's tandem under cProfile, over its measured keys only, and writes its
+profile to FILE (read it with `python -m pstats FILE`); the CPU figures are then the profiled server's.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import pathlib
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,17 +64,19 @@ async def inline(ls, params):
 
 server.start_io()
 """
-# `tandem serve` under cProfile; the server leaves with os._exit, so the profile is written just before.
+# `tandem serve` under cProfile, from SIGUSR1 on (the benchmark sends it when its measured keys begin, so
+# start-up and the first request's one-time work stay out); the server leaves with os._exit, so the
+# profile is written just before.
 PROFILED_SERVER = """
-import cProfile, os, sys
+import cProfile, os, signal, sys
 profile, out, real_exit = cProfile.Profile(), sys.argv[1], os._exit
 def leave(code):
     profile.disable()
     profile.dump_stats(out)
     real_exit(code)
 os._exit = leave
+signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
 from tandem.cli import main
-profile.enable()
 main(sys.argv[2:])
 """
 # Prompts shorter than the simulator's prompt caching threshold (1,024 tokens), so no request of figure 2
@@ -231,6 +234,8 @@ async def added_latency(
         floor.insert(floor_document, "\n        value = ")
         typed = text[:cursor] + "\n        value = "
         cpu_before = {"tandem": cpu_ms(client.server_pid), "floor": cpu_ms(floor.server_pid)}
+        if tandem_args[:2] == ("-c", PROFILED_SERVER) and client.server_pid:
+            os.kill(client.server_pid, signal.SIGUSR1)
         for i in range(requests):
             key = "abcdefghij"[i % 10]
             typed += key

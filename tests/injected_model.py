@@ -28,6 +28,7 @@ class InjectedModel:
         self._held: str | None = None
         self._release = threading.Event()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -38,6 +39,7 @@ class InjectedModel:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with model._lock:
                     model.requests.append(body)
+                    model._arrived.notify_all()
                     answer, held, model._held = model.answer, model._held, None
                 if held is not None:
                     self._send_held(held)
@@ -84,6 +86,12 @@ class InjectedModel:
 
     def release(self) -> None:
         self._release.set()
+
+    def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> None:
+        """Block until `count` requests have arrived (call it from a thread: `asyncio.to_thread`)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= count, timeout=timeout_s):
+                raise AssertionError(f"{len(self.requests)} requests arrived, not {count}, in {timeout_s} s")
 
     def sent(self) -> str:
         """Everything every request carried, as one text (to search for what must not be there)."""

@@ -6,6 +6,7 @@ nested ignore file, and one that is not ignored; the model's request log shows w
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import subprocess
@@ -137,6 +138,9 @@ async def test_an_ignore_file_saved_after_start_up_applies_at_once(
         uris = {name: session.open(name, text) for name, text in texts.items()}
         for name, text in texts.items():
             await session.inline(uris[name], session.position_at_end(text))
+        # Each answer ("pass") is taken as accepted and the completion after it asked ahead: those two requests
+        # are made before the rules exist, and may reach the model a moment after the answer reaches the editor.
+        await asyncio.to_thread(model.wait_for_requests, 2 * len(texts))
         assert all(_marked(name) in model.sent() for name in texts)  # sent before the rules existed
         (root / ".tandemignore").write_text("late.py\n")
         (root / ".gitignore").write_text("later.py\n")

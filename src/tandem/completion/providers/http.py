@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from tandem.completion.providers.aio_pool import AiohttpTransport
 from tandem.completion.providers.transport import ResilientTransport
 
 if TYPE_CHECKING:
@@ -55,7 +56,10 @@ def make_client(
     if transport is None:
         # The pool under a transport that cancellation cannot wedge (see providers.transport).
         transport = ResilientTransport(
-            lambda: httpx.AsyncHTTPTransport(limits=limits), max_connections=max_connections
+            lambda: AiohttpTransport(
+                max_connections=max_connections, keepalive_expiry=keepalive_expiry_s
+            ),
+            max_connections=max_connections,
         )
     return httpx.AsyncClient(
         timeout=timeout,

@@ -1,5 +1,10 @@
 """The HTTP transport under the shared client: a connection pool that cancellation cannot wedge.
 
+The pool inside it is aiohttp's (`providers.aio_pool`, which `http.make_client` builds); httpx's own pool
+(httpcore's) can be put there instead, and the remedies below are for it. With aiohttp's, the shield keeps
+a superseded request's response for the observers, and the health check counts what aiohttp's pool holds
+(it has no connection that sent nothing, so nothing to prune and none stuck).
+
 tandem cancels a model request on almost every keystroke. httpcore 1.0 leaves a pool slot unusable when a
 request is cancelled between opening its connection and sending on it: the connection stays in its NEW
 state, belongs to no request, is never reused and never closed, and still counts against
@@ -196,7 +201,22 @@ class ResilientTransport(httpx.AsyncBaseTransport):
         pruning.add_done_callback(self._background.discard)
 
     def health(self) -> PoolHealth:
-        """The pool's state now (reads httpcore's public `connections` and `info()`)."""
+        """The pool's state now (reads httpcore's public `connections` and `info()`, or an aiohttp pool's
+        counts: it has no connection that sent nothing, so none stuck)."""
+        counts = getattr(self._inner, "counts", None)
+        if counts is not None:
+            in_use, idle = counts()
+            orphaned = max(0, in_use - self._open)
+            return PoolHealth(
+                connections=in_use + idle,
+                idle=idle,
+                active=in_use - orphaned,
+                stuck=0,
+                max_connections=self._max_connections,
+                recycled=self.recycled,
+                orphaned=orphaned,
+                pruned=self.pruned,
+            )
         connections = _connections(self._inner)
         now = time.monotonic()
         seen: dict[int, tuple[Any, float]] = {}
