@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 import httpx
@@ -46,13 +46,14 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._max_connections = max_connections
         self._keepalive_expiry = keepalive_expiry
         self._slots = asyncio.Semaphore(max_connections)
+        self._in_use = 0
         self._session: aiohttp.ClientSession | None = None
         self._ssl: ssl.SSLContext | None = None
         self._closed = False
 
     def counts(self) -> tuple[int, int]:
         """(connections in use by a request, idle connections kept open) now."""
-        in_use = self._max_connections - self._slots._value
+        in_use = self._in_use
         connector = self._session.connector if self._session is not None else None
         # aiohttp keeps its idle connections per host in a private mapping; without it, none are counted.
         idle = sum(len(held) for held in getattr(connector, "_conns", {}).values())
@@ -86,23 +87,29 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         try:
             async with asyncio.timeout(timeouts.get("pool")):
                 await self._slots.acquire()
+            self._in_use += 1
         except TimeoutError:
             raise httpx.PoolTimeout("no free connection in the pool", request=request) from None
         try:
             response = await self._send(request, timeouts)
         except BaseException:
-            self._slots.release()
+            self._free()
             raise
         return httpx.Response(
             response.status,
             headers=response.raw_headers,
-            stream=_Body(response, request, self._slots),
+            stream=_Body(response, request, self._free),
             extensions={
                 "http_version": b"HTTP/1.1",
                 "reason_phrase": (response.reason or "").encode("ascii", "replace"),
                 "network_stream": _Connection(response),
             },
         )
+
+    def _free(self) -> None:
+        """A request's slot back: its response closed, or it failed before one."""
+        self._in_use -= 1
+        self._slots.release()
 
     async def _send(self, request: httpx.Request, timeouts: dict[str, float | None]) -> aiohttp.ClientResponse:
         session = self._session_now()
@@ -161,10 +168,10 @@ class _Body(httpx.AsyncByteStream):
     """A response body streaming from aiohttp; closing it returns the connection to the pool when the
     body was read to its end (else closes it) and frees the request's slot, once."""
 
-    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request, slots: asyncio.Semaphore) -> None:
+    def __init__(self, response: aiohttp.ClientResponse, request: httpx.Request, free: Callable[[], None]) -> None:
         self._response = response
         self._request = request
-        self._slots: asyncio.Semaphore | None = slots
+        self._free: Callable[[], None] | None = free
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         content = self._response.content
@@ -177,12 +184,12 @@ class _Body(httpx.AsyncByteStream):
             raise httpx.ReadTimeout("timed out reading the response", request=self._request) from None
 
     async def aclose(self) -> None:
-        slots, self._slots = self._slots, None
+        free, self._free = self._free, None
         try:
             self._response.release()
         finally:
-            if slots is not None:
-                slots.release()
+            if free is not None:
+                free()
 
 
 def _mapped(error: aiohttp.ClientError, request: httpx.Request, *, answered: bool) -> httpx.TransportError:
