@@ -82,6 +82,21 @@ async def test_waiters_wake_on_growth_and_on_finish() -> None:
     assert stream.done
 
 
+async def test_a_wait_is_for_the_next_change_and_one_waiter_leaving_does_not_wake_the_others() -> None:
+    buffer = LineBuffer("")
+    stream = StreamStore().add(_request(buffer, 0, 0), "m")
+    stream.append("a")  # a change with nobody waiting
+    leaving = asyncio.ensure_future(stream.changed())
+    staying = asyncio.ensure_future(stream.changed())
+    await asyncio.sleep(0)  # sleep-ok: one loop turn so both waiters are parked
+    assert not leaving.done() and not staying.done()  # the change before the wait does not count
+    leaving.cancel()
+    await asyncio.sleep(0)  # sleep-ok: one loop turn for the cancellation to land
+    assert not staying.done()
+    stream.append("b")
+    await asyncio.wait_for(staying, 1)
+
+
 async def test_typing_ahead_of_a_live_stream_is_recognised_only_when_it_agrees() -> None:
     buffer = LineBuffer("x = \n")
     store = StreamStore()

@@ -65,7 +65,8 @@ class Stream:
     # superseded while the server still reads its prompt, it reads on, since the next request's prompt
     # begins the same way, and stops at its first token (`supersede`).
     patient: bool = False
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # Made when someone waits for a change (most chunks of most streams arrive with nobody waiting).
+    _changed: asyncio.Event | None = None
     _on_done: list[Callable[[Stream], None]] = field(default_factory=list)
     _cancel_sent: bool = False
     _stop_at_first_token: bool = False
@@ -145,11 +146,14 @@ class Stream:
     def changed(self) -> Coroutine[Any, Any, Any]:
         """Wait until the text grows or the stream ends. The event is taken when this is called, not
         when the wait starts, so a change in between is never missed."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
         return self._changed.wait()
 
     def _wake(self) -> None:
-        self._changed.set()
-        self._changed = asyncio.Event()
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
 
     def typed_through(self, request: CompletionRequest) -> int | None:
         """How many characters of this stream's text the user has typed since the anchor, if the
