@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -116,3 +119,27 @@ def test_trim_now_answers_whether_it_could_trim() -> None:
     assert trim_now() in (True, False)
     if malloc_trim() is None:
         assert trim_now() is False
+
+
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("click", "rich", "pygments")),
+    reason="httpx imports its command-line tool only when click, rich and pygments are installed",
+)
+def test_serve_does_not_import_the_httpx_command_line_tool() -> None:
+    # In a fresh interpreter (this one may have imported httpx already), with a stand-in server module; httpx
+    # is imported after `serve` has set up, as the real server module imports it.
+    script = (
+        "import sys, types\n"
+        "from tandem.cli import main\n"
+        "class Built(Exception): pass\n"
+        "def build_server(**_): raise Built\n"
+        "sys.modules['tandem.lsp.server'] = types.SimpleNamespace(build_server=build_server)\n"
+        "try:\n"
+        "    main(['serve', '--log-file', '/dev/null'])\n"
+        "except Built:\n"
+        "    pass\n"
+        "import httpx\n"
+        "print(sorted(name for name in ('httpx._main', 'click', 'rich', 'pygments') if sys.modules.get(name)))\n"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
