@@ -42,9 +42,10 @@ def _without_httpx_cli() -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from tandem.lsp.heap import limit_arenas
+    from tandem.lsp.heap import fix_thresholds, limit_arenas
 
     limit_arenas()  # before any thread starts (`lsp.heap`)
+    fix_thresholds()
     _without_httpx_cli()
     level = logging.DEBUG if args.verbose else logging.INFO
     if not (args.log_to_client and args.log_file is None):
