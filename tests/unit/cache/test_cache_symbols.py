@@ -188,3 +188,13 @@ def test_imported_names_are_shared_strings() -> None:
     second = extract_imports("b.py", "import os\nfrom typing import Any\n")
     assert first == second
     assert first[0].module is second[0].module and first[1].names[0] is second[1].names[0]
+
+
+def test_the_resolver_keeps_the_path_strings_it_is_given() -> None:
+    # Every indexed path is in the resolver too: a normalized path is kept as the index's own string, not a
+    # copy of it; one that needs normalizing is still normalized.
+    path = "/".join(["pkg", "mod.py"])
+    resolver = ModuleResolver([path, "other/./tool.py"])
+    (found,) = resolver.resolve("main.py", ImportRef(module="pkg.mod"))
+    assert found == "pkg/mod.py" and found is path
+    assert resolver.resolve("main.py", ImportRef(module="other.tool")) == ("other/tool.py",)
