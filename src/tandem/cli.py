@@ -33,10 +33,20 @@ def _host_port(text: str) -> tuple[str, int]:
     return host, int(port)
 
 
+def _without_httpx_cli() -> None:
+    """httpx imports its own command-line tool (`httpx._main`) whenever click, rich and pygments are
+    installed: about 6 MB of modules that `tandem serve` never runs. A None in sys.modules makes that import
+    fail, which httpx expects (it then defines a `main` that says the tool is not installed). Call it before
+    httpx is imported; nothing else imports `httpx._main`."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from tandem.lsp.heap import limit_arenas
+    from tandem.lsp.heap import fix_thresholds, limit_arenas
 
     limit_arenas()  # before any thread starts (`lsp.heap`)
+    fix_thresholds()
+    _without_httpx_cli()
     level = logging.DEBUG if args.verbose else logging.INFO
     if not (args.log_to_client and args.log_file is None):
         from tandem.lsp.shown import ShownFormatter

@@ -113,7 +113,12 @@ def extract_imports(path: str, text: str) -> tuple[ImportRef, ...]:
 
 
 def _norm(path: str) -> str:
-    return posixpath.normpath(path) if path else path
+    """`path` normalized; the string passed in when it already is (the resolver keeps every workspace path,
+    which the index holds already: normpath's copy of each was 0.5 MB of a 5,000-file workspace)."""
+    if not path:
+        return path
+    normalized = posixpath.normpath(path)
+    return path if normalized == path else normalized
 
 
 class ModuleResolver:

@@ -154,3 +154,15 @@ def test_detect_secrets_loads_at_the_first_check_and_the_first_check_refuses() -
     assert seen["before"] == []  # the server's imports do not load detect-secrets or requests
     assert seen["after"]
     assert seen["reasons"] == ["contains a credential (AWS Access Key, line 2, detect-secrets rule)"] * 8
+
+
+def test_the_verdict_memo_keeps_the_path_strings_it_is_given() -> None:
+    # The workspace scan checks every file's path, which the index holds already: the memo's key is that
+    # string, not a normalized copy of it (a path that needs normalizing still gets one).
+    privacy = PrivacyFilter()
+    path = "/".join(["src", "app.py"])
+    assert privacy.check_path(path)
+    assert privacy.check_path("/lib/./util.py")
+    keys = list(privacy._ignored_cache)
+    assert keys == ["src/app.py", "lib/util.py"]
+    assert keys[0] is path

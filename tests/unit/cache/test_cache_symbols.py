@@ -188,3 +188,56 @@ def test_imported_names_are_shared_strings() -> None:
     second = extract_imports("b.py", "import os\nfrom typing import Any\n")
     assert first == second
     assert first[0].module is second[0].module and first[1].names[0] is second[1].names[0]
+
+
+def test_the_resolver_keeps_the_path_strings_it_is_given() -> None:
+    # Every indexed path is in the resolver too: a normalized path is kept as the index's own string, not a
+    # copy of it; one that needs normalizing is still normalized.
+    path = "/".join(["pkg", "mod.py"])
+    resolver = ModuleResolver([path, "other/./tool.py"])
+    (found,) = resolver.resolve("main.py", ImportRef(module="pkg.mod"))
+    assert found == "pkg/mod.py" and found is path
+    assert resolver.resolve("main.py", ImportRef(module="other.tool")) == ("other/tool.py",)
+
+
+def test_a_name_defined_once_is_version_one_without_an_entry() -> None:
+    # Most names of a workspace are defined once and never change: they cost no entry of their own.
+    index = SymbolIndex()
+    index.update("a.py", "def one():\n    pass\n\ndef two():\n    pass\n")
+    assert (index.name_version("one"), index.name_version("two"), index.name_version("three")) == (1, 1, 0)
+    assert index._name_versions == {}
+    index.update("b.py", "def one():\n    pass\n")
+    assert (index.name_version("one"), index.name_version("two")) == (2, 1)
+    assert index._name_versions == {"one": 2}
+
+
+def test_name_versions_count_every_definition_added_or_dropped() -> None:
+    # The numbers are those of one bump per definition added or dropped, through every kind of change:
+    # a name's first definition, more of them, re-indexing, removal down to none, and coming back.
+    index = SymbolIndex()
+    expected: dict[str, int] = {}
+    files: dict[str, list[str]] = {}
+
+    def apply(path: str, names: list[str] | None) -> None:
+        for name in files.pop(path, []):
+            expected[name] = expected.get(name, 0) + 1
+        if names is None:
+            index.remove(path)
+        else:
+            index.update(path, "".join(f"def {name}():\n    pass\n\n" for name in names))
+            files[path] = names
+            for name in names:
+                expected[name] = expected.get(name, 0) + 1
+        for name in ("run", "walk", "stop", "jump"):
+            assert index.name_version(name) == expected.get(name, 0), (path, names, name)
+
+    apply("a.py", ["run"])
+    apply("b.py", ["run", "walk"])
+    apply("a.py", ["run"])
+    apply("a.py", ["stop"])
+    apply("b.py", None)
+    apply("c.py", ["run", "run", "walk"])
+    apply("c.py", None)
+    apply("d.py", ["jump", "walk"])
+    apply("a.py", None)
+    apply("a.py", ["stop", "run"])

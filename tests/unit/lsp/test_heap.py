@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
-from tandem.lsp.heap import M_ARENA_MAX, HeapTrimmer, limit_arenas, malloc_trim, trim_now
+from tandem.lsp.heap import (
+    M_ARENA_MAX,
+    M_MMAP_THRESHOLD,
+    M_TRIM_THRESHOLD,
+    HeapTrimmer,
+    fix_thresholds,
+    limit_arenas,
+    malloc_trim,
+    trim_now,
+)
 
 
 def _rss_mb() -> float:
@@ -74,7 +86,15 @@ def test_limit_arenas_is_silent_without_mallopt() -> None:
     assert limit_arenas(object()) is False
 
 
-def test_serve_limits_the_arenas_before_the_server_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_fix_thresholds_maps_blocks_of_64_kb_and_trims_past_128_kb() -> None:
+    libc = _RecordingLibc()
+    assert fix_thresholds(libc) is True
+    assert libc.calls == [(M_MMAP_THRESHOLD, 64 * 1024), (M_TRIM_THRESHOLD, 128 * 1024)]
+    assert (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD) == (-3, -1)  # glibc's malloc.h
+    assert fix_thresholds(object()) is False
+
+
+def test_serve_sets_the_heap_up_before_the_server_is_built(monkeypatch: pytest.MonkeyPatch) -> None:
     import tandem.lsp.heap as heap
     import tandem.lsp.server as server
     from tandem.cli import main
@@ -89,10 +109,11 @@ def test_serve_limits_the_arenas_before_the_server_is_built(monkeypatch: pytest.
         raise Built
 
     monkeypatch.setattr(heap, "limit_arenas", lambda *a, **k: order.append("limit_arenas") or True)
+    monkeypatch.setattr(heap, "fix_thresholds", lambda *a, **k: order.append("fix_thresholds") or True)
     monkeypatch.setattr(server, "build_server", build_server)
     with pytest.raises(Built):
         main(["serve", "--log-file", "/dev/null"])
-    assert order == ["limit_arenas", "build_server"]
+    assert order == ["limit_arenas", "fix_thresholds", "build_server"]
 
 
 def test_the_end_of_the_workspace_scan_trims_the_heap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -116,3 +137,27 @@ def test_trim_now_answers_whether_it_could_trim() -> None:
     assert trim_now() in (True, False)
     if malloc_trim() is None:
         assert trim_now() is False
+
+
+@pytest.mark.skipif(
+    not all(importlib.util.find_spec(name) for name in ("click", "rich", "pygments")),
+    reason="httpx imports its command-line tool only when click, rich and pygments are installed",
+)
+def test_serve_does_not_import_the_httpx_command_line_tool() -> None:
+    # In a fresh interpreter (this one may have imported httpx already), with a stand-in server module; httpx
+    # is imported after `serve` has set up, as the real server module imports it.
+    script = (
+        "import sys, types\n"
+        "from tandem.cli import main\n"
+        "class Built(Exception): pass\n"
+        "def build_server(**_): raise Built\n"
+        "sys.modules['tandem.lsp.server'] = types.SimpleNamespace(build_server=build_server)\n"
+        "try:\n"
+        "    main(['serve', '--log-file', '/dev/null'])\n"
+        "except Built:\n"
+        "    pass\n"
+        "import httpx\n"
+        "print(sorted(name for name in ('httpx._main', 'click', 'rich', 'pygments') if sys.modules.get(name)))\n"
+    )
+    done = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
