@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import subprocess
 import sys
 import threading
 from collections.abc import Sequence
@@ -46,3 +47,22 @@ async def test_a_model_request_after_the_first_looks_for_no_module(spark_sim: Si
             sys.meta_path.remove(watch)
     assert first and again
     assert watch.sought == []
+
+
+def test_the_server_loads_the_websocket_library_only_for_a_model_that_asks_for_it() -> None:
+    """The WebSocket client (1.6 MB resident) serves only `transport = "websocket"`: a fresh interpreter that
+    imports the server and makes an HTTP backend has not loaded it; a WebSocket backend loads it."""
+    script = (
+        "import sys, httpx\n"
+        "import tandem.cli, tandem.lsp.server\n"
+        "from tandem.completion.config.tree import ModelConfig\n"
+        "from tandem.completion.providers.backends.factory import make_backend\n"
+        "client = httpx.AsyncClient()\n"
+        "make_backend(ModelConfig(base_url='http://127.0.0.1:1/v1', model='m'), client)\n"
+        "before = any(name.split('.')[0] == 'websockets' for name in sys.modules)\n"
+        "make_backend(ModelConfig(base_url='http://127.0.0.1:1/v1', model='m', provider='openai-responses',\n"
+        "                         transport='websocket'), client)\n"
+        "print(before, 'websockets' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["False", "True"], done.stdout + done.stderr

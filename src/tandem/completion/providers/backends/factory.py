@@ -12,7 +12,6 @@ from tandem.completion.providers.backends.anthropic import AnthropicBackend
 from tandem.completion.providers.backends.fim import FimBackend
 from tandem.completion.providers.backends.openai_chat import OpenAIChatBackend
 from tandem.completion.providers.backends.openai_responses import OpenAIResponsesBackend
-from tandem.completion.providers.backends.responses_ws import ResponsesWebSocketBackend
 from tandem.completion.providers.errors import NotConfigured
 
 if TYPE_CHECKING:
@@ -46,6 +45,9 @@ def make_backend(config: ModelConfig, client: httpx.AsyncClient, *, env: Mapping
         case "anthropic":
             return AnthropicBackend(config, client, env=env)
         case "openai-responses" if config.transport == "websocket":
+            # Imported when a model asks for it: the WebSocket library (1.6 MB resident) serves no other.
+            from tandem.completion.providers.backends.responses_ws import ResponsesWebSocketBackend
+
             return ResponsesWebSocketBackend(config, env=env)
         case "openai-responses":
             return OpenAIResponsesBackend(config, client, env=env)
