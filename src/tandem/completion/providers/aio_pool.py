@@ -151,17 +151,17 @@ _EXTRA_INFO = {"client_addr": "sockname", "server_addr": "peername", "ssl_object
 
 class _Connection:
     """The `network_stream` extension of a response, as httpcore gives it: what the connection it arrived
-    on is (`get_extra_info`: "client_addr", "server_addr", "ssl_object", "socket"), read when it arrived."""
+    on is (`get_extra_info`: "client_addr", "server_addr", "ssl_object", "socket"). Read when asked (nothing
+    on the keystroke path asks), from the transport the response arrived on."""
 
     def __init__(self, response: aiohttp.ClientResponse) -> None:
         # The response's protocol is its connection's (public `connection` is None once a short body has
         # been read whole and the connection gone back to the pool).
-        protocol = getattr(response, "_protocol", None)
-        transport = getattr(protocol, "transport", None)
-        self._info = {name: transport.get_extra_info(key) if transport else None for name, key in _EXTRA_INFO.items()}
+        self._transport = getattr(getattr(response, "_protocol", None), "transport", None)
 
     def get_extra_info(self, info: str) -> object:
-        return self._info.get(info)
+        key = _EXTRA_INFO.get(info)
+        return self._transport.get_extra_info(key) if key is not None and self._transport is not None else None
 
 
 class _Body(httpx.AsyncByteStream):
