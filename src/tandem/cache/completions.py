@@ -7,6 +7,11 @@ first k characters of the completion (the user typed them, or accepted them), an
 cursor is exactly the suffix window the entry remembers. The answer is the rest of the completion.
 Anything else, an edit above the cursor within the window, a changed suffix, a different model, is a miss.
 
+The windows are kept as 128-bit BLAKE2b digests, not text (a 1 KB prefix window was a third of a full
+cache): a lookup digests the same span of the live text and compares. So a lookup is handed
+`lookup_prefix_chars` of prefix, the window plus as much as can have been typed through
+(`MAX_TYPED_CHARS`); typing further through one completion than that is a miss, never a wrong answer.
+
 Lookups do not scan entries. Each entry is filed under the text just before the start of each line it
 can be typed into (the anchor's line, and every line the completion starts), keyed with the model; a
 lookup hashes the same text for the cursor's line, then verifies its few candidates exactly. The index
@@ -21,6 +26,7 @@ one-to-ten-line completions holds 7-14 MB).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from array import array
 from dataclasses import dataclass
@@ -32,6 +38,9 @@ DEFAULT_MAX_ENTRIES = 4096
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024
 DEFAULT_PREFIX_WINDOW_CHARS = 1024
 DEFAULT_SUFFIX_WINDOW_CHARS = 256
+# The most of one completion a lookup can find typed through (the prefix it is handed reaches this far
+# back beyond the window).
+MAX_TYPED_CHARS = 4096
 # Characters before a line start that identify it; longer only costs hashing, shorter only costs
 # more candidates to verify.
 _LINE_KEY_CHARS = 96
@@ -52,6 +61,10 @@ class CacheHit:
     completion: str
 
 
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class _Entry:
     __slots__ = (
         "anchor_line",
@@ -59,17 +72,22 @@ class _Entry:
         "id",
         "keys",
         "model",
-        "prefix_window",
+        "prefix_digest",
+        "prefix_tail",
         "size_bytes",
-        "suffix_window",
+        "suffix_digest",
     )
 
-    def __init__(self, *, entry_id: int, model: str, prefix_window: str, suffix_window: str, completion: str) -> None:
+    def __init__(
+        self, *, entry_id: int, model: str, prefix_window: str, prefix_digest: bytes, suffix_digest: bytes
+    ) -> None:
         self.id = entry_id
         self.model = model
-        self.prefix_window = prefix_window
-        self.suffix_window = suffix_window
-        self.completion = completion
+        self.prefix_digest = prefix_digest
+        self.suffix_digest = suffix_digest
+        # What the line keys of the completion's first lines are made from (`_grow`).
+        self.prefix_tail = prefix_window[-_LINE_KEY_CHARS:]
+        self.completion = ""
         # The anchor's line up to the anchor: typed-through text on that line must extend it.
         self.anchor_line = prefix_window[prefix_window.rfind("\n") + 1 :]
         # Where the entry is filed: [key hash, offset, key hash, offset, ...].
@@ -93,6 +111,8 @@ class CompletionCache:
         self.max_bytes = max_bytes
         self.prefix_window_chars = prefix_window_chars
         self.suffix_window_chars = suffix_window_chars
+        # How much prefix `lookup` needs to find a completion typed through up to `MAX_TYPED_CHARS`.
+        self.lookup_prefix_chars = prefix_window_chars + MAX_TYPED_CHARS
         # Recency lives in the LRU; `_live` reads entries without touching it (lru-dict cannot peek).
         self._recency: LRU[int, None] = LRU(max(1, max_entries), callback=self._evicted)
         self._live: dict[int, _Entry] = {}
@@ -116,14 +136,14 @@ class CompletionCache:
         if not completion:
             return None
         prefix_window = prefix[-self.prefix_window_chars :]
-        suffix_window = suffix[: self.suffix_window_chars]
-        self._drop_same_anchor(model, prefix_window, suffix_window)
+        prefix_digest, suffix_digest = _digest(prefix_window), _digest(suffix[: self.suffix_window_chars])
+        self._drop_same_anchor(model, prefix_window, prefix_digest, suffix_digest)
         entry = _Entry(
             entry_id=next(self._ids),
             model=model,
             prefix_window=prefix_window,
-            suffix_window=suffix_window,
-            completion="",
+            prefix_digest=prefix_digest,
+            suffix_digest=suffix_digest,
         )
         self._live[entry.id] = entry
         self._recency[entry.id] = None
@@ -155,20 +175,21 @@ class CompletionCache:
     # -- answering ----------------------------------------------------------------------------------
 
     def lookup(self, *, model: str, prefix: str, suffix: str) -> CacheHit | None:
-        """The rest of a cached completion the cursor is typing through, or None. Costs one dict lookup
-        on the text before the cursor's line, and one window compare per candidate found there."""
+        """The rest of a cached completion the cursor is typing through, or None. Pass `lookup_prefix_chars`
+        of `prefix` (all of it, if shorter) and `suffix_window_chars` of `suffix`. Costs one dict lookup on
+        the text before the cursor's line, and one window digest per candidate found there."""
         window = prefix[-self.prefix_window_chars :]
         line_start = window.rfind("\n") + 1
         current_line = window[line_start:]
         postings = self._postings(model, window[:line_start])
         if postings:
-            suffix_window = suffix[: self.suffix_window_chars]
+            suffix_digest = _digest(suffix[: self.suffix_window_chars])
             for posting in reversed(postings):
                 entry_id, offset = posting >> _OFFSET_BITS, posting & _OFFSET_MASK
                 entry = self._live.get(entry_id)
                 if entry is None:
                     continue
-                typed = self._typed_through(entry, offset, current_line, window, suffix_window)
+                typed = self._typed_through(entry, offset, current_line, prefix, suffix_digest)
                 if typed is not None:
                     self._recency[entry_id] = None  # a hit makes the entry recently used
                     self.hits += 1
@@ -178,11 +199,11 @@ class CompletionCache:
         return None
 
     def _typed_through(
-        self, entry: _Entry, offset: int, current_line: str, window: str, suffix_window: str
+        self, entry: _Entry, offset: int, current_line: str, prefix: str, suffix_digest: bytes
     ) -> int | None:
         """How much of `entry`'s completion lies before the cursor, if the cursor is typing through it
-        (every character of both windows checked); None if the entry does not apply."""
-        if entry.suffix_window != suffix_window:
+        (the typed text compared, both windows digested); None if the entry does not apply."""
+        if entry.suffix_digest != suffix_digest:
             return None
         completion = entry.completion
         if offset == 0:
@@ -193,8 +214,11 @@ class CompletionCache:
             typed = offset + len(current_line)
         if typed >= len(completion) or completion.find("\n", offset, typed) != -1:
             return None
-        expected = (entry.prefix_window + completion[:typed])[-self.prefix_window_chars :]
-        return typed if expected == window else None
+        before = len(prefix) - typed
+        if before < 0 or not prefix.endswith(completion[:typed]):
+            return None
+        window = prefix[max(0, before - self.prefix_window_chars) : before]
+        return typed if _digest(window) == entry.prefix_digest else None
 
     # -- internals ----------------------------------------------------------------------------------
 
@@ -205,7 +229,7 @@ class CompletionCache:
         position = completion.find("\n", searched)
         while position != -1:
             start = position + 1
-            self._file(entry, (entry.prefix_window + completion[:start])[-_LINE_KEY_CHARS:], start)
+            self._file(entry, (entry.prefix_tail + completion[:start])[-_LINE_KEY_CHARS:], start)
             position = completion.find("\n", start)
         self._resize(entry)
 
@@ -233,13 +257,11 @@ class CompletionCache:
         # The strings an entry holds (its anchor line and each line key are copies), plus per entry and per
         # key the objects around them; the overheads are measured (tests/unit/cache/test_cache_completions.py
         # compares the total with tracemalloc's count).
-        anchor_line = entry.anchor_line
         size = (
             _ENTRY_OVERHEAD_BYTES
             + sys.getsizeof(entry.completion)
-            + sys.getsizeof(entry.prefix_window)
-            + sys.getsizeof(entry.suffix_window)
-            + (0 if anchor_line is entry.prefix_window else sys.getsizeof(anchor_line))
+            + sys.getsizeof(entry.prefix_tail)
+            + sys.getsizeof(entry.anchor_line)
             + sys.getsizeof(entry.keys)
             + _KEY_OVERHEAD_BYTES * (len(entry.keys) // 2)
         )
@@ -251,7 +273,7 @@ class CompletionCache:
                 break
             self.discard(oldest[0])
 
-    def _drop_same_anchor(self, model: str, prefix_window: str, suffix_window: str) -> None:
+    def _drop_same_anchor(self, model: str, prefix_window: str, prefix_digest: bytes, suffix_digest: bytes) -> None:
         line_start = prefix_window.rfind("\n") + 1
         for posting in list(self._postings(model, prefix_window[:line_start])):
             entry_id, offset = posting >> _OFFSET_BITS, posting & _OFFSET_MASK
@@ -259,8 +281,8 @@ class CompletionCache:
             if (
                 entry is not None
                 and offset == 0
-                and entry.prefix_window == prefix_window
-                and entry.suffix_window == suffix_window
+                and entry.prefix_digest == prefix_digest
+                and entry.suffix_digest == suffix_digest
             ):
                 self.discard(entry_id)
 

@@ -61,6 +61,20 @@ def test_edits_outside_the_windows_do_not_invalidate() -> None:
     assert hit is not None and hit.text == COMPLETION[2:]
 
 
+def test_the_window_is_checked_whole_however_far_typing_went() -> None:
+    """The window is kept as a digest and compared whole: an edit in the window's first characters is a miss
+    even once typing has moved past it, and a lookup handed only the window (not `lookup_prefix_chars`)
+    misses rather than guesses."""
+    cache = CompletionCache(prefix_window_chars=200, suffix_window_chars=20)
+    head = "#" * 150 + "\n" + "h" * 49  # exactly the window
+    cache.put(model="m", prefix=head, suffix="", completion="abcdefghij")
+    hit = cache.lookup(model="m", prefix=head + "abc", suffix="")
+    assert hit is not None and hit.text == "defghij"
+    assert cache.lookup(model="m", prefix="X" + head[1:] + "abc", suffix="") is None
+    assert cache.lookup(model="m", prefix=(head + "abc")[-200:], suffix="") is None
+    assert cache.lookup_prefix_chars == 200 + completions.MAX_TYPED_CHARS
+
+
 def test_put_at_the_same_anchor_replaces_and_extend_grows(cache: CompletionCache) -> None:
     cache.put(model="fast", prefix=PREFIX, suffix=SUFFIX, completion="os.sep")
     assert len(cache) == 1
@@ -107,7 +121,9 @@ def oracle(entries: list[tuple[str, str, str, str]], model: str, prefix: str, su
         if entry_model != model or entry_suffix[:s] != suffix[:s]:
             continue
         for typed in range(len(completion)):
-            if (entry_prefix[-w:] + completion[:typed])[-w:] == prefix[-w:]:
+            # The text typed through is the completion's start, and before it the window is as it was.
+            before = len(prefix) - typed
+            if prefix.endswith(completion[:typed]) and prefix[max(0, before - w) : before] == entry_prefix[-w:]:
                 answers.add(completion[typed:])
     return answers
 
@@ -188,9 +204,9 @@ def test_bytes_used_is_what_the_entries_take() -> None:
 
 
 def test_multi_line_completions_cost_little_beyond_their_text() -> None:
-    """Each line a completion starts is a place it is filed; with ten to forty lines each, the whole cache
-    stays under three times the text it holds (2.6 now; 7.9 when the index kept a copy of the text before
-    each line and two tuples)."""
+    """Each line a completion starts is a place it is filed; with ten to forty lines each, what the cache
+    takes beyond the text it holds stays under 128 bytes per line filed (90 now; the index once kept a copy
+    of the text before each line and two tuples, several hundred)."""
     import sys
     import tracemalloc
 
@@ -209,7 +225,8 @@ def test_multi_line_completions_cost_little_beyond_their_text() -> None:
         tracemalloc.stop()
     entries = list(cache._live.values())
     text = sum(
-        sys.getsizeof(e.completion) + sys.getsizeof(e.prefix_window) + sys.getsizeof(e.suffix_window) for e in entries
+        sys.getsizeof(e.completion) + sys.getsizeof(e.prefix_tail) + sys.getsizeof(e.anchor_line) for e in entries
     )
-    assert len(entries) == 1000
-    assert traced < 3 * text, (traced, text)
+    lines_filed = sum(len(e.keys) // 2 for e in entries)
+    assert len(entries) == 1000 and lines_filed > 10 * len(entries)
+    assert (traced - text) / lines_filed < 128, (traced, text, lines_filed)

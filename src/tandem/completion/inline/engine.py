@@ -275,7 +275,7 @@ class Engine:
             return None
         hit = self._cache.lookup(
             model=tier.label,
-            prefix=request.prefix(self._cache.prefix_window_chars),
+            prefix=request.prefix(self._cache.lookup_prefix_chars),
             suffix=request.suffix(self._cache.suffix_window_chars),
         )
         if hit is None or (exact and hit.typed_chars):
