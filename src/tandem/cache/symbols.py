@@ -6,17 +6,21 @@ the background and refreshed on change; it reads no files. Definitions are found
 definition's extent runs from its line to the last line indented deeper than it (plus a closing bracket
 line), capped at `MAX_DEFINITION_LINES`, so Python and brace languages both work without a parser.
 
-Each file's text is kept zlib-compressed (a 5,000-file workspace costs tens of MB, not hundreds); `lines()`
-decompresses on demand, with a small LRU of the files last asked for.
+A file indexed as its bytes on disk (`update(..., disk=data)`, as the workspace scan does) keeps only a digest
+of them: `text()` reads the file again through the reader it was given and answers only if the bytes are
+still the ones indexed (and checked by the privacy rules), None otherwise. Any other text (an open editor
+buffer) is kept zlib-compressed. `lines()` keeps a small LRU of the files last asked for. (Keeping every
+file compressed was 9.1 MB of a 5,000-file workspace's 33.6 MB of source.)
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 import zlib
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -28,8 +32,7 @@ MAX_DEFINITION_LINES = 60
 # Files whose lines are kept decompressed: snippets of a file are memoised where they are made
 # (`cache.snippets`), so its lines are needed again only for a snippet not made before.
 _DECOMPRESSED_FILES = 16
-# zlib's default level: 9.1 MB for a 5,000-file workspace's 33.6 MB of source where level 1 kept 10.6 MB,
-# for 0.4 s more CPU over the whole scan (in its thread).
+# zlib's default level (for the few texts kept: open buffers).
 _ZLIB_LEVEL = 6
 
 # Patterns start with the newline before a line (the text gets one prepended): re then scans for that
@@ -78,14 +81,24 @@ class Definition:
 
 @dataclass(frozen=True, slots=True)
 class FileSymbols:
-    """What the index knows about one file. `version` changes whenever its text does."""
+    """What the index knows about one file. `version` changes whenever its text does. Its text is either
+    kept (`compressed_text`) or on disk, as the bytes whose digest is `disk_digest`."""
 
     path: str
     version: int
     line_count: int
     definitions: tuple[Definition, ...]
     imports: tuple[ImportRef, ...]
-    compressed_text: bytes
+    compressed_text: bytes | None
+    disk_digest: bytes | None
+
+
+def _disk_digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+# Reads a file's bytes again (by its index path); None if it cannot be read.
+Reader = Callable[[str], "bytes | None"]
 
 
 def _indents(lines: list[str], skip: set[int]) -> list[int]:
@@ -170,9 +183,11 @@ def extract_definitions(path: str, lines: list[str]) -> tuple[Definition, ...]:
 
 
 class SymbolIndex:
-    """Definitions by name across the workspace, each file's imports, and its (compressed) text."""
+    """Definitions by name across the workspace, each file's imports, and its text (kept compressed, or
+    read again by `reader` and checked against the digest of what was indexed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, reader: Reader | None = None) -> None:
+        self._reader = reader
         self._files: dict[str, FileSymbols] = {}
         # name -> its definitions: most names have one, kept as the Definition itself (a list for each was
         # 2 MB of a 5,000-file workspace's index); a second makes it a list, in indexing order.
@@ -195,18 +210,21 @@ class SymbolIndex:
     def paths(self) -> Iterator[str]:
         return iter(self._files)
 
-    def update(self, path: str, text: str) -> FileSymbols:
-        """Index (or re-index) `path` with content `text`. Cost O(len(text))."""
+    def update(self, path: str, text: str, *, disk: bytes | None = None) -> FileSymbols:
+        """Index (or re-index) `path` with content `text`. Cost O(len(text)). `disk`: the bytes `text` was
+        decoded from, as the index's reader reads them; then only their digest is kept, not the text."""
         lines = text.splitlines()
         self._drop_definitions(path)
         self._versions += 1
+        on_disk = disk is not None and self._reader is not None
         symbols = FileSymbols(
             path=path,
             version=self._versions,
             line_count=len(lines),
             definitions=extract_definitions(path, lines),
             imports=extract_imports(path, text),
-            compressed_text=zlib.compress(text.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL),
+            compressed_text=None if on_disk else zlib.compress(text.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL),
+            disk_digest=_disk_digest(disk) if on_disk and disk is not None else None,
         )
         self._files[path] = symbols
         by_name = self._by_name
@@ -253,15 +271,32 @@ class SymbolIndex:
             return []
         return [held] if isinstance(held, Definition) else held
 
+    def text(self, path: str) -> str | None:
+        """The indexed text of `path`; None if it is not indexed, or if it was indexed from disk and the file
+        no longer holds those bytes (the index is then stale for it: nothing of it is answered). Safe to call
+        from a worker thread."""
+        symbols = self._files.get(path)
+        if symbols is None:
+            return None
+        if symbols.compressed_text is not None:
+            return zlib.decompress(symbols.compressed_text).decode("utf-8", "surrogatepass")
+        data = self._reader(path) if self._reader is not None else None
+        if data is None or _disk_digest(data) != symbols.disk_digest:
+            return None
+        return data.decode("utf-8")
+
     def lines(self, path: str) -> list[str] | None:
-        """The indexed text of `path` as lines (without terminators), or None if it is not indexed."""
+        """The indexed text of `path` as lines (without terminators), or None (as `text`)."""
         symbols = self._files.get(path)
         if symbols is None:
             return None
         cached = self._decompressed.get(path)
         if cached is not None and cached[0] == symbols.version:
             return cached[1]
-        lines = zlib.decompress(symbols.compressed_text).decode("utf-8", "surrogatepass").splitlines()
+        text = self.text(path)
+        if text is None:
+            return None
+        lines = text.splitlines()
         self._decompressed[path] = (symbols.version, lines)
         return lines
 

@@ -76,7 +76,12 @@ def scan_workspace(
     it may be sent; a scan that fails altogether closes the whole workspace (privacy fails closed)."""
     started = time.perf_counter()
     privacy = PrivacyFilter(policy=policy)
-    result = ScanResult(symbols=SymbolIndex(), privacy=privacy)
+    # The index keeps a digest of each file, not its text: it reads the file again through the door when a
+    # snippet needs it, and answers only while the bytes are the ones read (and judged) here.
+    def reread(relative: str) -> bytes | None:
+        return read_file(root / relative, max_bytes=policy.max_file_bytes).data
+
+    result = ScanResult(symbols=SymbolIndex(reader=reread), privacy=privacy)
     try:
         _scan(root, policy=policy, max_files=max_files, progress=progress, result=result)
     except Exception as error:  # whatever broke it, nothing unscanned may be sent
@@ -123,7 +128,7 @@ def _scan(
                 kind = verdict.reason.split(" (")[0]
                 result.refused[kind] = result.refused.get(kind, 0) + 1
                 continue
-            symbols.update(relative, data.decode("utf-8"))
+            symbols.update(relative, data.decode("utf-8"), disk=data)
             result.files += 1
             if progress is not None:
                 progress.files = result.files

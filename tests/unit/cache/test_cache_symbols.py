@@ -241,3 +241,29 @@ def test_name_versions_count_every_definition_added_or_dropped() -> None:
     apply("d.py", ["jump", "walk"])
     apply("a.py", None)
     apply("a.py", ["stop", "run"])
+
+
+def test_a_file_indexed_from_disk_keeps_a_digest_and_answers_only_while_its_bytes_are_the_same() -> None:
+    disk = {"pkg/a.py": b"def helper():\n    return 1\n"}
+    reads: list[str] = []
+
+    def reader(path: str) -> bytes | None:
+        reads.append(path)
+        return disk.get(path)
+
+    index = SymbolIndex(reader=reader)
+    index.update("pkg/a.py", disk["pkg/a.py"].decode(), disk=disk["pkg/a.py"])
+    index.update("open.py", "def buffer_only():\n    pass\n")  # an editor buffer: no bytes on disk to read
+    symbols = index.file("pkg/a.py")
+    assert symbols is not None and symbols.compressed_text is None and symbols.disk_digest is not None
+    assert index.text("pkg/a.py") == "def helper():\n    return 1\n" and reads == ["pkg/a.py"]
+    assert index.lines("open.py") == ["def buffer_only():", "    pass"] and reads == ["pkg/a.py"]
+    # Changed on disk since it was indexed (and judged): nothing of it is answered, not the new bytes.
+    disk["pkg/a.py"] = b"def helper():\n    return 'new'\n"
+    assert index.text("pkg/a.py") is None and index.lines("pkg/a.py") is None
+    del disk["pkg/a.py"]
+    assert index.text("pkg/a.py") is None
+    # Without a reader, the text is kept (compressed) whatever `disk` says.
+    kept = SymbolIndex()
+    kept.update("b.py", "x = 1\n", disk=b"x = 1\n")
+    assert kept.lines("b.py") == ["x = 1"]

@@ -279,3 +279,19 @@ async def test_edits_reach_the_token_index_when_it_is_read_as_if_each_had_at_onc
     edit((198, 17), (198, 17), " + f4(5)")
     read(198, 25)
     assert windows == 3
+
+
+def test_the_scan_keeps_no_text_and_a_file_changed_since_is_not_read_back(tmp_path: pathlib.Path) -> None:
+    """The index reads a scanned file again when it needs its lines, through the door, and only while the
+    bytes are those the scan read and judged: a secret written into the file since is never sent."""
+    from tandem.cache.privacy import PrivacyPolicy
+    from tandem.completion.workspace import scan_workspace
+
+    (tmp_path / "models.py").write_text("class Invoice:\n    def total(self):\n        return 42\n")
+    scan = scan_workspace(tmp_path, policy=PrivacyPolicy(), max_files=100)
+    symbols = scan.symbols.file("models.py")
+    assert symbols is not None and symbols.compressed_text is None
+    assert scan.symbols.lines("models.py") == ["class Invoice:", "    def total(self):", "        return 42"]
+    (tmp_path / "models.py").write_text(f"class Invoice:\n    KEY = '{AWS_KEY}'\n")
+    scan.symbols._decompressed.clear()  # what `lines` keeps of the files last asked for
+    assert scan.symbols.lines("models.py") is None and scan.symbols.text("models.py") is None

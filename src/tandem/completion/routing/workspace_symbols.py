@@ -12,7 +12,6 @@ Open documents overlay the index: their current text wins over what was indexed 
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable, Mapping
 
 from tandem.cache.symbols import SymbolIndex, extract_definitions
@@ -82,10 +81,7 @@ class IndexLookup:
             return self._overlay[path]
         if self._index is None:
             return None
-        symbols = self._index.file(path)
-        if symbols is None:
-            return None
-        return zlib.decompress(symbols.compressed_text).decode("utf-8", "surrogatepass")
+        return self._index.text(path)
 
     def files_defining(self, name: str) -> set[str]:
         found = {p for p, names in self._overlay_defs.items() if name in names}
