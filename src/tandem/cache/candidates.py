@@ -133,8 +133,8 @@ class CandidateFinder:
         if memo is not None and memo[0] == version and memo[1] == imported:
             return memo[2]
         result: list[tuple[float, Definition]] = []
-        definitions = self._symbols.definitions(name)
-        if definitions and len(definitions) <= AMBIGUOUS_DEFINITIONS * 8:
+        if 0 < self._symbols.definition_count(name) <= AMBIGUOUS_DEFINITIONS * 8:
+            definitions = self._symbols.definitions(name)
             others = [d for d in definitions if d.path != path and self._may_send(d.path)]
             imported_set = set(imported)
             ambiguous = len(others) > AMBIGUOUS_DEFINITIONS

@@ -394,7 +394,7 @@ class ContextBuilder:
             after=opts.neighbourhood_lines // 4,
         )
         defined = tuple(
-            (name, weight, symbols.name_version(name)) for name, weight in names.items() if symbols.definitions(name)
+            (name, weight, symbols.name_version(name)) for name, weight in names.items() if symbols.defines(name)
         )
         imported = tuple(target for target in symbols.imported_paths(path) if may_send(target))
         edits = tuple((edit_path, edit_line, may_send(edit_path)) for edit_path, edit_line in self._edits)

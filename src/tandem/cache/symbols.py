@@ -19,6 +19,7 @@ import hashlib
 import re
 import sys
 import zlib
+from array import array
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -79,18 +80,64 @@ class Definition:
     indent: int
 
 
+# A definition's kind as a small code in a file's table, and back.
+_KINDS: list[str] = []
+_KIND_CODES: dict[str, int] = {}
+# A reference to a definition in `SymbolIndex._by_name`: its file's version above, its place in the file below.
+_REF_BITS = 16
+_REF_MASK = (1 << _REF_BITS) - 1
+# Definitions kept of one file (a generated file can define more; the rest are not indexed).
+MAX_FILE_DEFINITIONS = _REF_MASK
+
+
+def _kind_code(kind: str) -> int:
+    code = _KIND_CODES.get(kind)
+    if code is None:
+        code = _KIND_CODES[kind] = len(_KINDS)
+        _KINDS.append(kind)
+    return code
+
+
 @dataclass(frozen=True, slots=True)
 class FileSymbols:
     """What the index knows about one file. `version` changes whenever its text does. Its text is either
-    kept (`compressed_text`) or on disk, as the bytes whose digest is `disk_digest`."""
+    kept (`compressed_text`) or on disk, as the bytes whose digest is `disk_digest`.
+
+    Its definitions are packed: `names[i]` and four ints of `table` from 4*i (start line, line count,
+    indent, kind code); `definitions` and `definition(i)` make `Definition`s of them when asked (one object
+    and two ints per definition were 8 MB of a 5,000-file workspace's 57,000)."""
 
     path: str
     version: int
     line_count: int
-    definitions: tuple[Definition, ...]
+    names: tuple[str, ...]
+    table: array[int]
     imports: tuple[ImportRef, ...]
     compressed_text: bytes | None
     disk_digest: bytes | None
+
+    def definition(self, i: int) -> Definition:
+        start, count, indent, kind = self.table[4 * i : 4 * i + 4]
+        return Definition(
+            name=self.names[i],
+            kind=_KINDS[kind],
+            path=self.path,
+            start_line=start,
+            end_line=start + count,
+            indent=indent,
+        )
+
+    @property
+    def definitions(self) -> tuple[Definition, ...]:
+        return tuple(self.definition(i) for i in range(len(self.names)))
+
+
+def _pack(definitions: tuple[Definition, ...]) -> tuple[tuple[str, ...], array[int]]:
+    definitions = definitions[:MAX_FILE_DEFINITIONS]
+    table = array("i")
+    for d in definitions:
+        table.extend((d.start_line, d.end_line - d.start_line, d.indent, _kind_code(d.kind)))
+    return tuple(d.name for d in definitions), table
 
 
 def _disk_digest(data: bytes) -> bytes:
@@ -189,9 +236,11 @@ class SymbolIndex:
     def __init__(self, reader: Reader | None = None) -> None:
         self._reader = reader
         self._files: dict[str, FileSymbols] = {}
-        # name -> its definitions: most names have one, kept as the Definition itself (a list for each was
-        # 2 MB of a 5,000-file workspace's index); a second makes it a list, in indexing order.
-        self._by_name: dict[str, Definition | list[Definition]] = {}
+        # The same files by version (what a definition's reference names).
+        self._by_version: dict[int, FileSymbols] = {}
+        # name -> references to its definitions (`_REF_BITS`), in indexing order: most names have one, kept
+        # as the int itself (a list for each was 2 MB of a 5,000-file workspace's index); a second makes a list.
+        self._by_name: dict[str, int | list[int]] = {}
         self._versions = 0
         self.resolver = ModuleResolver()
         # Bumped per name whenever the set of its definitions changes (for callers' caches). A name's first
@@ -217,28 +266,32 @@ class SymbolIndex:
         self._drop_definitions(path)
         self._versions += 1
         on_disk = disk is not None and self._reader is not None
+        names, table = _pack(extract_definitions(path, lines))
         symbols = FileSymbols(
             path=path,
             version=self._versions,
             line_count=len(lines),
-            definitions=extract_definitions(path, lines),
+            names=names,
+            table=table,
             imports=extract_imports(path, text),
             compressed_text=None if on_disk else zlib.compress(text.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL),
             disk_digest=_disk_digest(disk) if on_disk and disk is not None else None,
         )
         self._files[path] = symbols
+        self._by_version[symbols.version] = symbols
         by_name = self._by_name
-        for definition in symbols.definitions:
-            held = by_name.get(definition.name)
+        base = symbols.version << _REF_BITS
+        for i, name in enumerate(names):
+            held = by_name.get(name)
             if held is None:
-                by_name[definition.name] = definition
-                if definition.name not in self._name_versions:
+                by_name[name] = base | i
+                if name not in self._name_versions:
                     continue  # from 0 (not defined) to 1 (defined), with no entry (`name_version`)
-            elif isinstance(held, Definition):
-                by_name[definition.name] = [held, definition]
+            elif isinstance(held, int):
+                by_name[name] = [held, base | i]
             else:
-                held.append(definition)
-            self._bump(definition.name)
+                held.append(base | i)
+            self._bump(name)
         self.resolver.add(path)
         # Not kept decompressed: the workspace scan indexes thousands of files, an open document is held by
         # its buffer, and most files are never asked for their lines.
@@ -264,12 +317,24 @@ class SymbolIndex:
             return version
         return 1 if name in self._by_name else 0
 
+    def defines(self, name: str) -> bool:
+        """Whether `name` has a definition in the workspace."""
+        return name in self._by_name
+
+    def definition_count(self, name: str) -> int:
+        held = self._by_name.get(name)
+        return 0 if held is None else 1 if isinstance(held, int) else len(held)
+
     def definitions(self, name: str) -> list[Definition]:
-        """Every definition of `name` in the workspace, in indexing order (do not modify the list)."""
+        """Every definition of `name` in the workspace, in indexing order (made when asked: a name defined
+        in thousands of files costs that many objects; `definition_count` first)."""
         held = self._by_name.get(name)
         if held is None:
             return []
-        return [held] if isinstance(held, Definition) else held
+        files = self._by_version
+        if isinstance(held, int):
+            return [files[held >> _REF_BITS].definition(held & _REF_MASK)]
+        return [files[ref >> _REF_BITS].definition(ref & _REF_MASK) for ref in held]
 
     def text(self, path: str) -> str | None:
         """The indexed text of `path`; None if it is not indexed, or if it was indexed from disk and the file
@@ -324,17 +389,19 @@ class SymbolIndex:
         old = self._files.get(path)
         if old is None:
             return
-        for definition in old.definitions:
-            self._bump(definition.name)
-            held = self._by_name.get(definition.name)
+        version = old.version
+        del self._by_version[version]
+        for name in old.names:
+            self._bump(name)
+            held = self._by_name.get(name)
             if held is None:
                 continue
-            if isinstance(held, Definition):
-                if held.path == path:
-                    del self._by_name[definition.name]
+            if isinstance(held, int):
+                if held >> _REF_BITS == version:
+                    del self._by_name[name]
                 continue
-            held[:] = [d for d in held if d.path != path]
+            held[:] = [ref for ref in held if ref >> _REF_BITS != version]
             if len(held) == 1:
-                self._by_name[definition.name] = held[0]
+                self._by_name[name] = held[0]
             elif not held:
-                del self._by_name[definition.name]
+                del self._by_name[name]

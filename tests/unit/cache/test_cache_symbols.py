@@ -5,6 +5,8 @@ from __future__ import annotations
 import pathlib
 import sysconfig
 
+import pytest
+
 from tandem.cache.imports import ImportRef, ModuleResolver, extract_imports
 from tandem.cache.symbols import SymbolIndex, extract_definitions
 
@@ -267,3 +269,68 @@ def test_a_file_indexed_from_disk_keeps_a_digest_and_answers_only_while_its_byte
     kept = SymbolIndex()
     kept.update("b.py", "x = 1\n", disk=b"x = 1\n")
     assert kept.lines("b.py") == ["x = 1"]
+
+
+def test_packed_definitions_come_back_as_extracted_through_changes() -> None:
+    """The index keeps definitions packed and makes them when asked: the same ones, in the same order, as
+    extracting them from the text, for the standard library's asyncio and json, re-indexed and removed."""
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    index = SymbolIndex()
+    expected: dict[str, list[tuple[str, int, int, int, str]]] = {}
+    for path in sorted([*(root / "asyncio").glob("*.py"), *(root / "json").glob("*.py")]):
+        relative = path.relative_to(root).as_posix()
+        text = path.read_text(encoding="utf-8")
+        index.update(relative, text)
+        extracted = extract_definitions(relative, text.splitlines())
+        symbols = index.file(relative)
+        assert symbols is not None and symbols.definitions == extracted
+        for d in extracted:
+            expected.setdefault(d.name, []).append((d.path, d.start_line, d.end_line, d.indent, d.kind))
+    index.update("json/decoder.py", "def scanstring():\n    pass\n")
+    index.remove("asyncio/tasks.py")
+    for name, found in list(expected.items()):
+        found = [f for f in found if f[0] not in ("json/decoder.py", "asyncio/tasks.py")]
+        if name == "scanstring":
+            found.append(("json/decoder.py", 0, 2, 0, "def"))
+        expected[name] = found
+    for name, found in expected.items():
+        got = [(d.path, d.start_line, d.end_line, d.indent, d.kind) for d in index.definitions(name)]
+        assert got == found, name
+        assert index.definition_count(name) == len(found) and index.defines(name) == bool(found)
+
+
+def test_definitions_cost_under_120_bytes_each() -> None:
+    """300 files of 40 definitions each (names shared between files, as `__init__` and `main` are): what
+    the index holds beyond the files' digests, per definition (81 bytes packed; 172 as one object and two
+    ints each)."""
+    import sys
+    import tracemalloc
+
+    texts = {
+        f"pkg{f // 50}/mod{f}.py": "".join(
+            f"def function_{i}(value):\n    return value\n\n" + ("\n" * 300 if i == 0 else "") for i in range(40)
+        )
+        for f in range(300)
+    }
+    index = SymbolIndex(reader=lambda p: texts[p].encode())
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for path, text in texts.items():
+            index.update(path, text, disk=text.encode())
+        traced = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    digests = sum(sys.getsizeof(index.file(p).disk_digest) for p in texts)  # type: ignore[union-attr]
+    assert index.definition_count("function_7") == 300
+    assert (traced - digests) / (300 * 40) < 120, traced
+
+
+def test_a_file_keeps_its_first_definitions_up_to_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tandem.cache import symbols
+
+    monkeypatch.setattr(symbols, "MAX_FILE_DEFINITIONS", 3)
+    index = SymbolIndex()
+    index.update("many.py", "".join(f"def f{i}():\n    pass\n" for i in range(5)))
+    assert [d.name for d in index.file("many.py").definitions] == ["f0", "f1", "f2"]  # type: ignore[union-attr]
+    assert not index.defines("f3")

@@ -33,7 +33,7 @@ def candidate_names(selection: str, instruction: str, index: SymbolIndex | None 
     code = {
         w
         for w in words
-        if "_" in w.strip("_") or any(c.isupper() for c in w[1:]) or (index is not None and index.definitions(w))
+        if "_" in w.strip("_") or any(c.isupper() for c in w[1:]) or (index is not None and index.defines(w))
     }
     return code | set(file_symbols(selection).defines)
 
