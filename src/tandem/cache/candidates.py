@@ -25,12 +25,14 @@ from lru import LRU
 from tandem.cache.snippets import Snippet, SnippetMaker, names_near
 
 if TYPE_CHECKING:
-    from tandem.cache.symbols import Definition, SymbolIndex
+    from tandem.cache.symbols import SymbolIndex
     from tandem.cache.token_index import TokenIndex
 
 # Names with more definitions than this are too ambiguous to be worth a snippet outside imported files.
 AMBIGUOUS_DEFINITIONS = 24
 _RANKING_MEMO = 8192
+# A ranked definition: its score factor, path, start line and end line.
+_Ranked = tuple[float, str, int, int]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,10 +56,9 @@ class CandidateFinder:
         self._symbols = symbols
         self._maker = maker
         self._may_send = may_send
-        # (name, importer, limit) -> (name version, imported paths, ranked (factor, definition) pairs)
-        self._ranking: LRU[tuple[str, str, int], tuple[int, tuple[str, ...], list[tuple[float, Definition]]]] = LRU(
-            _RANKING_MEMO
-        )
+        # (name, importer, limit) -> (name version, imported paths, the ranked definitions: their factors and
+        # lines, not `Definition`s, which the index makes when asked and this would keep)
+        self._ranking: LRU[tuple[str, str, int], tuple[int, tuple[str, ...], list[_Ranked]]] = LRU(_RANKING_MEMO)
 
     def forget(self) -> None:
         """Drop memoised rankings (call when `may_send`'s answers change, e.g. new ignore rules)."""
@@ -90,8 +91,8 @@ class CandidateFinder:
             index.lines, line, character, before=opts.neighbourhood_lines, after=opts.neighbourhood_lines // 4
         )
         for name, weight in names.items():
-            for factor, definition in self._ranked(name, path, imported, opts.max_definitions_per_name):
-                out.append(Candidate(weight * factor, _definition(maker, definition, comment)))
+            for factor, target, start, end in self._ranked(name, path, imported, opts.max_definitions_per_name):
+                out.append(Candidate(weight * factor, _definition(maker, target, start, end, comment)))
 
         seen: set[tuple[str, int]] = set()
         margin = opts.recent_edit_lines
@@ -124,7 +125,7 @@ class CandidateFinder:
 
     def _ranked(
         self, name: str, path: str, imported: tuple[str, ...], limit: int
-    ) -> Sequence[tuple[float, Definition]]:
+    ) -> Sequence[_Ranked]:
         """The best `limit` definitions of `name` for a file `path` that imports `imported`, each with
         its score factor."""
         key = (name, path, limit)
@@ -132,7 +133,7 @@ class CandidateFinder:
         memo = self._ranking.get(key)
         if memo is not None and memo[0] == version and memo[1] == imported:
             return memo[2]
-        result: list[tuple[float, Definition]] = []
+        result: list[_Ranked] = []
         if 0 < self._symbols.definition_count(name) <= AMBIGUOUS_DEFINITIONS * 8:
             definitions = self._symbols.definitions(name)
             others = [d for d in definitions if d.path != path and self._may_send(d.path)]
@@ -143,7 +144,8 @@ class CandidateFinder:
                 in_import = d.path in imported_set
                 if ambiguous and not in_import:
                     continue
-                result.append(((2.0 if in_import else 1.0) / (1 + math.log(len(others))), d))
+                factor = (2.0 if in_import else 1.0) / (1 + math.log(len(others)))
+                result.append((factor, d.path, d.start_line, d.end_line))
         self._ranking[key] = (version, imported, result)
         return result
 
@@ -162,8 +164,8 @@ def _outline(maker: SnippetMaker, path: str, comment: str, max_lines: int) -> Ca
     return lambda: maker.outline(path, comment, max_lines)
 
 
-def _definition(maker: SnippetMaker, d: Definition, comment: str) -> Callable[[], Snippet | None]:
-    return lambda: maker.from_symbols("definition", d.path, d.start_line, d.end_line, comment)
+def _definition(maker: SnippetMaker, path: str, start: int, end: int, comment: str) -> Callable[[], Snippet | None]:
+    return lambda: maker.from_symbols("definition", path, start, end, comment)
 
 
 def _from_symbols(maker: SnippetMaker, path: str, start: int, end: int, comment: str) -> Callable[[], Snippet | None]:
