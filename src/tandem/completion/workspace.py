@@ -26,7 +26,7 @@ from tandem.cache.tokens import EncodingUnavailable, TokenCounter, get_counter
 from tandem.completion.config.tree import ContextConfig, PrivacyConfig
 from tandem.completion.gate import Gate, link_verdict, relative_path
 from tandem.completion.machine.containment import Folders
-from tandem.completion.machine.files import is_directory, is_link, read_file
+from tandem.completion.machine.files import is_directory, is_link, read_file, reader
 from tandem.completion.machine.ignores import IgnoreRules, read_ignore_files
 from tandem.completion.machine.scan import MAX_DEPTH, Walk, walk
 
@@ -78,10 +78,8 @@ def scan_workspace(
     privacy = PrivacyFilter(policy=policy)
     # The index keeps a digest of each file, not its text: it reads the file again through the door when a
     # snippet needs it, and answers only while the bytes are the ones read (and judged) here.
-    def reread(relative: str) -> bytes | None:
-        return read_file(root / relative, max_bytes=policy.max_file_bytes).data
-
-    result = ScanResult(symbols=SymbolIndex(reader=reread), privacy=privacy)
+    symbols = SymbolIndex(reader=reader(root, max_bytes=policy.max_file_bytes))
+    result = ScanResult(symbols=symbols, privacy=privacy)
     try:
         _scan(root, policy=policy, max_files=max_files, progress=progress, result=result)
     except Exception as error:  # whatever broke it, nothing unscanned may be sent

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import pathlib
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tandem.completion.machine.containment import Folders, real_path
@@ -59,6 +60,16 @@ def _kind(mode: int) -> str:
     elif stat.S_ISSOCK(mode):
         kind = "a socket"
     return f"not a regular file ({kind})"
+
+
+def reader(root: pathlib.Path, *, max_bytes: int) -> Callable[[str], bytes | None]:
+    """Reads files under `root` by their relative paths with `read_file`: their bytes, or None (refused,
+    missing, unreadable). The symbol index reads a scanned file back with it when it needs the text."""
+
+    def read(relative: str) -> bytes | None:
+        return read_file(root / relative, max_bytes=max_bytes).data
+
+    return read
 
 
 def read_file(path: pathlib.Path, *, max_bytes: int, within: Folders | None = None) -> FileRead:
