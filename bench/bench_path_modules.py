@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import pathlib
 import sys
 import tempfile
@@ -104,6 +105,8 @@ async def one_request(kind: str, base_url: str, folder: pathlib.Path) -> list[st
         "PATH_TRIGGER": "run_edit" if kind == "edit" else "inline_completion",
         "PATH_OUT": str(out),
         "PATH": "/usr/bin:/bin",
+        # The server runs the tandem this bench imports (a worktree on PYTHONPATH, too).
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
     }
     client = LanguageClient("bench", "1")
     applied: list[Any] = []
@@ -184,7 +187,7 @@ async def one_request(kind: str, base_url: str, folder: pathlib.Path) -> list[st
 LAYERS = (
     ("lsp/",),
     ("completion/inline/", "completion/next_edit/", "completion/edit/", "completion/session.py"),
-    ("completion/routing/", "completion/workspace.py", "completion/gate.py", "completion/spend.py"),
+    ("completion/routing/", "completion/workspace.py", "completion/gate.py"),
     ("completion/providers/",),
     ("completion/config/", "completion/observe/", "completion/machine/", "cache/"),
 )

@@ -32,11 +32,11 @@ from tandem.completion.inline.prefetch import TokenBudget
 from tandem.completion.inline.prompts import warm_request
 from tandem.completion.machine.tokenizer_files import verified_copy
 from tandem.completion.next_edit.suggest import DocumentLookup, NextEdits
+from tandem.completion.observe.spend import SpendLedger
 from tandem.completion.observe.trace import Tracer
 from tandem.completion.providers.breaker import Notice
 from tandem.completion.providers.tiers import Tiers
 from tandem.completion.routing.inputs import RouterInputsCache
-from tandem.completion.spend import SpendLedger
 from tandem.completion.workspace import WorkspaceIndex
 
 

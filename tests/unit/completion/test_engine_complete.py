@@ -23,9 +23,9 @@ from tandem.completion.config.tree import CompletionConfig, Config, ModelConfig,
 from tandem.completion.inline.engine import NO_MODEL_NOTICE, Engine
 from tandem.completion.inline.prefetch import TokenBudget
 from tandem.completion.inline.request import CompletionRequest
+from tandem.completion.observe.spend import SpendLedger
 from tandem.completion.observe.trace import Tracer, TraceRecord
 from tandem.completion.providers.tiers import Tiers
-from tandem.completion.spend import SpendLedger
 from tandem.sim.runner import SimHandle
 
 TRUTH = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"

@@ -299,7 +299,7 @@ class TraceConfig:
 class BudgetConfig:
     """`[budget]`: a daily spend limit per tier, in USD (at the models' configured prices) or tokens; 0: no
     limit. Past 80% of a limit speculation stops, past 90% next edits, at 100% completions (said once);
-    edits still run when asked (`completion.spend`). The day is the local calendar day; the day's spend is
+    edits still run when asked (`completion.observe.spend`). The day is the local calendar day; the day's spend is
     kept in the state directory, so a restart does not reset it."""
 
     fast_usd_per_day: float = 0.0

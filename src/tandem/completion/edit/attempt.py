@@ -28,13 +28,12 @@ from tandem.completion.edit.types import (
     EditInputs,
     EditProgress,
     EditRequest,
-    EditTraceRecord,
     ModelSource,
     ModelTier,
     ProgressSink,
 )
 from tandem.completion.gate import Gate, Outbound
-from tandem.completion.observe.trace import estimate_cost_usd
+from tandem.completion.observe.trace import EditTraceRecord, estimate_cost_usd
 from tandem.completion.providers.backends.base import ModelRequest, StreamStats
 from tandem.completion.providers.errors import (
     BackendTimeout,

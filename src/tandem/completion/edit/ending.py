@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 
 from tandem.completion.edit.attempt import Ask, Checked
-from tandem.completion.edit.types import Attempt, EditOutcome, EditTraceRecord, ModelTier, Plan
+from tandem.completion.edit.types import Attempt, EditOutcome, ModelTier, Plan
+from tandem.completion.observe.trace import EditTraceRecord
 from tandem.completion.routing.router import RouteDecision, Tier
 
 log = logging.getLogger(__name__)

@@ -57,7 +57,6 @@ from tandem.completion.edit.types import (
     EditOutcome,
     EditProgress,
     EditRequest,
-    EditTraceRecord,
     ModelSource,
     ModelTier,
     Plan,
@@ -65,7 +64,7 @@ from tandem.completion.edit.types import (
 )
 from tandem.completion.edit.window import Messages, fit_window
 from tandem.completion.gate import Gate
-from tandem.completion.observe.trace import Tracer
+from tandem.completion.observe.trace import EditTraceRecord, Tracer
 from tandem.completion.routing.router import RouteDecision, RouterThresholds, Tier, route, route_features
 from tandem.completion.routing.weights import DEFAULT_MODEL, RouterModel, RouterWeights
 

@@ -5,17 +5,19 @@ EditInputs       what the server knows besides: how to read files, the router's 
 EditProgress     one progress line for the user
 Attempt          one model's try: its outcome and error in words
 EditOutcome      edits ready to apply (or why there are none), with the route and the attempts
-EditTraceRecord  the edit's trace record: route score, feature counts, attempts (never text)
+
+The edit's trace record (`EditTraceRecord`: route score, feature counts, attempts, never text) is the trace's
+(`completion.observe.trace`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from tandem.completion.edit.file_edits import FileEdit
-from tandem.completion.observe.trace import TraceRecord
+from tandem.completion.observe.trace import EditTraceRecord
 from tandem.completion.routing.router import RouteDecision, RouteInputs, Tier
 
 if TYPE_CHECKING:
@@ -117,35 +119,6 @@ class Attempt:
     continuation: str = ""
     # The answer's text, for a later step of the same edit (a draft to check); never traced.
     answer: str = field(default="", repr=False)
-
-
-@dataclass(kw_only=True)
-class EditTraceRecord(TraceRecord):
-    """A trace record with the edit's route score, features (counts, never text) and attempts."""
-
-    route_score: float = 0.0
-    features: dict[str, Any] = field(default_factory=dict)
-    attempts: list[dict[str, Any]] = field(default_factory=list)
-    escalation: str = ""
-    context_files: int = 0
-    applied_files: int = 0
-    plan: str = ""
-    # The primary file's lines shown, [first, end) 0-based, when it was too long for the window to show whole.
-    shown_lines: list[int] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data = super().to_json()
-        data["edit"] = {
-            "route_score": round(self.route_score, 4),
-            "features": self.features,
-            "attempts": self.attempts,
-            "escalation": self.escalation,
-            "plan": self.plan,
-            "context_files": self.context_files,
-            "applied_files": self.applied_files,
-            "shown_lines": self.shown_lines,
-        }
-        return data
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -37,10 +37,10 @@ from tandem.completion.inline.request import CompletionRequest, CompletionResult
 from tandem.completion.inline.streams import Stream, StreamStore, read_into
 from tandem.completion.inline.units import UnitContext, useful_unit, wants_multiline
 from tandem.completion.observe.live_stats import LiveFigures, LiveStats
+from tandem.completion.observe.spend import SpendLedger, limit_notice
 from tandem.completion.observe.trace import Tracer, TraceRecord, estimate_cost_usd
 from tandem.completion.providers.errors import BackendTimeout, describe
 from tandem.completion.providers.tiers import Tier, Tiers
-from tandem.completion.spend import SpendLedger, limit_notice
 from tandem.completion.workspace import WorkspaceIndex
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class Engine:
         self.tracer = tracer
         self.live = LiveStats()
         tracer.sinks.append(self.live.record)
-        # The day's spend against `[budget]` (`completion.spend`): past its shares, speculation and then
+        # The day's spend against `[budget]` (`completion.observe.spend`): past its shares, speculation and then
         # completions stop.
         self.spend = spend
         self.workspace = workspace

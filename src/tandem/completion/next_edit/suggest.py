@@ -51,9 +51,9 @@ from tandem.completion.next_edit.pause import NextEditPause
 from tandem.completion.next_edit.rebase import Generation, agreement, behind, carried, snapshot
 from tandem.completion.next_edit.split import first_of, split
 from tandem.completion.next_edit.types import NextEditRecord, NextEditRequest, NextEditResult, Suggestion
+from tandem.completion.observe.spend import SpendLedger
 from tandem.completion.providers.backends.base import ModelRequest
 from tandem.completion.providers.errors import describe
-from tandem.completion.spend import SpendLedger
 
 if TYPE_CHECKING:
     from tandem.completion.config.tree import Config
@@ -101,7 +101,7 @@ class NextEdits:
         self.tiers = tiers
         self.tracer = tracer
         self.budget = budget
-        # The day's spend against `[budget]` (`completion.spend`): past its share, next edits stop.
+        # The day's spend against `[budget]` (`completion.observe.spend`): past its share, next edits stop.
         self.spend = spend
         self.config = config
         self.workspace = workspace

@@ -33,7 +33,7 @@ class LiveFigures:
     errors: int
     # Prefetch tokens still allowed this minute ([prefetch] tokens_per_minute less what was spent).
     budget_tokens_left: int | None = None
-    # Today's spend on every model (`completion.spend`): USD at the configured prices (None when no model
+    # Today's spend on every model (`completion.observe.spend`): USD at the configured prices (None when no model
     # has a price: the money is unknown, not zero), and tokens in and out.
     spend_today_usd: float | None = None
     spend_today_tokens: int | None = None

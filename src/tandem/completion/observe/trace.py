@@ -186,6 +186,36 @@ class TraceRecord:
         }
 
 
+@dataclass(kw_only=True)
+class EditTraceRecord(TraceRecord):
+    """An edit's trace record: the route score, features (counts, never text) and attempts besides (written
+    by `completion.edit`; its shape is the trace's, so it lives here)."""
+
+    route_score: float = 0.0
+    features: dict[str, Any] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    escalation: str = ""
+    context_files: int = 0
+    applied_files: int = 0
+    plan: str = ""
+    # The primary file's lines shown, [first, end) 0-based, when it was too long for the window to show whole.
+    shown_lines: list[int] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data["edit"] = {
+            "route_score": round(self.route_score, 4),
+            "features": self.features,
+            "attempts": self.attempts,
+            "escalation": self.escalation,
+            "plan": self.plan,
+            "context_files": self.context_files,
+            "applied_files": self.applied_files,
+            "shown_lines": self.shown_lines,
+        }
+        return data
+
+
 def estimate_cost_usd(model: ModelConfig | None, *, tokens_in: int, tokens_out: int, tokens_cached: int) -> float:
     """What the tokens cost at `model`'s configured prices (USD per million tokens; 0 when unpriced)."""
     if model is None:

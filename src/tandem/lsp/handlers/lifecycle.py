@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from tandem.completion.observe.spend import default_spend_path
 from tandem.completion.providers.backends.factory import describe_model
 from tandem.completion.providers.http import make_client
 from tandem.completion.session import Session
-from tandem.completion.spend import default_spend_path
 from tandem.completion.workspace import WorkspaceIndex
 from tandem.lsp import heap
 from tandem.lsp.handlers.configuration import report

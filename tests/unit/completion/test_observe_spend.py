@@ -1,4 +1,4 @@
-"""Unit tests: the day's spend against `[budget]` (`completion.spend`), kept in one SQLite store that every
+"""Unit tests: the day's spend against `[budget]` (`completion.observe.spend`), kept in one SQLite store that every
 tandem process of the user adds to."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlite3
 from typing import Any
 
 from tandem.completion.config.tree import BudgetConfig
-from tandem.completion.spend import SpendLedger
+from tandem.completion.observe.spend import SpendLedger
 
 
 def test_spending_stops_least_read_first_and_edits_never() -> None:
