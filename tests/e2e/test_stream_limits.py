@@ -95,6 +95,33 @@ async def test_a_quiet_endless_stream_is_closed_at_a_time_limit_from_max_tokens(
     assert backend.closed.is_set() and stream.done and stream.error is None
 
 
+async def test_a_reader_that_leaves_early_closes_the_stream_and_tells_the_breaker_nothing() -> None:
+    # The feature pulls the chunks (`Tier.reading`): leaving the block before the end closes the provider's
+    # stream, and a read nobody finished is neither a success nor a failure of the provider.
+    backend = Flooding()
+    tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
+    tier.breaker.failures = 2  # the next read is a probe
+    async with tier.reading(ModelRequest(prefix="", suffix=""), StreamStats()) as reading:
+        async for _ in reading:
+            assert tier.breaker.probing
+            break
+    assert backend.closed.is_set() and not tier.breaker.probing and tier.breaker.failures == 2
+    assert reading.end is not None and reading.end.error is None and reading.end.cut
+
+
+async def test_a_cancelled_reader_closes_the_stream() -> None:
+    backend = Flooding(stall_after=2)
+    tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
+    stream = _stream()
+    task = asyncio.create_task(read_into(stream, tier, ModelRequest(prefix="", suffix=""), remember=lambda _: None))
+    while backend.chunks < 2:
+        await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert backend.closed.is_set() and stream.done and stream.text.count("\n") == 2
+
+
 class FloodingProvider:
     """An OpenAI-compatible provider on loopback that ignores max_tokens: after the headers it sends code
     lines as SSE chunks until the client closes the connection, counting what it sent."""

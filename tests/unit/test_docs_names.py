@@ -14,8 +14,8 @@
    - or its first part is the name of one of tandem's packages (`completion.providers.tiers`,
      `machine.files.read_file`, `edit.flow.EditFlow.run`);
    - or its first part is the name of one of tandem's modules and its second a class name in CapWords
-     (`tiers.Tier.read`, `engine.Engine.complete`);
-   - or its first part is a class defined in tandem and its second a lowercase name (`Tier.read`).
+     (`tiers.Tier.reading`, `engine.Engine.complete`);
+   - or its first part is a class defined in tandem and its second a lowercase name (`Tier.reading`).
    Left out, as names of something else: file names (`config.toml`, `trace.jsonl`: the last part is a file
    extension) and VS Code's setting names (`tandem.completion.fallbackToAccurate`, read from the
    extension's package.json). A variable named like a package is therefore not written with a dot in
@@ -258,6 +258,7 @@ def test_the_reference_check_reads_what_it_should() -> None:
         "tandem.completion.machine.git", "completion.transport", "tiers.Tier.run", "Tier.read", "machine.files",
     ]  # fmt: skip
     assert resolves("tandem.completion.machine.git.command") and resolves("machine.files.read_file")
-    assert resolves("tiers.Tier.read") and resolves("Tier.read") and resolves("service.Edits.run")
+    assert resolves("tiers.Tier.reading") and resolves("Tier.reading") and resolves("service.Edits.run")
     assert not resolves("completion.transport") and not resolves("tiers.Tier.run") and not resolves("Tier.run")
+    assert not resolves("Tier.read")
     assert not resolves("tandem.completion.machine.git.no_such_thing")

@@ -7,7 +7,7 @@ inline/       the keystroke path, top to bottom in `inline.engine.Engine.complet
 next_edit/    next-edit suggestions, `next_edit.suggest.NextEdits.suggest`
 edit/         instruction edits, `edit.service.Edits.run` (the model side in `edit.flow.EditFlow.run`)
 routing/      fast or accurate, and every input the router reads: `routing.router`
-providers/    the one path to a model: `providers.tiers.Tier.read` over the backends, breaker and transport
+providers/    the one path to a model: `providers.tiers.Tier.reading` over the backends, breaker and transport
 observe/      trace records, OpenTelemetry export, live stats, the day's spend against [budget]: `observe.trace`
 config/       the typed configuration tree (`config.tree`) and what a workspace may set (`config.trust`)
 machine/      the only door to the user's machine: workspace files, ignore files, git, where edits may write

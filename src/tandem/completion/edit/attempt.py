@@ -1,7 +1,7 @@
 """One model's try at an edit (`ask_model`): ask, stream through the gate, check the answer, account for it.
 
 Every plan (`escalation`, `hedged`, `draft_check`) asks its models through here: the edit's conversation as
-one `ModelRequest`, `Gate.admit` just before it is sent, the tier's one read path (`Tier.read`, its hold-off
+one `ModelRequest`, `Gate.admit` just before it is sent, the tier's one read path (`Tier.reading`, its hold-off
 and breaker), progress every few hundred characters, then the answer checked in a worker thread
 (`checks.check_answer`: parse, validate, rebase). What every attempt of one edit shares is an `Ask`; what a
 plan needs of the flow is `Asking` (`flow.EditFlow` is one).
@@ -198,7 +198,7 @@ async def _stream(
     config: Config,
     gate: Gate,
 ) -> CompletionError | None:
-    """Stream `tier`'s answer into `parts` through the tier's one read path (`Tier.read`: its hold-off and
+    """Stream `tier`'s answer into `parts` through the tier's one read path (`Tier.reading`: its hold-off and
     breaker, as for completions), reporting progress; the error that ended it, if any."""
     received = reported = 0
 
@@ -215,7 +215,11 @@ async def _stream(
     verdict = gate.admit(outbound)
     if not verdict:
         return NotSent(verdict.reason)
-    end = await tier.read(model_request, stats, take, limit_s=max(0.0, ask.deadline_s - time.monotonic()))
+    async with tier.reading(model_request, stats, limit_s=max(0.0, ask.deadline_s - time.monotonic())) as reading:
+        async for chunk in reading:
+            take(chunk)
+    end = reading.end
+    assert end is not None
     if end.timed_out:
         return BackendTimeout(f"no complete answer within {config.edit.deadline_s:g} s")
     return end.error

@@ -13,6 +13,7 @@ The edit's trace record (`EditTraceRecord`: route score, feature counts, attempt
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -23,24 +24,23 @@ from tandem.completion.routing.router import RouteDecision, RouteInputs, Tier
 if TYPE_CHECKING:
     from tandem.completion.config.tree import ModelConfig
     from tandem.completion.providers.backends.base import ModelRequest, StreamStats
-    from tandem.completion.providers.tiers import ReadEnd
+    from tandem.completion.providers.tiers import Reading
 
 
 class ModelTier(Protocol):
     """One configured model (`completion.providers.tiers.Tier` is one): its configuration, its label, and its
-    one read path (`Tier.read`)."""
+    one read path (`Tier.reading`)."""
 
     config: ModelConfig
     label: str
 
-    async def read(
+    def reading(
         self,
         request: ModelRequest,
         stats: StreamStats,
-        on_chunk: Callable[[str], None],
         *,
         limit_s: float | None = ...,
-    ) -> ReadEnd: ...
+    ) -> AbstractAsyncContextManager[Reading]: ...
 
 
 class ModelSource(Protocol):

@@ -297,7 +297,7 @@ async def read_into(
     remember: Callable[[Stream], None],
     cleaner: AnswerCleaner | None = None,
 ) -> None:
-    """Stream `tier`'s answer into `stream` through the tier's one read path (`Tier.read`), calling
+    """Stream `tier`'s answer into `stream` through the tier's one read path (`Tier.reading`), calling
     `remember` as it grows and at the end. With a `cleaner` (a completion asked as a conversation:
     `answer.answer_cleaner`) the text goes in as the cleaner releases it, and the stream's first token is
     the first text it releases (a fence line or a sentence of chatter is not the answer's)."""
@@ -317,11 +317,15 @@ async def read_into(
         remember(stream)
 
     try:
-        end = await tier.read(request, stats, append, speculative=stream.prefetch)
+        async with tier.reading(request, stats, speculative=stream.prefetch) as reading:
+            async for chunk in reading:
+                append(chunk)
     except asyncio.CancelledError:
         stream.finish(Cancelled("superseded"))
         remember(stream)
         raise
+    end = reading.end
+    assert end is not None
     tail = cleaner.finish() if cleaner is not None and not end.cut else ""
     if tail:
         # What the cleaner held back ends the answer, or is what came before a failure (a stream cut

@@ -12,10 +12,9 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
-import anyio
 import httpx
 
 from tandem.completion.config.tree import ModelConfig, ModelsConfig
@@ -112,90 +111,143 @@ class Tier:
             if self.on_notice is not None:
                 self.on_notice(notice)
 
-    async def read(
+    @contextlib.asynccontextmanager
+    async def reading(
         self,
         request: ModelRequest,
         stats: StreamStats,
-        on_chunk: Callable[[str], None],
         *,
         limit_s: float | None = None,
         speculative: bool = False,
-    ) -> ReadEnd:
-        """Stream one answer of this model, handing each chunk to `on_chunk`: the one path to a model, for
-        inline completions, next edits and edits alike, so the hold-off, the breaker and the local limits
-        are one code path.
+    ) -> AsyncIterator[Reading]:
+        """Read one answer of this model: iterate the `Reading` for its chunks, then its `end` says how the read
+        ended. The one path to a model, for inline completions, next edits and edits alike, so the hold-off,
+        the breaker and the local limits are one code path; the feature pulls the chunks, and nothing here
+        calls back into it.
 
-        A tier held off (a 429's Retry-After, or its breaker open) is not asked: the answer is the error
-        that says why. Reading stops locally after `limit_s` (at most `stream_time_limit_s`), after
-        `stream_char_limit(max_tokens)` characters or `stream_piece_limit(max_tokens)` pieces of text,
-        whatever the provider does (leaving the block closes the response and its connection); such a cut
-        is the reader's, not the provider's fault; an explicit `limit_s` (an edit's deadline) is the caller's.
-        Cancelling the caller stops the stream. A tier with `slots` waits for one first (a `speculative`
-        read after every read the user waits for), and the time limit starts when the slot is had."""
-        if self.slots is None:
-            return await self._read(request, stats, on_chunk, limit_s=limit_s)
-        async with self.slots.hold(SPECULATIVE if speculative else USER):
-            return await self._read(request, stats, on_chunk, limit_s=limit_s)
+        A tier held off (a 429's Retry-After, or its breaker open) is not asked: the reading yields nothing and
+        its end is the error that says why. Reading stops locally after `limit_s` (at most
+        `stream_time_limit_s`), after `stream_char_limit(max_tokens)` characters or
+        `stream_piece_limit(max_tokens)` pieces of text, whatever the provider does (the response and its
+        connection are closed); such a cut is the reader's, not the provider's fault; an explicit `limit_s`
+        (an edit's deadline) is the caller's. Cancelling the caller, or leaving the block before the end,
+        stops the stream. A tier with `slots` waits for one first (a `speculative` read after every read the
+        user waits for), and the time limit starts when the slot is had."""
+        async with self.slots.hold(SPECULATIVE if speculative else USER) if self.slots else contextlib.nullcontext():
+            reading = Reading(self, request, stats, limit_s=limit_s)
+            try:
+                yield reading
+            finally:
+                await reading.close()
 
-    async def _read(
-        self,
-        request: ModelRequest,
-        stats: StreamStats,
-        on_chunk: Callable[[str], None],
-        *,
-        limit_s: float | None,
-    ) -> ReadEnd:
-        if limit_s is None:
-            # A local server may read a cold prompt for longer than a cloud model takes to answer whole.
-            limit_s = stream_time_limit_s(request.max_tokens, self.config.read_timeout_s, capped=not self.local)
-        now = time.perf_counter()
-        if now < self.not_before_s:
-            return ReadEnd(error=RateLimited("waiting out the provider's Retry-After"))
-        if not self.breaker.allows(now):
-            return ReadEnd(error=BackendUnavailable(self.hold_reason()))
-        error: CompletionError | None = None
-        probe = self.breaker.failures > 0
-        self.breaker.probing = self.breaker.probing or probe
-        cut, timed_out = "", False
-        max_chars = stream_char_limit(request.max_tokens)
-        max_pieces = stream_piece_limit(request.max_tokens)
-        received = pieces = 0
-        try:
-            chunks = self.backend.stream(request, stats)
-            with anyio.move_on_after(limit_s) as timer:
-                async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                    async for chunk in chunks:
-                        room = max_chars - received
-                        received += len(chunk)
-                        pieces += 1
-                        on_chunk(chunk if received <= max_chars else chunk[: max(room, 0)])
-                        if received > max_chars:
-                            cut = f"over {max_chars} characters"
-                            break
-                        if pieces >= max_pieces:
-                            cut = f"{pieces} pieces of text for max_tokens = {request.max_tokens}"
-                            break
-            if timer.cancelled_caught:
-                cut, timed_out = f"still streaming after {limit_s:g} s", True
-        except RateLimited as exc:
-            error = exc
-            self.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
-        except CompletionError as exc:
-            error = exc
-        except asyncio.CancelledError:
-            if probe:
-                self.breaker.probing = False
-            raise
-        except Exception as exc:  # a backend bug must end this stream, never the server
-            log.exception("a stream of %s failed", self.label)
-            error = CompletionError(f"{type(exc).__name__}: {exc}")
+    def _finished(self, error: CompletionError | None, probe: bool) -> None:
         if probe:
             self.breaker.probing = False
         self._notify(self.breaker.success() if error is None else self.breaker.failure(error, time.perf_counter()))
-        if cut:
-            log.warning("a stream of %s was cut locally: %s", self.label, cut)
-            stats.finish_reason = "length"
-        return ReadEnd(error=error, cut=cut, timed_out=timed_out)
+
+
+class Reading:
+    """One answer of a model as it is read (`Tier.reading`): an async iterator of its chunks, each within the
+    tier's limits; `end` is set once the iteration has ended (None before)."""
+
+    def __init__(self, tier: Tier, request: ModelRequest, stats: StreamStats, *, limit_s: float | None) -> None:
+        self._tier = tier
+        self._request = request
+        self._stats = stats
+        if limit_s is None:
+            # A local server may read a cold prompt for longer than a cloud model takes to answer whole.
+            limit_s = stream_time_limit_s(request.max_tokens, tier.config.read_timeout_s, capped=not tier.local)
+        self._limit_s = limit_s
+        self._deadline = asyncio.get_running_loop().time() + limit_s
+        self._max_chars = stream_char_limit(request.max_tokens)
+        self._max_pieces = stream_piece_limit(request.max_tokens)
+        self._received = self._pieces = 0
+        self._chunks: AsyncIterator[str] | None = None
+        self._probe = False
+        self._cut = ""
+        self.end: ReadEnd | None = None
+        now = time.perf_counter()
+        if now < tier.not_before_s:
+            self.end = ReadEnd(error=RateLimited("waiting out the provider's Retry-After"))
+        elif not tier.breaker.allows(now):
+            self.end = ReadEnd(error=BackendUnavailable(tier.hold_reason()))
+        else:
+            self._probe = tier.breaker.failures > 0
+            tier.breaker.probing = tier.breaker.probing or self._probe
+            self._chunks = tier.backend.stream(request, stats)
+
+    def __aiter__(self) -> Reading:
+        return self
+
+    async def __anext__(self) -> str:
+        chunks = self._chunks
+        if chunks is None or self._cut:
+            if chunks is not None:
+                await self._finish(None)
+            raise StopAsyncIteration
+        tier = self._tier
+        try:
+            async with asyncio.timeout_at(self._deadline):
+                chunk = await anext(chunks)
+        except StopAsyncIteration:
+            await self._finish(None)
+            raise
+        except TimeoutError:
+            self._cut = f"still streaming after {self._limit_s:g} s"
+            await self._finish(None, timed_out=True)
+            raise StopAsyncIteration from None
+        except RateLimited as exc:
+            tier.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
+            await self._finish(exc)
+            raise StopAsyncIteration from None
+        except CompletionError as exc:
+            await self._finish(exc)
+            raise StopAsyncIteration from None
+        except asyncio.CancelledError:
+            await self.close()
+            raise
+        except Exception as exc:  # a backend bug must end this stream, never the server
+            log.exception("a stream of %s failed", tier.label)
+            await self._finish(CompletionError(f"{type(exc).__name__}: {exc}"))
+            raise StopAsyncIteration from None
+        room = self._max_chars - self._received
+        self._received += len(chunk)
+        self._pieces += 1
+        if self._received > self._max_chars:
+            self._cut = f"over {self._max_chars} characters"
+            return chunk[: max(room, 0)]
+        if self._pieces >= self._max_pieces:
+            self._cut = f"{self._pieces} pieces of text for max_tokens = {self._request.max_tokens}"
+        return chunk
+
+    async def _finish(self, error: CompletionError | None, *, timed_out: bool = False) -> None:
+        chunks, self._chunks = self._chunks, None
+        if chunks is None:
+            return
+        await _close(chunks)
+        self._tier._finished(error, self._probe)
+        if self._cut:
+            log.warning("a stream of %s was cut locally: %s", self._tier.label, self._cut)
+            self._stats.finish_reason = "length"
+        self.end = ReadEnd(error=error, cut=self._cut, timed_out=timed_out)
+
+    async def close(self) -> None:
+        """Stop reading (the caller was cancelled or left before the end): the response is closed, and the
+        breaker learns nothing from a read nobody finished."""
+        chunks, self._chunks = self._chunks, None
+        if self.end is None:
+            self.end = ReadEnd(cut=self._cut or "the reader stopped before the end")
+        if chunks is None:
+            return
+        if self._probe:
+            self._tier.breaker.probing = False
+        await _close(chunks)
+
+
+async def _close(chunks: AsyncIterator[str]) -> None:
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 @dataclass(frozen=True, kw_only=True)
