@@ -28,6 +28,7 @@ class Flooding:
     ) -> None:
         self.chunks = 0
         self.closed = asyncio.Event()
+        self.stalled = asyncio.Event()
         self.stall_after = stall_after
         self.piece = piece
 
@@ -35,6 +36,7 @@ class Flooding:
         try:
             while True:
                 if self.stall_after is not None and self.chunks >= self.stall_after:
+                    self.stalled.set()
                     await asyncio.Event().wait()  # an endless stream that has gone quiet
                 self.chunks += 1
                 yield self.piece
@@ -114,8 +116,7 @@ async def test_a_cancelled_reader_closes_the_stream() -> None:
     tier = Tier("fast", ModelConfig(base_url="http://x/v1", model="m"), backend, "m")
     stream = _stream()
     task = asyncio.create_task(read_into(stream, tier, ModelRequest(prefix="", suffix=""), remember=lambda _: None))
-    while backend.chunks < 2:
-        await asyncio.sleep(0)  # sleep-ok: one event-loop turn, not time
+    await asyncio.wait_for(backend.stalled.wait(), 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -148,7 +148,11 @@ class Tier:
 
 class Reading:
     """One answer of a model as it is read (`Tier.reading`): an async iterator of its chunks, each within the
-    tier's limits; `end` is set once the iteration has ended (None before)."""
+    tier's limits; `end` is set once the iteration has ended (None before).
+
+    The time limit is one timer for the whole read, which cancels the reading task at the deadline (as
+    `asyncio.timeout` does, without a timer per chunk): iterate it from the task that made it, and do not
+    await anything else in the loop's body."""
 
     def __init__(self, tier: Tier, request: ModelRequest, stats: StreamStats, *, limit_s: float | None) -> None:
         self._tier = tier
@@ -159,6 +163,9 @@ class Reading:
             limit_s = stream_time_limit_s(request.max_tokens, tier.config.read_timeout_s, capped=not tier.local)
         self._limit_s = limit_s
         self._deadline = asyncio.get_running_loop().time() + limit_s
+        self._task = asyncio.current_task()
+        self._timer: asyncio.TimerHandle | None = None
+        self._expired = False
         self._max_chars = stream_char_limit(request.max_tokens)
         self._max_pieces = stream_piece_limit(request.max_tokens)
         self._received = self._pieces = 0
@@ -175,6 +182,7 @@ class Reading:
             self._probe = tier.breaker.failures > 0
             tier.breaker.probing = tier.breaker.probing or self._probe
             self._chunks = tier.backend.stream(request, stats)
+            self._timer = asyncio.get_running_loop().call_at(self._deadline, self._expire)
 
     def __aiter__(self) -> Reading:
         return self
@@ -187,15 +195,18 @@ class Reading:
             raise StopAsyncIteration
         tier = self._tier
         try:
-            async with asyncio.timeout_at(self._deadline):
-                chunk = await anext(chunks)
+            chunk = await anext(chunks)
         except StopAsyncIteration:
             await self._finish(None)
             raise
-        except TimeoutError:
-            self._cut = f"still streaming after {self._limit_s:g} s"
-            await self._finish(None, timed_out=True)
-            raise StopAsyncIteration from None
+        except asyncio.CancelledError:
+            # The deadline's cancel, and no other (`Task.uncancel`, as `asyncio.timeout` tells them apart).
+            if self._expired and self._task is not None and self._task.uncancel() == 0:
+                self._cut = f"still streaming after {self._limit_s:g} s"
+                await self._finish(None, timed_out=True)
+                raise StopAsyncIteration from None
+            await self.close()
+            raise
         except RateLimited as exc:
             tier.not_before_s = time.perf_counter() + min(exc.retry_after_s or 1.0, MAX_HOLD_OFF_S)
             await self._finish(exc)
@@ -203,9 +214,6 @@ class Reading:
         except CompletionError as exc:
             await self._finish(exc)
             raise StopAsyncIteration from None
-        except asyncio.CancelledError:
-            await self.close()
-            raise
         except Exception as exc:  # a backend bug must end this stream, never the server
             log.exception("a stream of %s failed", tier.label)
             await self._finish(CompletionError(f"{type(exc).__name__}: {exc}"))
@@ -220,7 +228,18 @@ class Reading:
             self._cut = f"{self._pieces} pieces of text for max_tokens = {self._request.max_tokens}"
         return chunk
 
+    def _expire(self) -> None:
+        self._expired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
     async def _finish(self, error: CompletionError | None, *, timed_out: bool = False) -> None:
+        self._stop_timer()
         chunks, self._chunks = self._chunks, None
         if chunks is None:
             return
@@ -234,6 +253,7 @@ class Reading:
     async def close(self) -> None:
         """Stop reading (the caller was cancelled or left before the end): the response is closed, and the
         breaker learns nothing from a read nobody finished."""
+        self._stop_timer()
         chunks, self._chunks = self._chunks, None
         if self.end is None:
             self.end = ReadEnd(cut=self._cut or "the reader stopped before the end")
