@@ -200,7 +200,7 @@ class Reading:
             await self._finish(None)
             raise
         except asyncio.CancelledError:
-            # The deadline's cancel, and no other (`Task.uncancel`, as `asyncio.timeout` tells them apart).
+            # The deadline's cancel, and no other (`asyncio.Task.uncancel`, as `asyncio.timeout` tells them apart).
             if self._expired and self._task is not None and self._task.uncancel() == 0:
                 self._cut = f"still streaming after {self._limit_s:g} s"
                 await self._finish(None, timed_out=True)
