@@ -248,7 +248,8 @@ class SymbolIndex:
         # change, and an entry for each was 1 MB of a 5,000-file workspace's index (5,000 entries, not 33,000).
         self._name_versions: dict[str, int] = {}
         self._imports_memo: dict[str, tuple[int, int, tuple[str, ...]]] = {}
-        self._decompressed: LRU[str, tuple[int, list[str]]] = LRU(_DECOMPRESSED_FILES)
+        # path -> (version, its lines, or None when its file no longer holds the bytes indexed)
+        self._decompressed: LRU[str, tuple[int, list[str] | None]] = LRU(_DECOMPRESSED_FILES)
 
     def __len__(self) -> int:
         return len(self._files)
@@ -265,7 +266,7 @@ class SymbolIndex:
         lines = text.splitlines()
         self._drop_definitions(path)
         self._versions += 1
-        on_disk = disk is not None and self._reader is not None
+        digest = _disk_digest(disk) if disk is not None and self._reader is not None else None
         names, table = _pack(extract_definitions(path, lines))
         symbols = FileSymbols(
             path=path,
@@ -274,8 +275,8 @@ class SymbolIndex:
             names=names,
             table=table,
             imports=extract_imports(path, text),
-            compressed_text=None if on_disk else zlib.compress(text.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL),
-            disk_digest=_disk_digest(disk) if on_disk and disk is not None else None,
+            compressed_text=None if digest else zlib.compress(text.encode("utf-8", "surrogatepass"), _ZLIB_LEVEL),
+            disk_digest=digest,
         )
         self._files[path] = symbols
         self._by_version[symbols.version] = symbols
@@ -351,7 +352,8 @@ class SymbolIndex:
         return data.decode("utf-8")
 
     def lines(self, path: str) -> list[str] | None:
-        """The indexed text of `path` as lines (without terminators), or None (as `text`)."""
+        """The indexed text of `path` as lines (without terminators), or None (as `text`; a file found changed
+        is remembered as such, not read again on every keystroke that would like a snippet of it)."""
         symbols = self._files.get(path)
         if symbols is None:
             return None
@@ -359,9 +361,7 @@ class SymbolIndex:
         if cached is not None and cached[0] == symbols.version:
             return cached[1]
         text = self.text(path)
-        if text is None:
-            return None
-        lines = text.splitlines()
+        lines = text.splitlines() if text is not None else None
         self._decompressed[path] = (symbols.version, lines)
         return lines
 

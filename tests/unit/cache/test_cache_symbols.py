@@ -263,6 +263,9 @@ def test_a_file_indexed_from_disk_keeps_a_digest_and_answers_only_while_its_byte
     # Changed on disk since it was indexed (and judged): nothing of it is answered, not the new bytes.
     disk["pkg/a.py"] = b"def helper():\n    return 'new'\n"
     assert index.text("pkg/a.py") is None and index.lines("pkg/a.py") is None
+    # Found changed once, it is not read again for every snippet that would like its lines.
+    reads.clear()
+    assert index.lines("pkg/a.py") is None and index.lines("pkg/a.py") is None and reads == []
     del disk["pkg/a.py"]
     assert index.text("pkg/a.py") is None
     # Without a reader, the text is kept (compressed) whatever `disk` says.
